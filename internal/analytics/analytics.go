@@ -1,0 +1,152 @@
+// Package analytics holds the domain of groupanalytics: groups, plans, keys,
+// students and usage events, the errors callers can act on, and the two
+// store contracts (the directory and the usage store). It imports nothing
+// of the project's own.
+package analytics
+
+import (
+	"crypto/sha256"
+	"time"
+)
+
+// Group is a school: the tenant that report keys belong to.
+type Group struct {
+	ID       string
+	Name     string
+	TimeZone string // IANA name; reports cut days in this zone
+	Created  time.Time
+}
+
+// Location returns the group's time zone. Zones are validated when a group
+// is created, so a failure here means the zone database lost the name.
+func (g Group) Location() (*time.Location, error) {
+	return time.LoadLocation(g.TimeZone)
+}
+
+// Plan is a period during which a group's keys work.
+type Plan struct {
+	GroupID   string
+	ID        int64
+	Starts    time.Time
+	Ends      *time.Time // nil: open-ended; the plan is valid before Ends
+	Cancelled *time.Time // set when cancelled; invalid from then on
+}
+
+// ValidAt reports whether the plan allows access at t (decisions R5).
+func (p Plan) ValidAt(t time.Time) bool {
+	if t.Before(p.Starts) {
+		return false
+	}
+	if p.Ends != nil && !t.Before(*p.Ends) {
+		return false
+	}
+	return p.Cancelled == nil || t.Before(*p.Cancelled)
+}
+
+// APIKey is a school's report key. Only the SHA-256 of the secret is kept.
+type APIKey struct {
+	GroupID  string
+	ID       string
+	Prefix   string // first characters of the secret, to recognise it in lists
+	Label    string
+	Hash     []byte
+	Created  time.Time
+	Revoked  *time.Time
+	LastUsed *time.Time // day granularity: written at most once a day
+}
+
+// PlatformToken authorises the platform API (ingestion and administration).
+type PlatformToken struct {
+	ID      string
+	Prefix  string
+	Label   string
+	Hash    []byte
+	Created time.Time
+	Revoked *time.Time
+}
+
+// HashSecret returns the stored form of a key or token.
+func HashSecret(secret string) []byte {
+	sum := sha256.Sum256([]byte(secret))
+	return sum[:]
+}
+
+// Student is a member of a group, as the platform names them.
+type Student struct {
+	GroupID string
+	ID      string
+	Name    string
+}
+
+// Metric is one countable kind of usage event.
+type Metric uint8
+
+const (
+	SessionsCreated Metric = iota
+	TutorMeMessages
+	TestMessages
+	FlashcardMessages
+	MaterialMessages
+	LiveLectureMessages
+	MainChatMessages
+	NumMetrics = iota
+)
+
+// Event kinds and chat types as the platform sends them (decisions R6).
+const (
+	KindSessionCreated = "live_lecture.session_created"
+	KindMessageSent    = "chat.message_sent"
+)
+
+// ChatTypes maps each chatType of a chat.message_sent event to its metric.
+var ChatTypes = map[string]Metric{
+	"tutor_me":     TutorMeMessages,
+	"test":         TestMessages,
+	"flashcard":    FlashcardMessages,
+	"material":     MaterialMessages,
+	"live_lecture": LiveLectureMessages,
+	"main":         MainChatMessages,
+}
+
+// IsChat reports whether m counts chat messages.
+func (m Metric) IsChat() bool { return m != SessionsCreated }
+
+// IsLiveLecture reports whether m is live-lecture usage: a session made or a
+// message sent during a live lecture.
+func (m Metric) IsLiveLecture() bool { return m == SessionsCreated || m == LiveLectureMessages }
+
+// Counts holds one count per metric.
+type Counts [NumMetrics]int64
+
+// Add adds o to c.
+func (c *Counts) Add(o *Counts) {
+	for i := range c {
+		c[i] += o[i]
+	}
+}
+
+// Event is one usage event, validated. Day is its calendar date in the
+// group's time zone, fixed when the event is stored.
+type Event struct {
+	GroupID    string
+	ID         string
+	StudentID  string
+	OccurredAt time.Time // kept to the millisecond
+	Metric     Metric
+	Day        Day
+}
+
+// GroupRollup is a group's usage over one rollup period (a day or a month):
+// counts, and which students used live lectures and chat.
+type GroupRollup struct {
+	Key              Day // the day, or the first day of the month
+	Counts           Counts
+	LiveLectureUsers StudentSet
+	ChatUsers        StudentSet
+}
+
+// AppendResult says what became of a batch of events.
+type AppendResult struct {
+	Accepted   int // stored now
+	Duplicates int // ids stored before (or twice in the batch), counted once
+}

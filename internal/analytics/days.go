@@ -1,0 +1,120 @@
+package analytics
+
+import "time"
+
+// Day is a calendar date counted in days since 1970-01-01. It carries no
+// time zone: the same Day is a different span of instants in each zone.
+type Day int32
+
+// DayOf returns the calendar date of t in loc.
+func DayOf(t time.Time, loc *time.Location) Day {
+	y, m, d := t.In(loc).Date()
+	return DateDay(y, m, d)
+}
+
+// DateDay returns the Day of a calendar date. Out-of-range months and days
+// are normalised as time.Date does.
+func DateDay(year int, month time.Month, day int) Day {
+	return Day(time.Date(year, month, day, 0, 0, 0, 0, time.UTC).Unix() / 86400)
+}
+
+// Date returns the calendar date of d.
+func (d Day) Date() (year int, month time.Month, day int) {
+	return time.Unix(int64(d)*86400, 0).UTC().Date()
+}
+
+func (d Day) String() string { return time.Unix(int64(d)*86400, 0).UTC().Format(time.DateOnly) }
+
+// Start returns the first instant of d in loc. Where a zone skips midnight
+// (a daylight-saving jump at 00:00), the day starts at the transition.
+func (d Day) Start(loc *time.Location) time.Time {
+	y, m, day := d.Date()
+	t := time.Date(y, m, day, 0, 0, 0, 0, loc)
+	if DayOf(t, loc) < d {
+		// Midnight does not exist and time.Date answered an instant of the
+		// day before: the day begins where that zone period ends.
+		_, end := t.ZoneBounds()
+		return end
+	}
+	if start, _ := t.ZoneBounds(); !start.IsZero() && start.Before(t) && DayOf(start, loc) == d &&
+		DayOf(start.Add(-time.Millisecond), loc) < d {
+		return start
+	}
+	return t
+}
+
+// End returns the last millisecond of d in loc.
+func (d Day) End(loc *time.Location) time.Time {
+	return (d + 1).Start(loc).Add(-time.Millisecond)
+}
+
+// MonthStart returns the first day of d's month.
+func (d Day) MonthStart() Day {
+	y, m, _ := d.Date()
+	return DateDay(y, m, 1)
+}
+
+// NextMonthStart returns the first day of the month after d's.
+func (d Day) NextMonthStart() Day {
+	y, m, _ := d.Date()
+	return DateDay(y, m+1, 1)
+}
+
+// WeekStart returns the Monday of d's ISO week.
+func (d Day) WeekStart() Day {
+	// 1970-01-01 was a Thursday, three days after a Monday.
+	offset := (int32(d) + 3) % 7
+	if offset < 0 {
+		offset += 7
+	}
+	return d - Day(offset)
+}
+
+// DayRange is the days from First to Last, both included.
+type DayRange struct {
+	First, Last Day
+}
+
+// Len returns the number of days in r.
+func (r DayRange) Len() int { return int(r.Last-r.First) + 1 }
+
+// Span is the granularity of a rollup: one row per day, or per calendar month.
+type Span int8
+
+const (
+	SpanDay   Span = 0
+	SpanMonth Span = 1
+)
+
+// Segment is a run of rollup keys of one span: days First..Last, or the
+// months whose first days are First..Last.
+type Segment struct {
+	Span Span
+	Keys DayRange
+}
+
+// Segments cuts r into the fewest rollup reads that cover it exactly:
+// whole calendar months as month rollups, the days around them as day
+// rollups.
+func Segments(r DayRange) []Segment {
+	var segs []Segment
+	first := r.First
+	if first != first.MonthStart() {
+		end := min(first.NextMonthStart()-1, r.Last)
+		segs = append(segs, Segment{SpanDay, DayRange{first, end}})
+		first = end + 1
+	}
+	// Whole months: first is now a month start (or past r).
+	lastMonth := Day(-1 << 31)
+	for m := first; m <= r.Last && m.NextMonthStart()-1 <= r.Last; m = m.NextMonthStart() {
+		lastMonth = m
+	}
+	if lastMonth >= first {
+		segs = append(segs, Segment{SpanMonth, DayRange{first, lastMonth}})
+		first = lastMonth.NextMonthStart()
+	}
+	if first <= r.Last {
+		segs = append(segs, Segment{SpanDay, DayRange{first, r.Last}})
+	}
+	return segs
+}

@@ -1,0 +1,56 @@
+package analytics
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code classifies an error by what the caller can do about it. The HTTP
+// layer maps each code to one status; nothing else inspects error text.
+type Code string
+
+const (
+	Invalid         Code = "invalid"         // the request is wrong; the message says how
+	Unauthorized    Code = "unauthorized"    // no valid report key, or no valid plan
+	Unauthenticated Code = "unauthenticated" // no valid platform token
+	NotFound        Code = "not_found"
+	Conflict        Code = "conflict"
+	TooLarge        Code = "too_large"
+	Unavailable     Code = "unavailable" // the store cannot be reached
+	Internal        Code = "internal"
+)
+
+// Error is an error whose message is safe to show to the caller.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errorf returns an *Error with a caller-safe message.
+func Errorf(code Code, format string, args ...any) error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, or Internal.
+func ErrorCode(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return Internal
+}
+
+// ErrorMessage returns the caller-safe message of err, or "" if it has none.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return ""
+}
+
+// ErrUnavailable marks a failure to reach the store; stores wrap it so that
+// callers answer 503 rather than 500.
+var ErrUnavailable = &Error{Code: Unavailable, Message: "Service unavailable"}

@@ -1,0 +1,71 @@
+package analytics
+
+import (
+	"context"
+	"time"
+)
+
+// Directory holds who may ask what: groups, their plans and keys, their
+// students, and the platform's tokens. It is small, relational and
+// transactional. Every method that touches a group's data takes its id.
+type Directory interface {
+	CreateGroup(ctx context.Context, g Group) error
+	Group(ctx context.Context, groupID string) (Group, error)
+	Groups(ctx context.Context) ([]Group, error)
+
+	AddPlan(ctx context.Context, p Plan) (Plan, error)
+	CancelPlan(ctx context.Context, groupID string, planID int64, at time.Time) (Plan, error)
+	Plans(ctx context.Context, groupID string) ([]Plan, error)
+
+	AddKey(ctx context.Context, k APIKey) error
+	Keys(ctx context.Context, groupID string) ([]APIKey, error)
+	RevokeKey(ctx context.Context, groupID, keyID string, at time.Time) error
+	// Authorize returns the group of the key with this hash when the key is
+	// not revoked and its group has a plan valid at now, and an Unauthorized
+	// error otherwise. It does the same work whichever the cause, so that
+	// the time taken does not tell one cause from another.
+	Authorize(ctx context.Context, keyHash []byte, now time.Time) (Group, error)
+
+	// SaveStudents enrols the students not yet in the group and renames
+	// those whose update carries a name, in one transaction.
+	SaveStudents(ctx context.Context, groupID string, updates []StudentUpdate) error
+	AddStudent(ctx context.Context, s Student) error
+	RenameStudent(ctx context.Context, s Student) error
+	Students(ctx context.Context, groupID string) ([]Student, error)
+	DeleteStudent(ctx context.Context, groupID, studentID string) error
+
+	AddToken(ctx context.Context, t PlatformToken) error
+	Tokens(ctx context.Context) ([]PlatformToken, error)
+	RevokeToken(ctx context.Context, tokenID string, at time.Time) error
+	// AuthorizeToken returns the unrevoked token with this hash, or an
+	// Unauthenticated error.
+	AuthorizeToken(ctx context.Context, tokenHash []byte) (PlatformToken, error)
+}
+
+// StudentUpdate enrols a student, or renames one when Name is set.
+type StudentUpdate struct {
+	ID   string
+	Name string // empty: keep the current name (a new student is named by id)
+}
+
+// UsageStore holds usage events and the rollups that reports read. It is
+// large and append-mostly; every method is scoped to one group except
+// AppendEvents, which takes a batch that may span groups.
+type UsageStore interface {
+	// AppendEvents stores the events whose ids are new to their group and
+	// updates the rollups in the same transaction; when it returns nil the
+	// events are durable and visible to the next read.
+	AppendEvents(ctx context.Context, events []Event) (AppendResult, error)
+	// GroupRollups returns the group's rollups of seg's span whose keys lie
+	// in seg, ascending; periods without usage have no row.
+	GroupRollups(ctx context.Context, groupID string, seg Segment) ([]GroupRollup, error)
+	// StudentTotals adds each student's counts over the rollups of seg to
+	// totals, creating entries as needed.
+	StudentTotals(ctx context.Context, groupID string, seg Segment, totals map[string]*Counts) error
+	// DeleteStudentUsage erases a student's events and their share of every
+	// rollup.
+	DeleteStudentUsage(ctx context.Context, groupID, studentID string) error
+	// Rebuild recomputes the group's rollups from its raw events, cutting
+	// days in loc.
+	Rebuild(ctx context.Context, groupID string, loc *time.Location) error
+}

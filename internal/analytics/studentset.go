@@ -1,0 +1,68 @@
+package analytics
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// StudentSet is a set of student ordinals: small dense integers a usage
+// store assigns per group, so that "distinct students over a range" is a
+// union of per-period sets rather than a scan of every student-day.
+type StudentSet []uint64
+
+// Add puts ordinal n in the set.
+func (s *StudentSet) Add(n int) {
+	w := n / 64
+	if w >= len(*s) {
+		*s = append(*s, make([]uint64, w+1-len(*s))...)
+	}
+	(*s)[w] |= 1 << (n % 64)
+}
+
+// Remove takes ordinal n out of the set.
+func (s StudentSet) Remove(n int) {
+	if w := n / 64; w < len(s) {
+		s[w] &^= 1 << (n % 64)
+	}
+}
+
+// Union adds every member of o to s.
+func (s *StudentSet) Union(o StudentSet) {
+	if len(o) > len(*s) {
+		*s = append(*s, make([]uint64, len(o)-len(*s))...)
+	}
+	for i, w := range o {
+		(*s)[i] |= w
+	}
+}
+
+// Len returns the number of members.
+func (s StudentSet) Len() int {
+	n := 0
+	for _, w := range s {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+// Bytes encodes the set as little-endian words, without trailing empty ones.
+func (s StudentSet) Bytes() []byte {
+	n := len(s)
+	for n > 0 && s[n-1] == 0 {
+		n--
+	}
+	b := make([]byte, 8*n)
+	for i := range n {
+		binary.LittleEndian.PutUint64(b[8*i:], s[i])
+	}
+	return b
+}
+
+// StudentSetFromBytes decodes what Bytes encoded.
+func StudentSetFromBytes(b []byte) StudentSet {
+	s := make(StudentSet, len(b)/8)
+	for i := range s {
+		s[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	return s
+}

@@ -1,0 +1,299 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"groupanalytics/internal/platform"
+	"groupanalytics/internal/report"
+)
+
+func table(e *env, header string, rows func(w io.Writer)) {
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	rows(tw)
+	tw.Flush()
+}
+
+func when(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return report.FormatTime(*t)
+}
+
+func groupCreate(e *env, args []string) error {
+	fs, db := flags(e, "group create")
+	id := fs.String("id", "", "group id: letters, digits, '.', '_' or '-'")
+	name := fs.String("name", "", "display name (default: the id)")
+	tz := fs.String("tz", "UTC", "IANA time zone, e.g. Europe/Berlin")
+	return withPlatform(e, fs, db, args, false, []string{"id"}, func(p *platform.Platform) error {
+		g, err := p.CreateGroup(e.ctx, *id, *name, *tz)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "created group %s (%s, %s)\n", g.ID, g.Name, g.TimeZone)
+		}
+		return err
+	})
+}
+
+func groupList(e *env, args []string) error {
+	fs, db := flags(e, "group list")
+	return withPlatform(e, fs, db, args, false, nil, func(p *platform.Platform) error {
+		groups, err := p.Groups(e.ctx)
+		table(e, "ID\tNAME\tTIME ZONE\tCREATED", func(w io.Writer) {
+			for _, g := range groups {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", g.ID, g.Name, g.TimeZone, report.FormatTime(g.Created))
+			}
+		})
+		return err
+	})
+}
+
+func planSet(e *env, args []string) error {
+	fs, db := flags(e, "plan set")
+	group := fs.String("group", "", "group id")
+	start := fs.String("start", "", "first day (2025-09-01) or instant (RFC 3339); default now")
+	end := fs.String("end", "", "last day, included, or instant the plan ends; default open-ended")
+	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
+		plan, err := p.AddPlan(e.ctx, *group, *start, *end)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "added plan %d to group %s: from %s until %s\n", plan.ID, plan.GroupID,
+				report.FormatTime(plan.Starts), when(plan.Ends))
+		}
+		return err
+	})
+}
+
+func planCancel(e *env, args []string) error {
+	fs, db := flags(e, "plan cancel")
+	group := fs.String("group", "", "group id")
+	id := fs.Int64("plan", 0, "plan number, as plan list shows it")
+	return withPlatform(e, fs, db, args, false, []string{"group", "plan"}, func(p *platform.Platform) error {
+		plan, err := p.CancelPlan(e.ctx, *group, *id)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "cancelled plan %d of group %s at %s\n", plan.ID, plan.GroupID, when(plan.Cancelled))
+		}
+		return err
+	})
+}
+
+func planList(e *env, args []string) error {
+	fs, db := flags(e, "plan list")
+	group := fs.String("group", "", "group id")
+	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
+		plans, err := p.Plans(e.ctx, *group)
+		now := time.Now()
+		table(e, "PLAN\tSTARTS\tENDS\tCANCELLED\tVALID NOW", func(w io.Writer) {
+			for _, pl := range plans {
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%t\n", pl.ID, report.FormatTime(pl.Starts), when(pl.Ends), when(pl.Cancelled), pl.ValidAt(now))
+			}
+		})
+		return err
+	})
+}
+
+func keyCreate(e *env, args []string) error {
+	fs, db := flags(e, "key create")
+	group := fs.String("group", "", "group id")
+	label := fs.String("label", "", "what the key is for")
+	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
+		k, secret, err := p.CreateKey(e.ctx, *group, *label)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "created key %s for group %s. Its secret is shown only now:\n%s\n", k.ID, k.GroupID, secret)
+		}
+		return err
+	})
+}
+
+func keyList(e *env, args []string) error {
+	fs, db := flags(e, "key list")
+	group := fs.String("group", "", "group id")
+	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
+		keys, err := p.Keys(e.ctx, *group)
+		table(e, "KEY\tPREFIX\tLABEL\tCREATED\tREVOKED\tLAST USED", func(w io.Writer) {
+			for _, k := range keys {
+				fmt.Fprintf(w, "%s\t%s…\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Label, report.FormatTime(k.Created), when(k.Revoked), when(k.LastUsed))
+			}
+		})
+		return err
+	})
+}
+
+func keyRevoke(e *env, args []string) error {
+	fs, db := flags(e, "key revoke")
+	group := fs.String("group", "", "group id")
+	key := fs.String("key", "", "key id, as key list shows it")
+	return withPlatform(e, fs, db, args, false, []string{"group", "key"}, func(p *platform.Platform) error {
+		err := p.RevokeKey(e.ctx, *group, *key)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "revoked key %s of group %s\n", *key, *group)
+		}
+		return err
+	})
+}
+
+func studentCommand(e *env, name string, args []string, withName bool, fn func(p *platform.Platform, group, id, studentName string) error) error {
+	fs, db := flags(e, name)
+	group := fs.String("group", "", "group id")
+	id := fs.String("id", "", "student id")
+	required := []string{"group", "id"}
+	studentName := new(string)
+	if withName {
+		studentName = fs.String("name", "", "display name")
+		required = append(required, "name")
+	}
+	return withPlatform(e, fs, db, args, false, required, func(p *platform.Platform) error {
+		return fn(p, *group, *id, *studentName)
+	})
+}
+
+func studentAdd(e *env, args []string) error {
+	return studentCommand(e, "student add", args, true, func(p *platform.Platform, group, id, name string) error {
+		_, err := p.AddStudent(e.ctx, group, id, name)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "added student %s (%s) to group %s\n", id, name, group)
+		}
+		return err
+	})
+}
+
+func studentRename(e *env, args []string) error {
+	return studentCommand(e, "student rename", args, true, func(p *platform.Platform, group, id, name string) error {
+		_, err := p.RenameStudent(e.ctx, group, id, name)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "renamed student %s of group %s to %s\n", id, group, name)
+		}
+		return err
+	})
+}
+
+func studentDelete(e *env, args []string) error {
+	return studentCommand(e, "student delete", args, false, func(p *platform.Platform, group, id, _ string) error {
+		err := p.DeleteStudent(e.ctx, group, id)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "deleted student %s of group %s and all their usage\n", id, group)
+		}
+		return err
+	})
+}
+
+func studentList(e *env, args []string) error {
+	fs, db := flags(e, "student list")
+	group := fs.String("group", "", "group id")
+	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
+		students, err := p.Students(e.ctx, *group)
+		report.SortStudents(students)
+		table(e, "ID\tNAME", func(w io.Writer) {
+			for _, s := range students {
+				fmt.Fprintf(w, "%s\t%s\n", s.ID, s.Name)
+			}
+		})
+		return err
+	})
+}
+
+func tokenCreate(e *env, args []string) error {
+	fs, db := flags(e, "token create")
+	label := fs.String("label", "", "what the token is for")
+	return withPlatform(e, fs, db, args, false, nil, func(p *platform.Platform) error {
+		t, secret, err := p.CreateToken(e.ctx, *label)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "created platform token %s. Its secret is shown only now:\n%s\n", t.ID, secret)
+		}
+		return err
+	})
+}
+
+func tokenList(e *env, args []string) error {
+	fs, db := flags(e, "token list")
+	return withPlatform(e, fs, db, args, false, nil, func(p *platform.Platform) error {
+		tokens, err := p.Tokens(e.ctx)
+		table(e, "TOKEN\tPREFIX\tLABEL\tCREATED\tREVOKED", func(w io.Writer) {
+			for _, t := range tokens {
+				fmt.Fprintf(w, "%s\t%s…\t%s\t%s\t%s\n", t.ID, t.Prefix, t.Label, report.FormatTime(t.Created), when(t.Revoked))
+			}
+		})
+		return err
+	})
+}
+
+func tokenRevoke(e *env, args []string) error {
+	fs, db := flags(e, "token revoke")
+	id := fs.String("token", "", "token id, as token list shows it")
+	return withPlatform(e, fs, db, args, false, []string{"token"}, func(p *platform.Platform) error {
+		err := p.RevokeToken(e.ctx, *id)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "revoked platform token %s\n", *id)
+		}
+		return err
+	})
+}
+
+// runImport reads NDJSON events, one per line (blank lines skipped), and
+// stores them only if every line is valid.
+func runImport(e *env, args []string) error {
+	fs, db := flags(e, "import")
+	return withPlatform(e, fs, db, args, true, nil, func(p *platform.Platform) error {
+		in := e.stdin
+		if name := fs.Arg(0); name != "" && name != "-" {
+			f, err := os.Open(name)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			in = f
+		}
+		var batch []json.RawMessage
+		var lineNos []int
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for n := 1; sc.Scan(); n++ {
+			if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
+				batch = append(batch, bytes.Clone(line))
+				lineNos = append(lineNos, n)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("reading line %d: %w", len(lineNos)+1, err)
+		}
+		res, err := p.Ingest(e.ctx, batch, true)
+		if err != nil {
+			return err
+		}
+		if len(res.Rejected) > 0 {
+			for _, r := range res.Rejected {
+				fmt.Fprintf(e.stderr, "line %d: %s\n", lineNos[r.Index], r.Reason)
+			}
+			return fmt.Errorf("%d of %d lines rejected; nothing was imported", len(res.Rejected), len(batch))
+		}
+		fmt.Fprintf(e.stdout, "imported %d events (%d new, %d duplicates)\n", len(batch), res.Accepted, res.Duplicates)
+		return nil
+	})
+}
+
+func runRebuild(e *env, args []string) error {
+	fs, db := flags(e, "rebuild")
+	group := fs.String("group", "", "group id (default: every group)")
+	return withPlatform(e, fs, db, args, false, nil, func(p *platform.Platform) error {
+		start := time.Now()
+		groups, err := p.Rebuild(e.ctx, *group)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "rebuilt the rollups of %s in %s\n", plural(len(groups), "group"), time.Since(start).Round(time.Millisecond))
+		}
+		return err
+	})
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
+}

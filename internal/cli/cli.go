@@ -1,0 +1,217 @@
+// Package cli implements the groupanalytics command: serve, demo, and the
+// admin commands that work on the store directly.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/platform"
+	"groupanalytics/internal/sqlstore"
+)
+
+// env is what every command runs with.
+type env struct {
+	ctx    context.Context
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+type command struct {
+	name    string
+	args    string // the usage line after the name
+	summary string
+	run     func(e *env, args []string) error
+}
+
+// commands lists the subcommands in the order help shows them.
+var commands []command
+
+func init() {
+	commands = []command{
+		{"serve", "[--addr ADDR] [--db DB] [--log-level LEVEL]", "run the HTTP server", runServe},
+		{"demo", "[--addr ADDR] [--db FILE]", "create a fresh store with demo data, print curl commands, and serve", runDemo},
+		{"migrate", "[--db DB]", "apply pending schema migrations and exit", runMigrate},
+		{"group create", "--id ID [--name NAME] [--tz ZONE]", "create a group (time zone: IANA name, default UTC)", groupCreate},
+		{"group list", "", "list groups", groupList},
+		{"plan set", "--group ID [--start WHEN] [--end WHEN]", "give a group a plan period (dates or RFC 3339 times)", planSet},
+		{"plan cancel", "--group ID --plan N", "cancel a plan from now on", planCancel},
+		{"plan list", "--group ID", "list a group's plans", planList},
+		{"key create", "--group ID [--label TEXT]", "create a report key; it is shown once", keyCreate},
+		{"key list", "--group ID", "list a group's keys", keyList},
+		{"key revoke", "--group ID --key KEY_ID", "revoke a report key", keyRevoke},
+		{"student add", "--group ID --id STUDENT_ID --name NAME", "enrol a student", studentAdd},
+		{"student rename", "--group ID --id STUDENT_ID --name NAME", "change a student's display name", studentRename},
+		{"student list", "--group ID", "list a group's students", studentList},
+		{"student delete", "--group ID --id STUDENT_ID", "erase a student and all their usage", studentDelete},
+		{"token create", "[--label TEXT]", "create a platform API token; it is shown once", tokenCreate},
+		{"token list", "", "list platform tokens", tokenList},
+		{"token revoke", "--token TOKEN_ID", "revoke a platform token", tokenRevoke},
+		{"import", "[FILE|-]", "import NDJSON events, all or nothing (default: stdin)", runImport},
+		{"rebuild", "[--group ID]", "recompute rollups from raw events", runRebuild},
+	}
+}
+
+// errUsage means the command line was wrong; usage has been printed.
+var errUsage = errors.New("usage")
+
+// Main runs the command line args and returns the exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands {
+		words := strings.Fields(c.name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
+			err := c.run(e, args[len(words):])
+			switch {
+			case err == nil:
+				return 0
+			case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
+				return 2
+			}
+			fmt.Fprintf(stderr, "groupanalytics %s: %s\n", c.name, describe(err))
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "groupanalytics: unknown command %q\n\n", strings.Join(args, " "))
+	usage(stderr)
+	return 2
+}
+
+// describe returns what a user should read of err: the caller-safe message
+// when there is one.
+func describe(err error) string {
+	if msg := analytics.ErrorMessage(err); msg != "" {
+		return msg
+	}
+	return err.Error()
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: groupanalytics COMMAND [FLAGS]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Every command takes --db (default groupanalytics.db; a postgres:// URL selects PostgreSQL).")
+	fmt.Fprintln(w, "Every flag can also be set in the environment as GROUPANALYTICS_<FLAG>, e.g. GROUPANALYTICS_DB.")
+	fmt.Fprintln(w, "Run 'groupanalytics COMMAND --help' for a command's flags.")
+}
+
+// flags returns a flag set for command c with the common --db flag.
+func flags(e *env, name string) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	db := fs.String("db", "groupanalytics.db", "SQLite file, or postgres:// URL")
+	fs.Usage = func() {
+		for _, c := range commands {
+			if c.name == name {
+				fmt.Fprintf(e.stderr, "usage: groupanalytics %s %s\n\n%s.\n\nFlags:\n", c.name, c.args, c.summary)
+			}
+		}
+		fs.PrintDefaults()
+	}
+	return fs, db
+}
+
+// parse parses args, then fills each flag not given from its environment
+// variable GROUPANALYTICS_<NAME>. It refuses stray arguments unless
+// positional is set.
+func parse(e *env, fs *flag.FlagSet, args []string, positional bool, required ...string) error {
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "GROUPANALYTICS_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok && !given[f.Name] {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("%s: %w", name, err)
+			}
+			given[f.Name] = true
+		}
+	})
+	if envErr != nil {
+		return envErr
+	}
+	var missing []string
+	for _, name := range required {
+		if !given[name] {
+			missing = append(missing, "--"+name)
+		}
+	}
+	if len(missing) > 0 || (!positional && fs.NArg() > 0) {
+		sort.Strings(missing)
+		if len(missing) > 0 {
+			fmt.Fprintf(e.stderr, "missing %s\n", strings.Join(missing, ", "))
+		} else {
+			fmt.Fprintf(e.stderr, "unexpected argument %q\n", fs.Arg(0))
+		}
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+// openStore opens and migrates the store dsn names.
+func openStore(e *env, dsn string, log *slog.Logger) (*sqlstore.Store, error) {
+	store, err := sqlstore.Open(e.ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.Migrate(e.ctx, log); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
+}
+
+// quietLog is the logger of admin commands: warnings and errors only.
+func quietLog(e *env) *slog.Logger {
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// withPlatform parses the flags, opens the store, and runs fn on it.
+func withPlatform(e *env, fs *flag.FlagSet, db *string, args []string, positional bool, required []string,
+	fn func(p *platform.Platform) error) error {
+	if err := parse(e, fs, args, positional, required...); err != nil {
+		return err
+	}
+	store, err := openStore(e, *db, quietLog(e))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return fn(platform.New(store, store))
+}
+
+func runMigrate(e *env, args []string) error {
+	fs, db := flags(e, "migrate")
+	if err := parse(e, fs, args, false); err != nil {
+		return err
+	}
+	store, err := openStore(e, *db, slog.New(slog.NewTextHandler(e.stderr, nil)))
+	if err != nil {
+		return err
+	}
+	return store.Close()
+}

@@ -1,0 +1,207 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/platform"
+)
+
+// demoGroup is one school of the demo data set.
+type demoGroup struct {
+	id, name, zone string
+	students       int
+	planStart      string
+	planEnd        string // "" for open-ended
+}
+
+var demoGroups = []demoGroup{
+	{"northside-high", "Northside High School", "America/New_York", 240, "2025-08-01", ""},
+	{"lakeside-academy", "Lakeside Academy", "UTC", 160, "2025-01-01", ""},
+	{"riverside-college", "Riverside College", "Asia/Kolkata", 90, "2025-01-01", "2026-06-30"},
+}
+
+// demoWeeks is how far back the demo's term of events reaches.
+const demoWeeks = 12
+
+func runDemo(e *env, args []string) error {
+	fs, _ := flags(e, "demo")
+	db := fs.Lookup("db")
+	db.DefValue = filepath.Join(os.TempDir(), "groupanalytics-demo.db")
+	_ = db.Value.Set(db.DefValue)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := parse(e, fs, args, false); err != nil {
+		return err
+	}
+	path := db.Value.String()
+	if strings.Contains(path, "://") {
+		return fmt.Errorf("demo makes its own SQLite file; --db must be a file path, got a URL")
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	log, err := newLogger(e, *level)
+	if err != nil {
+		return err
+	}
+	store, err := openStore(e, path, quietLog(e))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	p := platform.New(store, store)
+	now := time.Now()
+	keys, events, err := loadDemo(e, p, now)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	printDemo(e, path, "http://"+ln.Addr().String(), keys, events, now)
+	return serve(e, ln, store, log)
+}
+
+// loadDemo creates the demo groups, plans, keys and students, and sends a
+// term of events through the ingestion path. It returns each group's key.
+func loadDemo(e *env, p *platform.Platform, now time.Time) (map[string]string, int, error) {
+	rng := rand.New(rand.NewPCG(2025, 9))
+	keys := map[string]string{}
+	total := 0
+	for _, dg := range demoGroups {
+		g, err := p.CreateGroup(e.ctx, dg.id, dg.name, dg.zone)
+		if err != nil {
+			return nil, 0, err
+		}
+		if _, err := p.AddPlan(e.ctx, g.ID, dg.planStart, dg.planEnd); err != nil {
+			return nil, 0, err
+		}
+		if _, keys[g.ID], err = p.CreateKey(e.ctx, g.ID, "demo"); err != nil {
+			return nil, 0, err
+		}
+		batch, idle := demoEvents(rng, dg, now)
+		for _, s := range idle {
+			if _, err := p.AddStudent(e.ctx, s.GroupID, s.ID, s.Name); err != nil {
+				return nil, 0, err
+			}
+		}
+		for chunk := range slicesChunk(batch, 5000) {
+			res, err := p.Ingest(e.ctx, chunk, true)
+			if err != nil {
+				return nil, 0, err
+			}
+			if len(res.Rejected) > 0 {
+				return nil, 0, fmt.Errorf("demo event rejected: %s", res.Rejected[0].Reason)
+			}
+			total += res.Accepted
+		}
+	}
+	return keys, total, nil
+}
+
+func slicesChunk[T any](s []T, n int) func(func([]T) bool) {
+	return func(yield func([]T) bool) {
+		for i := 0; i < len(s); i += n {
+			if !yield(s[i:min(i+n, len(s))]) {
+				return
+			}
+		}
+	}
+}
+
+var (
+	demoFirstNames = strings.Fields("Ada Ben Chloe Dev Elif Femi Grace Hugo Ines Jonas Kai Lena Mateo Nia Omar Priya Quinn Rosa Sami Tara Umar Vera Wen Xavi Yara Zoe")
+	demoLastNames  = strings.Fields("Adams Baker Chen Diaz Evans Fischer Garcia Haddad Ito Jensen Khan Lopez Moreau Nowak Okafor Patel Rossi Silva Tanaka Weber")
+	// demoChatTypes are weighted: tutor_me is the most used.
+	demoChatTypes = []string{"tutor_me", "tutor_me", "tutor_me", "test", "test", "flashcard", "flashcard", "material", "material", "live_lecture", "main", "main"}
+)
+
+// demoEvents makes a school term of events for one group: students of
+// varied engagement, busy weekdays, quiet weekends. The students who never
+// used the product come back apart: they have no event to enrol them.
+func demoEvents(rng *rand.Rand, dg demoGroup, now time.Time) (out []json.RawMessage, idle []analytics.Student) {
+	loc, _ := time.LoadLocation(dg.zone)
+	today := analytics.DayOf(now, loc)
+	n := 0
+	for s := range dg.students {
+		id := fmt.Sprintf("%s-s%03d", dg.id[:4], s+1)
+		name := demoFirstNames[rng.IntN(len(demoFirstNames))] + " " + demoLastNames[rng.IntN(len(demoLastNames))]
+		engagement := rng.Float64()
+		if rng.IntN(12) == 0 {
+			engagement = 0 // enrolled, never used the product
+		}
+		named := false
+		for day := today - demoWeeks*7; day <= today; day++ {
+			y, m, d := day.Date()
+			weekday := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Weekday()
+			chance := engagement * 0.8
+			if weekday == time.Saturday || weekday == time.Sunday {
+				chance *= 0.2
+			}
+			if rng.Float64() >= chance {
+				continue
+			}
+			count := 1 + rng.IntN(10)
+			for range count {
+				at := time.Date(y, m, d, 8+rng.IntN(12), rng.IntN(60), rng.IntN(60), 0, loc)
+				if at.After(now) {
+					continue
+				}
+				n++
+				in := platform.EventInput{ID: fmt.Sprintf("%s-e%07d", dg.id[:4], n), GroupID: dg.id, StudentID: id,
+					OccurredAt: at.Format(time.RFC3339), Kind: analytics.KindMessageSent}
+				if !named {
+					in.StudentName, named = name, true
+				}
+				if rng.IntN(5) == 0 {
+					in.Kind = analytics.KindSessionCreated
+				} else {
+					in.ChatType = demoChatTypes[rng.IntN(len(demoChatTypes))]
+				}
+				raw, _ := json.Marshal(in)
+				out = append(out, raw)
+			}
+		}
+		if !named {
+			idle = append(idle, analytics.Student{GroupID: dg.id, ID: id, Name: name})
+		}
+	}
+	return out, idle
+}
+
+func printDemo(e *env, path, base string, keys map[string]string, events int, now time.Time) {
+	w := e.stdout
+	first := now.AddDate(0, 0, -demoWeeks*7).Format(time.DateOnly)
+	fmt.Fprintf(w, "groupanalytics demo: a fresh store at %s\n", path)
+	fmt.Fprintf(w, "with %d groups and %d events over the last %d weeks.\n\n", len(demoGroups), events, demoWeeks)
+	for _, dg := range demoGroups {
+		key := keys[dg.id]
+		plan := "plan valid from " + dg.planStart
+		if dg.planEnd != "" {
+			plan = "plan ended " + dg.planEnd + ": its key answers 403"
+		}
+		fmt.Fprintf(w, "%s (%s, %d students, %s)\n", dg.name, dg.zone, dg.students, plan)
+		curl := func(path string) {
+			fmt.Fprintf(w, "  curl -s -X POST '%s%s' -H 'x-api-key: %s'\n", base, path, key)
+		}
+		curl("/api/groups/live-lecture")
+		if dg.planEnd == "" {
+			curl("/api/groups/chat?startDate=" + first + "&interval=week")
+			curl("/api/groups/chat?students=true&startDate=" + first)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "Serving on %s. Press Ctrl-C to stop.\n", base)
+}

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"groupanalytics/internal/httpapi"
+	"groupanalytics/internal/sqlstore"
+)
+
+func runServe(e *env, args []string) error {
+	fs, db := flags(e, "serve")
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := parse(e, fs, args, false); err != nil {
+		return err
+	}
+	log, err := newLogger(e, *level)
+	if err != nil {
+		return err
+	}
+	store, err := openStore(e, *db, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	return serve(e, ln, store, log)
+}
+
+func newLogger(e *env, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("invalid --log-level %q: expected debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// serve answers HTTP on ln until e.ctx ends, then shuts down gracefully:
+// requests under way get up to 30 seconds to finish.
+func serve(e *env, ln net.Listener, store *sqlstore.Store, log *slog.Logger) error {
+	srv := &http.Server{
+		Handler: httpapi.New(httpapi.Config{
+			Directory: store,
+			Usage:     store,
+			Ready:     store.Ping,
+			Log:       log,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("listening", "addr", "http://"+ln.Addr().String(), "store", store.Dialect())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-e.ctx.Done():
+	}
+	log.Info("shutting down")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		return err
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,202 @@
+// Package httpapi serves the report endpoints, the platform API and the
+// health checks over HTTP.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/platform"
+	"groupanalytics/internal/report"
+)
+
+// Server answers HTTP requests. Build one with New.
+type Server struct {
+	directory analytics.Directory
+	engine    *report.Engine
+	platform  *platform.Platform
+	ready     func(context.Context) error
+	log       *slog.Logger
+	now       func() time.Time
+	handler   http.Handler
+}
+
+// Config is what a Server is made of.
+type Config struct {
+	Directory analytics.Directory
+	Usage     analytics.UsageStore
+	// Ready reports whether the store answers; /readyz calls it.
+	Ready func(context.Context) error
+	Log   *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// MaxReports caps the reports of one response; 0 means the default.
+	MaxReports int
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
+	s := &Server{
+		directory: cfg.Directory,
+		engine:    &report.Engine{Directory: cfg.Directory, Usage: cfg.Usage, MaxReports: cmpOr(cfg.MaxReports, report.DefaultMaxReports)},
+		platform:  platform.New(cfg.Directory, cfg.Usage),
+		ready:     cfg.Ready,
+		log:       cfg.Log,
+		now:       cfg.Now,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.platform.Now = s.now
+	mux := http.NewServeMux()
+	s.route(mux, "/api/groups/live-lecture", map[string]http.HandlerFunc{"POST": s.reports(report.LiveLecture)})
+	s.route(mux, "/api/groups/chat", map[string]http.HandlerFunc{"POST": s.reports(report.Chat)})
+	s.route(mux, "/healthz", map[string]http.HandlerFunc{"GET": s.healthz})
+	s.route(mux, "/readyz", map[string]http.HandlerFunc{"GET": s.readyz})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, errorBody{"Not found"})
+	})
+	s.handler = s.logRequests(mux)
+	return s
+}
+
+func cmpOr(v, fallback int) int {
+	if v == 0 {
+		return fallback
+	}
+	return v
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// route registers a path's handlers by method, and a 405 with an Allow
+// header, in JSON, for every other method.
+func (s *Server) route(mux *http.ServeMux, path string, byMethod map[string]http.HandlerFunc) {
+	var allow []string
+	for method, h := range byMethod {
+		mux.HandleFunc(method+" "+path, h)
+		allow = append(allow, method)
+		if method == "GET" {
+			allow = append(allow, "HEAD")
+		}
+	}
+	slices.Sort(allow)
+	mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody{"Method not allowed"})
+	})
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+var statusOf = map[analytics.Code]int{
+	analytics.Invalid:         http.StatusBadRequest,
+	analytics.Unauthorized:    http.StatusForbidden,
+	analytics.Unauthenticated: http.StatusUnauthorized,
+	analytics.NotFound:        http.StatusNotFound,
+	analytics.Conflict:        http.StatusConflict,
+	analytics.TooLarge:        http.StatusRequestEntityTooLarge,
+	analytics.Unavailable:     http.StatusServiceUnavailable,
+	analytics.Internal:        http.StatusInternalServerError,
+}
+
+// writeError answers with err's status and caller-safe message. Only
+// failures of the service are logged; their details never reach the caller.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := analytics.ErrorCode(err)
+	msg := analytics.ErrorMessage(err)
+	switch code {
+	case analytics.Internal:
+		msg = "Internal error"
+		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err.Error())
+	case analytics.Unavailable:
+		s.log.WarnContext(r.Context(), "store unavailable", "method", r.Method, "path", r.URL.Path, "error", err.Error())
+	}
+	writeJSON(w, statusOf[code], errorBody{msg})
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"error":"Internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.ready(ctx); err != nil {
+		s.log.WarnContext(r.Context(), "not ready", "error", err.Error())
+		writeJSON(w, http.StatusServiceUnavailable, errorBody{"Not ready: the store cannot be reached"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// recorder remembers what a handler answered, for the request log.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// logRequests logs one line per request: never the query string or any
+// header, so that no key or token reaches the log. A panic becomes a 500
+// and one log line without a stack trace.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					s.log.WarnContext(r.Context(), "response aborted", "method", r.Method, "path", r.URL.Path)
+					panic(v)
+				}
+				s.log.ErrorContext(r.Context(), "panic", "method", r.Method, "path", r.URL.Path, "error", fmt.Sprint(v))
+				if rec.status == 0 {
+					writeJSON(rec, http.StatusInternalServerError, errorBody{"Internal error"})
+				}
+			}
+			s.log.InfoContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+				"bytes", rec.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}

@@ -1,0 +1,273 @@
+// Package report computes the group and student reports of the two report
+// endpoints from the rollups of a usage store, whichever database holds
+// them.
+package report
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+// Endpoint is one report endpoint: its metric titles, how to read their
+// values from counts, and which students count as having used it.
+type Endpoint struct {
+	Titles []string
+	values func(c *analytics.Counts, into []int64)
+	users  func(r *analytics.GroupRollup) analytics.StudentSet
+}
+
+// LiveLecture is POST /api/groups/live-lecture.
+var LiveLecture = &Endpoint{
+	Titles: []string{"Sessions Made", "Chat Messages"},
+	values: func(c *analytics.Counts, into []int64) {
+		into[0], into[1] = c[analytics.SessionsCreated], c[analytics.LiveLectureMessages]
+	},
+	users: func(r *analytics.GroupRollup) analytics.StudentSet { return r.LiveLectureUsers },
+}
+
+// Chat is POST /api/groups/chat.
+var Chat = &Endpoint{
+	Titles: []string{"Total Messages", "Tutor Me Messages", "Test Messages", "Flashcard Messages",
+		"Material Messages", "Live Lecture Messages", "Main Chat Messages"},
+	values: func(c *analytics.Counts, into []int64) {
+		into[0] = 0
+		for i, m := range []analytics.Metric{analytics.TutorMeMessages, analytics.TestMessages, analytics.FlashcardMessages,
+			analytics.MaterialMessages, analytics.LiveLectureMessages, analytics.MainChatMessages} {
+			into[i+1] = c[m]
+			into[0] += c[m]
+		}
+	},
+	users: func(r *analytics.GroupRollup) analytics.StudentSet { return r.ChatUsers },
+}
+
+// Report is one entry of a response: a group report when Student is nil,
+// else that student's.
+type Report struct {
+	Start, End      time.Time
+	Student         *analytics.Student
+	NumStudentsUsed int
+	Values          []int64 // one per title of the endpoint, in order
+}
+
+// Engine answers report queries.
+type Engine struct {
+	Directory analytics.Directory
+	Usage     analytics.UsageStore
+	// MaxReports caps the reports of one response (decisions R2).
+	MaxReports int
+}
+
+// DefaultMaxReports is the documented cap on reports per response.
+const DefaultMaxReports = 200_000
+
+// Run computes the reports q asks of group at time now and passes them to
+// emit in response order. Every error about q is returned before the first
+// emit; an error after it means the response cannot be completed.
+func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q Query, now time.Time, emit func(*Report) error) error {
+	loc, err := group.Location()
+	if err != nil {
+		return fmt.Errorf("report: group %s: %w", group.ID, err)
+	}
+	r := analytics.DayRange{First: DefaultStart, Last: analytics.DayOf(now, loc)}
+	if q.Start != nil {
+		r.First = q.Start.Day(loc)
+	}
+	if q.End != nil {
+		r.Last = q.End.Day(loc)
+	}
+	if r.First > r.Last {
+		return analytics.Errorf(analytics.Invalid, "Invalid range: startDate %s is after endDate %s", r.First, r.Last)
+	}
+	var students []analytics.Student
+	if q.Students {
+		if students, err = e.Directory.Students(ctx, group.ID); err != nil {
+			return err
+		}
+		SortStudents(students)
+	}
+	if err := e.checkSize(r, q, len(students)); err != nil {
+		return err
+	}
+	periods := cut(r, q.Interval)
+	if q.Students {
+		return e.studentReports(ctx, group.ID, loc, ep, periods, students, emit)
+	}
+	return e.groupReports(ctx, group.ID, loc, ep, periods, emit)
+}
+
+// SortStudents puts students in report order: by name, then id, in byte
+// order (decisions R1).
+func SortStudents(students []analytics.Student) {
+	slices.SortFunc(students, func(a, b analytics.Student) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+	})
+}
+
+// checkSize refuses a query whose response would pass MaxReports, saying
+// what would fit.
+func (e *Engine) checkSize(r analytics.DayRange, q Query, students int) error {
+	perPeriod := 1
+	if q.Students {
+		perPeriod = max(students, 1)
+	}
+	n := countPeriods(r, q.Interval) * perPeriod
+	if n <= e.MaxReports {
+		return nil
+	}
+	var fits []string
+	for iv := q.Interval + 1; iv <= Monthly; iv++ {
+		if countPeriods(r, iv)*perPeriod <= e.MaxReports {
+			fits = append(fits, "interval="+iv.String())
+			break
+		}
+	}
+	if unit, ok := map[Interval]string{Daily: "day", Weekly: "week", Monthly: "month"}[q.Interval]; ok && e.MaxReports >= perPeriod {
+		fits = append(fits, fmt.Sprintf("a range of at most %s with interval=%s", plural(e.MaxReports/perPeriod, unit), q.Interval))
+	}
+	if len(fits) == 0 {
+		fits = append(fits, "fewer students")
+	}
+	return analytics.Errorf(analytics.Invalid, "Too many reports: %s would give %d reports, more than the limit of %d. Ask for %s.",
+		describe(r, q.Interval, q.Students, students), n, e.MaxReports, strings.Join(fits, ", or "))
+}
+
+func describe(r analytics.DayRange, iv Interval, perStudent bool, students int) string {
+	s := fmt.Sprintf("interval=%s from %s to %s (%d periods)", iv, r.First, r.Last, countPeriods(r, iv))
+	if perStudent {
+		s += fmt.Sprintf(" for %d students", students)
+	}
+	return s
+}
+
+// countPeriods returns how many periods cut(r, iv) has, without cutting.
+func countPeriods(r analytics.DayRange, iv Interval) int {
+	switch iv {
+	case Daily:
+		return r.Len()
+	case Weekly:
+		return int(r.Last.WeekStart()-r.First.WeekStart())/7 + 1
+	case Monthly:
+		y1, m1, _ := r.First.Date()
+		y2, m2, _ := r.Last.Date()
+		return (y2-y1)*12 + int(m2-m1) + 1
+	}
+	return 1
+}
+
+// cut splits r into the calendar periods of iv, the first and last clipped
+// to r.
+func cut(r analytics.DayRange, iv Interval) []analytics.DayRange {
+	if iv == Whole {
+		return []analytics.DayRange{r}
+	}
+	periods := make([]analytics.DayRange, 0, countPeriods(r, iv))
+	for first := r.First; first <= r.Last; {
+		var last analytics.Day
+		switch iv {
+		case Daily:
+			last = first
+		case Weekly:
+			last = first.WeekStart() + 6
+		case Monthly:
+			last = first.NextMonthStart() - 1
+		}
+		last = min(last, r.Last)
+		periods = append(periods, analytics.DayRange{First: first, Last: last})
+		first = last + 1
+	}
+	return periods
+}
+
+func (e *Engine) groupReports(ctx context.Context, groupID string, loc *time.Location, ep *Endpoint,
+	periods []analytics.DayRange, emit func(*Report) error) error {
+	rollups, err := e.fetchGroupRollups(ctx, groupID, periods)
+	if err != nil {
+		return err
+	}
+	for _, p := range periods {
+		var counts analytics.Counts
+		var users analytics.StudentSet
+		for _, seg := range analytics.Segments(p) {
+			for key := seg.Keys.First; key <= seg.Keys.Last; key = next(seg.Span, key) {
+				if r := rollups[seg.Span][key]; r != nil {
+					counts.Add(&r.Counts)
+					users.Union(ep.users(r))
+				}
+			}
+		}
+		rep := &Report{Start: p.First.Start(loc), End: p.Last.End(loc), NumStudentsUsed: users.Len(), Values: make([]int64, len(ep.Titles))}
+		ep.values(&counts, rep.Values)
+		if err := emit(rep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func next(span analytics.Span, key analytics.Day) analytics.Day {
+	if span == analytics.SpanMonth {
+		return key.NextMonthStart()
+	}
+	return key + 1
+}
+
+// fetchGroupRollups reads every rollup the periods need, merging the
+// segments of neighbouring periods into one read.
+func (e *Engine) fetchGroupRollups(ctx context.Context, groupID string, periods []analytics.DayRange) (map[analytics.Span]map[analytics.Day]*analytics.GroupRollup, error) {
+	var reads []analytics.Segment
+	for _, p := range periods {
+		for _, seg := range analytics.Segments(p) {
+			if n := len(reads); n > 0 && reads[n-1].Span == seg.Span && next(seg.Span, reads[n-1].Keys.Last) >= seg.Keys.First {
+				reads[n-1].Keys.Last = seg.Keys.Last
+				continue
+			}
+			reads = append(reads, seg)
+		}
+	}
+	rollups := map[analytics.Span]map[analytics.Day]*analytics.GroupRollup{analytics.SpanDay: {}, analytics.SpanMonth: {}}
+	for _, seg := range reads {
+		rows, err := e.Usage.GroupRollups(ctx, groupID, seg)
+		if err != nil {
+			return nil, err
+		}
+		for i := range rows {
+			rollups[seg.Span][rows[i].Key] = &rows[i]
+		}
+	}
+	return rollups, nil
+}
+
+func (e *Engine) studentReports(ctx context.Context, groupID string, loc *time.Location, ep *Endpoint,
+	periods []analytics.DayRange, students []analytics.Student, emit func(*Report) error) error {
+	if len(students) == 0 {
+		return nil
+	}
+	var zero analytics.Counts
+	for _, p := range periods {
+		totals := map[string]*analytics.Counts{}
+		for _, seg := range analytics.Segments(p) {
+			if err := e.Usage.StudentTotals(ctx, groupID, seg, totals); err != nil {
+				return err
+			}
+		}
+		start, end := p.First.Start(loc), p.Last.End(loc)
+		values := make([]int64, len(ep.Titles))
+		for i := range students {
+			counts := totals[students[i].ID]
+			if counts == nil {
+				counts = &zero
+			}
+			ep.values(counts, values)
+			if err := emit(&Report{Start: start, End: end, Student: &students[i], Values: values}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,384 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+func (s *Store) CreateGroup(ctx context.Context, g analytics.Group) error {
+	return s.transact(ctx, "CreateGroup", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO groups (group_id, name, time_zone, created_at)
+			VALUES (?, ?, ?, ?) ON CONFLICT (group_id) DO NOTHING`), g.ID, g.Name, g.TimeZone, millis(g.Created))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.Conflict, "Group %q already exists", g.ID)
+		}
+		return nil
+	})
+}
+
+const groupColumns = `group_id, name, time_zone, created_at`
+
+func scanGroup(row interface{ Scan(...any) error }) (analytics.Group, error) {
+	var g analytics.Group
+	var created int64
+	err := row.Scan(&g.ID, &g.Name, &g.TimeZone, &created)
+	g.Created = fromMillis(created)
+	return g, err
+}
+
+func (s *Store) Group(ctx context.Context, groupID string) (analytics.Group, error) {
+	g, err := scanGroup(s.read.QueryRowContext(ctx, s.q(`SELECT `+groupColumns+` FROM groups WHERE group_id = ?`), groupID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return g, analytics.Errorf(analytics.NotFound, "Group %q not found", groupID)
+	}
+	return g, s.wrap("Group", err)
+}
+
+func (s *Store) Groups(ctx context.Context) ([]analytics.Group, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+groupColumns+` FROM groups ORDER BY group_id`)
+	if err != nil {
+		return nil, s.wrap("Groups", err)
+	}
+	defer rows.Close()
+	var groups []analytics.Group
+	for rows.Next() {
+		g, err := scanGroup(rows)
+		if err != nil {
+			return nil, s.wrap("Groups", err)
+		}
+		groups = append(groups, g)
+	}
+	return groups, s.wrap("Groups", rows.Err())
+}
+
+// lockGroup checks that the group exists and, on PostgreSQL, holds its row
+// until the transaction ends, so that per-group numbering does not race.
+func (s *Store) lockGroup(ctx context.Context, tx *sql.Tx, groupID string) error {
+	var id string
+	err := tx.QueryRowContext(ctx, s.q(`SELECT group_id FROM groups WHERE group_id = ?`+s.dialect.forUpdate), groupID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return analytics.Errorf(analytics.NotFound, "Group %q not found", groupID)
+	}
+	return err
+}
+
+func (s *Store) AddPlan(ctx context.Context, p analytics.Plan) (analytics.Plan, error) {
+	err := s.transact(ctx, "AddPlan", func(tx *sql.Tx) error {
+		if err := s.lockGroup(ctx, tx, p.GroupID); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, s.q(`INSERT INTO plans (group_id, plan_id, starts_at, ends_at, cancelled_at)
+			SELECT ?, COALESCE(MAX(plan_id), 0) + 1, ?, ?, NULL FROM plans WHERE group_id = ?
+			RETURNING plan_id`), p.GroupID, millis(p.Starts), nullMillis(p.Ends), p.GroupID).Scan(&p.ID)
+	})
+	return p, err
+}
+
+const planColumns = `group_id, plan_id, starts_at, ends_at, cancelled_at`
+
+func scanPlan(row interface{ Scan(...any) error }) (analytics.Plan, error) {
+	var p analytics.Plan
+	var starts int64
+	var ends, cancelled sql.NullInt64
+	err := row.Scan(&p.GroupID, &p.ID, &starts, &ends, &cancelled)
+	p.Starts, p.Ends, p.Cancelled = fromMillis(starts), fromNullMillis(ends), fromNullMillis(cancelled)
+	return p, err
+}
+
+func (s *Store) CancelPlan(ctx context.Context, groupID string, planID int64, at time.Time) (analytics.Plan, error) {
+	var p analytics.Plan
+	err := s.transact(ctx, "CancelPlan", func(tx *sql.Tx) error {
+		var err error
+		p, err = scanPlan(tx.QueryRowContext(ctx, s.q(`UPDATE plans SET cancelled_at = COALESCE(cancelled_at, ?)
+			WHERE group_id = ? AND plan_id = ? RETURNING `+planColumns), millis(at), groupID, planID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return analytics.Errorf(analytics.NotFound, "Plan %d of group %q not found", planID, groupID)
+		}
+		return err
+	})
+	return p, err
+}
+
+func (s *Store) Plans(ctx context.Context, groupID string) ([]analytics.Plan, error) {
+	if _, err := s.Group(ctx, groupID); err != nil {
+		return nil, err
+	}
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT `+planColumns+` FROM plans WHERE group_id = ? ORDER BY plan_id`), groupID)
+	if err != nil {
+		return nil, s.wrap("Plans", err)
+	}
+	defer rows.Close()
+	var plans []analytics.Plan
+	for rows.Next() {
+		p, err := scanPlan(rows)
+		if err != nil {
+			return nil, s.wrap("Plans", err)
+		}
+		plans = append(plans, p)
+	}
+	return plans, s.wrap("Plans", rows.Err())
+}
+
+func (s *Store) AddKey(ctx context.Context, k analytics.APIKey) error {
+	return s.transact(ctx, "AddKey", func(tx *sql.Tx) error {
+		if err := s.lockGroup(ctx, tx, k.GroupID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO api_keys (group_id, key_id, key_hash, prefix, label, created_at)
+			VALUES (?, ?, ?, ?, ?, ?)`), k.GroupID, k.ID, k.Hash, k.Prefix, k.Label, millis(k.Created))
+		return err
+	})
+}
+
+func (s *Store) Keys(ctx context.Context, groupID string) ([]analytics.APIKey, error) {
+	if _, err := s.Group(ctx, groupID); err != nil {
+		return nil, err
+	}
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT group_id, key_id, prefix, label, created_at, revoked_at, last_used_at
+		FROM api_keys WHERE group_id = ? ORDER BY created_at, key_id`), groupID)
+	if err != nil {
+		return nil, s.wrap("Keys", err)
+	}
+	defer rows.Close()
+	var keys []analytics.APIKey
+	for rows.Next() {
+		var k analytics.APIKey
+		var created int64
+		var revoked, used sql.NullInt64
+		if err := rows.Scan(&k.GroupID, &k.ID, &k.Prefix, &k.Label, &created, &revoked, &used); err != nil {
+			return nil, s.wrap("Keys", err)
+		}
+		k.Created, k.Revoked, k.LastUsed = fromMillis(created), fromNullMillis(revoked), fromNullMillis(used)
+		keys = append(keys, k)
+	}
+	return keys, s.wrap("Keys", rows.Err())
+}
+
+func (s *Store) RevokeKey(ctx context.Context, groupID, keyID string, at time.Time) error {
+	return s.transact(ctx, "RevokeKey", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?)
+			WHERE group_id = ? AND key_id = ?`), millis(at), groupID, keyID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.NotFound, "Key %q of group %q not found", keyID, groupID)
+		}
+		return nil
+	})
+}
+
+var errUnauthorized = analytics.Errorf(analytics.Unauthorized, "Unauthorized")
+
+// Authorize runs one query that always returns one row, whether or not the
+// key exists, is revoked, or has a valid plan; the verdict is made after.
+func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (analytics.Group, error) {
+	var (
+		groupID, keyID, name, zone sql.NullString
+		created, revoked, used     sql.NullInt64
+		planValid                  bool
+	)
+	at := millis(now)
+	err := s.read.QueryRowContext(ctx, s.q(`SELECT k.group_id, k.key_id, k.revoked_at, k.last_used_at,
+			g.name, g.time_zone, g.created_at,
+			EXISTS (SELECT 1 FROM plans p WHERE p.group_id = k.group_id AND p.starts_at <= ?
+				AND (p.ends_at IS NULL OR p.ends_at > ?) AND (p.cancelled_at IS NULL OR p.cancelled_at > ?))
+		FROM (SELECT 1 AS one) AS probe
+		LEFT JOIN api_keys k ON k.key_hash = ?
+		LEFT JOIN groups g ON g.group_id = k.group_id`), at, at, at, keyHash).
+		Scan(&groupID, &keyID, &revoked, &used, &name, &zone, &created, &planValid)
+	if err != nil {
+		return analytics.Group{}, s.wrap("Authorize", err)
+	}
+	if !groupID.Valid || revoked.Valid || !planValid || !name.Valid {
+		return analytics.Group{}, errUnauthorized
+	}
+	// last_used_at is written at most once a day per key.
+	if !used.Valid || fromMillis(used.Int64).Truncate(24*time.Hour).Before(now.Truncate(24*time.Hour)) {
+		if _, err := s.write.ExecContext(ctx, s.q(`UPDATE api_keys SET last_used_at = ? WHERE group_id = ? AND key_id = ?`),
+			at, groupID.String, keyID.String); err != nil {
+			return analytics.Group{}, s.wrap("Authorize", err)
+		}
+	}
+	return analytics.Group{ID: groupID.String, Name: name.String, TimeZone: zone.String, Created: fromMillis(created.Int64)}, nil
+}
+
+func (s *Store) SaveStudents(ctx context.Context, groupID string, updates []analytics.StudentUpdate) error {
+	return s.transact(ctx, "SaveStudents", func(tx *sql.Tx) error {
+		return s.saveStudents(ctx, tx, groupID, updates)
+	})
+}
+
+func (s *Store) saveStudents(ctx context.Context, tx *sql.Tx, groupID string, updates []analytics.StudentUpdate) error {
+	// Later updates of one student win: apply only the last name sent.
+	last := map[string]string{}
+	order := make([]string, 0, len(updates))
+	for _, u := range updates {
+		if _, seen := last[u.ID]; !seen {
+			order = append(order, u.ID)
+		}
+		if u.Name != "" || last[u.ID] == "" {
+			last[u.ID] = u.Name
+		}
+	}
+	const cols = 3
+	for chunk := range chunks(order, s.dialect.maxParams/cols) {
+		var rename, enrol []any
+		for _, id := range chunk {
+			if name := last[id]; name != "" {
+				rename = append(rename, groupID, id, name)
+			} else {
+				enrol = append(enrol, groupID, id, id)
+			}
+		}
+		if len(enrol) > 0 {
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO students (group_id, student_id, name) VALUES `+
+				placeholders(len(enrol)/cols, cols)+` ON CONFLICT (group_id, student_id) DO NOTHING`), enrol...); err != nil {
+				return err
+			}
+		}
+		if len(rename) > 0 {
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO students (group_id, student_id, name) VALUES `+
+				placeholders(len(rename)/cols, cols)+` ON CONFLICT (group_id, student_id) DO UPDATE SET name = excluded.name`), rename...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Store) AddStudent(ctx context.Context, st analytics.Student) error {
+	return s.transact(ctx, "AddStudent", func(tx *sql.Tx) error {
+		if err := s.lockGroup(ctx, tx, st.GroupID); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO students (group_id, student_id, name) VALUES (?, ?, ?)
+			ON CONFLICT (group_id, student_id) DO NOTHING`), st.GroupID, st.ID, st.Name)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.Conflict, "Student %q already exists in group %q", st.ID, st.GroupID)
+		}
+		return nil
+	})
+}
+
+func (s *Store) RenameStudent(ctx context.Context, st analytics.Student) error {
+	return s.transact(ctx, "RenameStudent", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE students SET name = ? WHERE group_id = ? AND student_id = ?`),
+			st.Name, st.GroupID, st.ID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.NotFound, "Student %q not found in group %q", st.ID, st.GroupID)
+		}
+		return nil
+	})
+}
+
+func (s *Store) Students(ctx context.Context, groupID string) ([]analytics.Student, error) {
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT student_id, name FROM students WHERE group_id = ?`), groupID)
+	if err != nil {
+		return nil, s.wrap("Students", err)
+	}
+	defer rows.Close()
+	var students []analytics.Student
+	for rows.Next() {
+		st := analytics.Student{GroupID: groupID}
+		if err := rows.Scan(&st.ID, &st.Name); err != nil {
+			return nil, s.wrap("Students", err)
+		}
+		students = append(students, st)
+	}
+	return students, s.wrap("Students", rows.Err())
+}
+
+func (s *Store) DeleteStudent(ctx context.Context, groupID, studentID string) error {
+	return s.transact(ctx, "DeleteStudent", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM students WHERE group_id = ? AND student_id = ?`), groupID, studentID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.NotFound, "Student %q not found in group %q", studentID, groupID)
+		}
+		return nil
+	})
+}
+
+func (s *Store) AddToken(ctx context.Context, t analytics.PlatformToken) error {
+	return s.transact(ctx, "AddToken", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO platform_tokens (token_id, token_hash, prefix, label, created_at)
+			VALUES (?, ?, ?, ?, ?)`), t.ID, t.Hash, t.Prefix, t.Label, millis(t.Created))
+		return err
+	})
+}
+
+func (s *Store) Tokens(ctx context.Context) ([]analytics.PlatformToken, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT token_id, prefix, label, created_at, revoked_at
+		FROM platform_tokens ORDER BY created_at, token_id`)
+	if err != nil {
+		return nil, s.wrap("Tokens", err)
+	}
+	defer rows.Close()
+	var tokens []analytics.PlatformToken
+	for rows.Next() {
+		var t analytics.PlatformToken
+		var created int64
+		var revoked sql.NullInt64
+		if err := rows.Scan(&t.ID, &t.Prefix, &t.Label, &created, &revoked); err != nil {
+			return nil, s.wrap("Tokens", err)
+		}
+		t.Created, t.Revoked = fromMillis(created), fromNullMillis(revoked)
+		tokens = append(tokens, t)
+	}
+	return tokens, s.wrap("Tokens", rows.Err())
+}
+
+func (s *Store) RevokeToken(ctx context.Context, tokenID string, at time.Time) error {
+	return s.transact(ctx, "RevokeToken", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE platform_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE token_id = ?`),
+			millis(at), tokenID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.NotFound, "Token %q not found", tokenID)
+		}
+		return nil
+	})
+}
+
+func (s *Store) AuthorizeToken(ctx context.Context, tokenHash []byte) (analytics.PlatformToken, error) {
+	var t analytics.PlatformToken
+	var created int64
+	err := s.read.QueryRowContext(ctx, s.q(`SELECT token_id, prefix, label, created_at FROM platform_tokens
+		WHERE token_hash = ? AND revoked_at IS NULL`), tokenHash).Scan(&t.ID, &t.Prefix, &t.Label, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, analytics.Errorf(analytics.Unauthenticated, "Invalid or missing platform token")
+	}
+	t.Created = fromMillis(created)
+	return t, s.wrap("AuthorizeToken", err)
+}
+
+// chunks yields consecutive pieces of items of at most size elements.
+func chunks[T any](items []T, size int) func(func([]T) bool) {
+	return func(yield func([]T) bool) {
+		for len(items) > 0 {
+			n := min(size, len(items))
+			if !yield(items[:n]) {
+				return
+			}
+			items = items[n:]
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime"
+
+	"github.com/mattn/go-sqlite3"
+	"github.com/pressly/goose/v3"
+)
+
+var sqliteDialect = dialect{
+	name:      "sqlite",
+	goose:     goose.DialectSQLite3,
+	forUpdate: "", // one writer at a time: the write transaction is the lock
+	maxParams: 32766,
+	unavailable: func(err error) bool {
+		var e sqlite3.Error
+		return errors.As(err, &e) && (e.Code == sqlite3.ErrBusy || e.Code == sqlite3.ErrLocked ||
+			e.Code == sqlite3.ErrCantOpen || e.Code == sqlite3.ErrIoErr || e.Code == sqlite3.ErrFull)
+	},
+	retryable: func(error) bool { return false },
+	uniqueBroken: func(err error) bool {
+		var e sqlite3.Error
+		return errors.As(err, &e) && e.ExtendedCode == sqlite3.ErrConstraintUnique ||
+			errors.As(err, &e) && e.ExtendedCode == sqlite3.ErrConstraintPrimaryKey
+	},
+}
+
+// openSQLite opens the file at path, creating it if needed. Writes go
+// through one connection in immediate transactions, so writers queue rather
+// than fail; reads use a pool that sees every committed write (WAL). Every
+// commit is synced, so an acknowledged write survives a crash.
+func openSQLite(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open sqlite: empty path")
+	}
+	params := url.Values{
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"FULL"},
+		"_busy_timeout": {"10000"},
+		"_foreign_keys": {"1"},
+		"_cache_size":   {"-65536"},
+	}
+	writeParams := url.Values{"_txlock": {"immediate"}}
+	for k, v := range params {
+		writeParams[k] = v
+	}
+	write, err := sql.Open("sqlite3", "file:"+path+"?"+writeParams.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	write.SetMaxOpenConns(1)
+	// The writer creates the file and switches it to WAL before readers come.
+	if err := write.PingContext(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	params.Set("_query_only", "1")
+	read, err := sql.Open("sqlite3", "file:"+path+"?"+params.Encode())
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	read.SetMaxOpenConns(max(4, 2*runtime.GOMAXPROCS(0)))
+	read.SetMaxIdleConns(max(4, 2*runtime.GOMAXPROCS(0)))
+	return &Store{write: write, read: read, dialect: sqliteDialect, closers: []func() error{read.Close, write.Close}}, nil
+}

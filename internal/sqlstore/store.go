@@ -1,0 +1,183 @@
+// Package sqlstore keeps the directory and the usage store in a SQL
+// database: SQLite, the embedded default, or PostgreSQL. The SQL is shared;
+// the few differences between the two live in a dialect.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pressly/goose/v3"
+
+	"groupanalytics/internal/analytics"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Store implements analytics.Directory and analytics.UsageStore.
+type Store struct {
+	write   *sql.DB // the connections that write; one for SQLite
+	read    *sql.DB // the connections that only read
+	dialect dialect
+	closers []func() error
+}
+
+var (
+	_ analytics.Directory  = (*Store)(nil)
+	_ analytics.UsageStore = (*Store)(nil)
+)
+
+// dialect is what differs between the databases.
+type dialect struct {
+	name         string
+	goose        goose.Dialect
+	numbered     bool   // placeholders are $1, $2… rather than ?
+	forUpdate    string // row-lock suffix for read-modify-write
+	maxParams    int    // bound parameters per statement
+	unavailable  func(error) bool
+	retryable    func(error) bool
+	uniqueBroken func(error) bool
+}
+
+// Open opens the store that dsn names: a postgres:// or postgresql:// URL,
+// or else a SQLite file path. It does not migrate.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return openPostgres(ctx, dsn)
+	}
+	return openSQLite(ctx, strings.TrimPrefix(dsn, "sqlite:"))
+}
+
+// Dialect names the database: "sqlite" or "postgres".
+func (s *Store) Dialect() string { return s.dialect.name }
+
+// Close closes every connection.
+func (s *Store) Close() error {
+	var errs []error
+	for _, c := range s.closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
+}
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.wrap("Ping", s.read.PingContext(ctx))
+}
+
+// Migrate applies the pending schema migrations. On PostgreSQL a session
+// lock makes replicas that start together take turns.
+func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
+	fsys, err := fs.Sub(migrations, "migrations/"+s.dialect.name)
+	if err != nil {
+		return fmt.Errorf("Migrate: %w", err)
+	}
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
+	if lock := s.migrationLock(); lock != nil {
+		opts = append(opts, lock)
+	}
+	p, err := goose.NewProvider(s.dialect.goose, s.write, fsys, opts...)
+	if err != nil {
+		return fmt.Errorf("Migrate: %w", err)
+	}
+	results, err := p.Up(ctx)
+	if err != nil {
+		return s.wrap("Migrate", err)
+	}
+	for _, r := range results {
+		log.Info("migrated", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+	}
+	return nil
+}
+
+// q rewrites ? placeholders for dialects that number them.
+func (s *Store) q(query string) string {
+	if !s.dialect.numbered {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// wrap names the operation in err and marks failures to reach the database
+// as unavailable, so callers answer 503 rather than 500.
+func (s *Store) wrap(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case analytics.ErrorCode(err) != analytics.Internal:
+		return fmt.Errorf("%s: %w", op, err)
+	case s.dialect.unavailable(err), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s: %w: %w", op, analytics.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// transact runs fn in a write transaction, again when the database asks
+// for a retry (a deadlock or serialization failure).
+func (s *Store) transact(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.transactOnce(ctx, fn)
+		if err != nil && attempt < 5 && s.dialect.retryable(err) {
+			time.Sleep(time.Duration(attempt) * 5 * time.Millisecond)
+			continue
+		}
+		return s.wrap(op, err)
+	}
+}
+
+func (s *Store) transactOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// placeholders returns "(?, ?, ?), (?, ?, ?)" for rows rows of cols columns.
+func placeholders(rows, cols int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
+	return strings.TrimSuffix(strings.Repeat(row+", ", rows), ", ")
+}
+
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+func nullMillis(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMilli(), Valid: true}
+}
+
+func fromNullMillis(n sql.NullInt64) *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := fromMillis(n.Int64)
+	return &t
+}

@@ -1,0 +1,399 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+// metricColumns are the rollup columns, in analytics.Metric order.
+var metricColumns = [analytics.NumMetrics]string{"sessions", "tutor_me", "test", "flashcard", "material", "live_lecture", "main"}
+
+var (
+	metricList = strings.Join(metricColumns[:], ", ")
+	// metricSums is "SUM(sessions), SUM(tutor_me), …".
+	metricSums = "SUM(" + strings.Join(metricColumns[:], "), SUM(") + ")"
+)
+
+// addMetrics returns "c = <table>.c + excluded.c, …" for an upsert.
+func addMetrics(table string) string {
+	parts := make([]string, len(metricColumns))
+	for i, c := range metricColumns {
+		parts[i] = fmt.Sprintf("%s = %s.%s + excluded.%s", c, table, c, c)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func countTargets(c *analytics.Counts) []any {
+	targets := make([]any, len(c))
+	for i := range c {
+		targets[i] = &c[i]
+	}
+	return targets
+}
+
+const eventColumns = 5 // group_id, event_id, student_id, occurred_at, metric
+
+func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (analytics.AppendResult, error) {
+	// Sorted, so that concurrent batches with shared ids wait on each other
+	// in one order, and with duplicates in the batch dropped up front.
+	batch := slices.Clone(events)
+	slices.SortStableFunc(batch, func(a, b analytics.Event) int {
+		return cmp.Or(cmp.Compare(a.GroupID, b.GroupID), cmp.Compare(a.ID, b.ID))
+	})
+	batch = slices.CompactFunc(batch, func(a, b analytics.Event) bool { return a.GroupID == b.GroupID && a.ID == b.ID })
+	var res analytics.AppendResult
+	err := s.transact(ctx, "AppendEvents", func(tx *sql.Tx) error {
+		delta := analytics.NewRollupDelta()
+		accepted := 0
+		for chunk := range chunks(batch, s.dialect.maxParams/eventColumns) {
+			n, err := s.insertEvents(ctx, tx, chunk, delta)
+			if err != nil {
+				return err
+			}
+			accepted += n
+		}
+		res = analytics.AppendResult{Accepted: accepted, Duplicates: len(events) - accepted}
+		return s.applyDelta(ctx, tx, delta)
+	})
+	return res, err
+}
+
+// insertEvents inserts the events whose ids are new, adds those to delta,
+// and returns how many there were.
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, events []analytics.Event, delta *analytics.RollupDelta) (int, error) {
+	args := make([]any, 0, len(events)*eventColumns)
+	for _, e := range events {
+		args = append(args, e.GroupID, e.ID, e.StudentID, millis(e.OccurredAt), int(e.Metric))
+	}
+	rows, err := tx.QueryContext(ctx, s.q(`INSERT INTO events (group_id, event_id, student_id, occurred_at, metric) VALUES `+
+		placeholders(len(events), eventColumns)+` ON CONFLICT (group_id, event_id) DO NOTHING RETURNING group_id, event_id`), args...)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	inserted := map[[2]string]bool{}
+	for rows.Next() {
+		var k [2]string
+		if err := rows.Scan(&k[0], &k[1]); err != nil {
+			return 0, err
+		}
+		inserted[k] = true
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for _, e := range events {
+		if inserted[[2]string{e.GroupID, e.ID}] {
+			delta.Add(e)
+		}
+	}
+	return len(inserted), nil
+}
+
+// applyDelta adds delta to the rollups: counts by upsert, student sets by
+// reading each group row under lock and writing the union back.
+func (s *Store) applyDelta(ctx context.Context, tx *sql.Tx, delta *analytics.RollupDelta) error {
+	ordinals, err := s.ordinals(ctx, tx, delta.StudentIDs())
+	if err != nil {
+		return err
+	}
+	const cols = 4 + analytics.NumMetrics
+	keys := delta.StudentKeys()
+	for chunk := range chunks(keys, s.dialect.maxParams/cols) {
+		args := make([]any, 0, len(chunk)*cols)
+		for _, k := range chunk {
+			args = append(args, k.GroupID, int(k.Span), int(k.Key), k.StudentID)
+			for _, v := range delta.Students[k] {
+				args = append(args, v)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO student_rollups (group_id, span, period, student_id, `+metricList+`)
+			VALUES `+placeholders(len(chunk), cols)+`
+			ON CONFLICT (group_id, span, period, student_id) DO UPDATE SET `+addMetrics("student_rollups")), args...); err != nil {
+			return err
+		}
+	}
+	for _, k := range delta.GroupKeys() {
+		d := delta.Groups[k]
+		err := s.updateGroupRollup(ctx, tx, k, func(r *analytics.GroupRollup) {
+			r.Counts.Add(&d.Counts)
+			for id := range d.LiveLectureUsers {
+				r.LiveLectureUsers.Add(ordinals[[2]string{k.GroupID, id}])
+			}
+			for id := range d.ChatUsers {
+				r.ChatUsers.Add(ordinals[[2]string{k.GroupID, id}])
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// updateGroupRollup applies change to one group rollup row, creating it if
+// needed. The row is created first, so that concurrent writers of a new row
+// queue on its lock instead of both inserting.
+func (s *Store) updateGroupRollup(ctx context.Context, tx *sql.Tx, k analytics.GroupRollupKey, change func(*analytics.GroupRollup)) error {
+	zeros := strings.TrimSuffix(strings.Repeat("0, ", analytics.NumMetrics), ", ")
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO group_rollups (group_id, span, period, `+metricList+`, live_lecture_users, chat_users)
+		VALUES (?, ?, ?, `+zeros+`, ?, ?) ON CONFLICT (group_id, span, period) DO NOTHING`),
+		k.GroupID, int(k.Span), int(k.Key), []byte{}, []byte{}); err != nil {
+		return err
+	}
+	r := analytics.GroupRollup{Key: k.Key}
+	var ll, chat []byte
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT `+metricList+`, live_lecture_users, chat_users FROM group_rollups
+		WHERE group_id = ? AND span = ? AND period = ?`+s.dialect.forUpdate), k.GroupID, int(k.Span), int(k.Key)).
+		Scan(append(countTargets(&r.Counts), &ll, &chat)...); err != nil {
+		return err
+	}
+	r.LiveLectureUsers, r.ChatUsers = analytics.StudentSetFromBytes(ll), analytics.StudentSetFromBytes(chat)
+	change(&r)
+	sets := make([]string, len(metricColumns))
+	args := make([]any, 0, len(metricColumns)+5)
+	for i, c := range metricColumns {
+		sets[i] = c + " = ?"
+		args = append(args, r.Counts[i])
+	}
+	args = append(args, r.LiveLectureUsers.Bytes(), r.ChatUsers.Bytes(), k.GroupID, int(k.Span), int(k.Key))
+	_, err := tx.ExecContext(ctx, s.q(`UPDATE group_rollups SET `+strings.Join(sets, ", ")+`, live_lecture_users = ?, chat_users = ?
+		WHERE group_id = ? AND span = ? AND period = ?`), args...)
+	return err
+}
+
+// ordinals returns the ordinal of every student named, per group, handing
+// out new ones from the group's counter for students seen for the first
+// time.
+func (s *Store) ordinals(ctx context.Context, tx *sql.Tx, students map[string][]string) (map[[2]string]int, error) {
+	ordinals := map[[2]string]int{}
+	groups := make([]string, 0, len(students))
+	for g := range students {
+		groups = append(groups, g)
+	}
+	slices.Sort(groups)
+	for _, g := range groups {
+		ids := students[g]
+		if err := s.loadOrdinals(ctx, tx, g, ids, ordinals); err != nil {
+			return nil, err
+		}
+		var missing []string
+		for _, id := range ids {
+			if _, ok := ordinals[[2]string{g, id}]; !ok {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		var next int
+		if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO usage_groups (group_id, next_ordinal) VALUES (?, ?)
+			ON CONFLICT (group_id) DO UPDATE SET next_ordinal = usage_groups.next_ordinal + excluded.next_ordinal
+			RETURNING next_ordinal`), g, len(missing)).Scan(&next); err != nil {
+			return nil, err
+		}
+		args := make([]any, 0, 3*len(missing))
+		for i, id := range missing {
+			args = append(args, g, id, next-len(missing)+i)
+		}
+		for chunk := range chunks(args, s.dialect.maxParams/3*3) {
+			// A concurrent writer may have numbered the same student first;
+			// its number stands and ours is left unused.
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO usage_students (group_id, student_id, ordinal) VALUES `+
+				placeholders(len(chunk)/3, 3)+` ON CONFLICT (group_id, student_id) DO NOTHING`), chunk...); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.loadOrdinals(ctx, tx, g, missing, ordinals); err != nil {
+			return nil, err
+		}
+	}
+	return ordinals, nil
+}
+
+func (s *Store) loadOrdinals(ctx context.Context, tx *sql.Tx, groupID string, ids []string, into map[[2]string]int) error {
+	for chunk := range chunks(ids, s.dialect.maxParams-1) {
+		args := make([]any, 0, len(chunk)+1)
+		args = append(args, groupID)
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT student_id, ordinal FROM usage_students WHERE group_id = ? AND student_id IN (`+
+			strings.TrimSuffix(strings.Repeat("?, ", len(chunk)), ", ")+`)`), args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			var n int
+			if err := rows.Scan(&id, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			into[[2]string{groupID, id}] = n
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.Segment) ([]analytics.GroupRollup, error) {
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT period, `+metricList+`, live_lecture_users, chat_users
+		FROM group_rollups WHERE group_id = ? AND span = ? AND period BETWEEN ? AND ? ORDER BY period`),
+		groupID, int(seg.Span), int(seg.Keys.First), int(seg.Keys.Last))
+	if err != nil {
+		return nil, s.wrap("GroupRollups", err)
+	}
+	defer rows.Close()
+	var rollups []analytics.GroupRollup
+	for rows.Next() {
+		var r analytics.GroupRollup
+		var ll, chat []byte
+		if err := rows.Scan(append(append([]any{&r.Key}, countTargets(&r.Counts)...), &ll, &chat)...); err != nil {
+			return nil, s.wrap("GroupRollups", err)
+		}
+		r.LiveLectureUsers, r.ChatUsers = analytics.StudentSetFromBytes(ll), analytics.StudentSetFromBytes(chat)
+		rollups = append(rollups, r)
+	}
+	return rollups, s.wrap("GroupRollups", rows.Err())
+}
+
+func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics.Segment, totals map[string]*analytics.Counts) error {
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT student_id, `+metricSums+` FROM student_rollups
+		WHERE group_id = ? AND span = ? AND period BETWEEN ? AND ? GROUP BY student_id`),
+		groupID, int(seg.Span), int(seg.Keys.First), int(seg.Keys.Last))
+	if err != nil {
+		return s.wrap("StudentTotals", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var c analytics.Counts
+		if err := rows.Scan(append([]any{&id}, countTargets(&c)...)...); err != nil {
+			return s.wrap("StudentTotals", err)
+		}
+		if t := totals[id]; t != nil {
+			t.Add(&c)
+		} else {
+			totals[id] = &c
+		}
+	}
+	return s.wrap("StudentTotals", rows.Err())
+}
+
+func (s *Store) DeleteStudentUsage(ctx context.Context, groupID, studentID string) error {
+	return s.transact(ctx, "DeleteStudentUsage", func(tx *sql.Tx) error {
+		var ordinal int
+		err := tx.QueryRowContext(ctx, s.q(`SELECT ordinal FROM usage_students WHERE group_id = ? AND student_id = ?`),
+			groupID, studentID).Scan(&ordinal)
+		if errors.Is(err, sql.ErrNoRows) {
+			// Never numbered: no rollups to correct, but maybe events that
+			// arrived before the numbering committed.
+			_, err = tx.ExecContext(ctx, s.q(`DELETE FROM events WHERE group_id = ? AND student_id = ?`), groupID, studentID)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		type share struct {
+			key    analytics.GroupRollupKey
+			counts analytics.Counts
+		}
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT span, period, `+metricList+` FROM student_rollups
+			WHERE group_id = ? AND student_id = ? ORDER BY span, period`), groupID, studentID)
+		if err != nil {
+			return err
+		}
+		var shares []share
+		for rows.Next() {
+			sh := share{key: analytics.GroupRollupKey{GroupID: groupID}}
+			if err := rows.Scan(append([]any{&sh.key.Span, &sh.key.Key}, countTargets(&sh.counts)...)...); err != nil {
+				rows.Close()
+				return err
+			}
+			shares = append(shares, sh)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, sh := range shares {
+			if err := s.updateGroupRollup(ctx, tx, sh.key, func(r *analytics.GroupRollup) {
+				for i := range r.Counts {
+					r.Counts[i] -= sh.counts[i]
+				}
+				r.LiveLectureUsers.Remove(ordinal)
+				r.ChatUsers.Remove(ordinal)
+			}); err != nil {
+				return err
+			}
+		}
+		for _, table := range []string{"student_rollups", "events", "usage_students"} {
+			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ? AND student_id = ?`), groupID, studentID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// rebuildChunk is how many raw events Rebuild reads and folds in at a time.
+const rebuildChunk = 50_000
+
+func (s *Store) Rebuild(ctx context.Context, groupID string, loc *time.Location) error {
+	return s.transact(ctx, "Rebuild", func(tx *sql.Tx) error {
+		for _, table := range []string{"student_rollups", "group_rollups", "usage_students", "usage_groups"} {
+			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ?`), groupID); err != nil {
+				return err
+			}
+		}
+		after := ""
+		for {
+			events, err := s.eventsAfter(ctx, tx, groupID, after, loc)
+			if err != nil || len(events) == 0 {
+				return err
+			}
+			delta := analytics.NewRollupDelta()
+			for _, e := range events {
+				delta.Add(e)
+			}
+			if err := s.applyDelta(ctx, tx, delta); err != nil {
+				return err
+			}
+			after = events[len(events)-1].ID
+		}
+	})
+}
+
+// eventsAfter reads the next chunk of a group's raw events in id order.
+func (s *Store) eventsAfter(ctx context.Context, tx *sql.Tx, groupID, after string, loc *time.Location) ([]analytics.Event, error) {
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT event_id, student_id, occurred_at, metric FROM events
+		WHERE group_id = ? AND event_id > ? ORDER BY event_id LIMIT ?`), groupID, after, rebuildChunk)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var events []analytics.Event
+	for rows.Next() {
+		e := analytics.Event{GroupID: groupID}
+		var at int64
+		if err := rows.Scan(&e.ID, &e.StudentID, &at, &e.Metric); err != nil {
+			return nil, err
+		}
+		e.OccurredAt = fromMillis(at)
+		e.Day = analytics.DayOf(e.OccurredAt, loc)
+		events = append(events, e)
+	}
+	return events, rows.Err()
+}
