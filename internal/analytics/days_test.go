@@ -1,0 +1,160 @@
+package analytics
+
+import (
+	"testing"
+	"time"
+)
+
+func mustZone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+func TestDayStartAndEnd(t *testing.T) {
+	tests := []struct {
+		zone       string
+		day        Day
+		start, end string
+	}{
+		{"UTC", DateDay(2025, 1, 1), "2025-01-01T00:00:00Z", "2025-01-01T23:59:59.999Z"},
+		{"America/New_York", DateDay(2025, 1, 1), "2025-01-01T05:00:00Z", "2025-01-02T04:59:59.999Z"},
+		// Spring forward: a 23-hour day.
+		{"Europe/Berlin", DateDay(2025, 3, 30), "2025-03-29T23:00:00Z", "2025-03-30T21:59:59.999Z"},
+		// Fall back: a 25-hour day.
+		{"Europe/Berlin", DateDay(2025, 10, 26), "2025-10-25T22:00:00Z", "2025-10-26T22:59:59.999Z"},
+		{"Asia/Kathmandu", DateDay(2025, 6, 1), "2025-05-31T18:15:00Z", "2025-06-01T18:14:59.999Z"},
+		// Santiago skips midnight: 2024-09-08 begins at 01:00 local (-03).
+		{"America/Santiago", DateDay(2024, 9, 8), "2024-09-08T04:00:00Z", "2024-09-09T02:59:59.999Z"},
+		{"America/Santiago", DateDay(2024, 9, 7), "2024-09-07T04:00:00Z", "2024-09-08T03:59:59.999Z"},
+	}
+	for _, tt := range tests {
+		loc := mustZone(t, tt.zone)
+		start, end := tt.day.Start(loc), tt.day.End(loc)
+		if got := start.UTC().Format(time.RFC3339Nano); got != tt.start {
+			t.Errorf("%s %s: start %s, want %s", tt.zone, tt.day, got, tt.start)
+		}
+		if got := end.UTC().Format(time.RFC3339Nano); got != tt.end {
+			t.Errorf("%s %s: end %s, want %s", tt.zone, tt.day, got, tt.end)
+		}
+		if DayOf(start, loc) != tt.day || DayOf(end, loc) != tt.day || DayOf(start.Add(-time.Millisecond), loc) != tt.day-1 {
+			t.Errorf("%s %s: bounds do not enclose exactly the day", tt.zone, tt.day)
+		}
+	}
+}
+
+func TestWeekStartIsMonday(t *testing.T) {
+	for d := DateDay(1969, 12, 1); d < DateDay(1970, 2, 1); d++ {
+		w := d.WeekStart()
+		y, m, day := w.Date()
+		if wd := time.Date(y, m, day, 0, 0, 0, 0, time.UTC).Weekday(); wd != time.Monday || d-w > 6 || d < w {
+			t.Fatalf("WeekStart(%s) = %s (%s)", d, w, wd)
+		}
+	}
+}
+
+func TestSegments(t *testing.T) {
+	d := func(s string) Day {
+		tm, _ := time.Parse(time.DateOnly, s)
+		return DayOf(tm, time.UTC)
+	}
+	tests := []struct {
+		first, last string
+		want        []Segment
+	}{
+		{"2025-01-05", "2025-01-05", []Segment{{SpanDay, DayRange{d("2025-01-05"), d("2025-01-05")}}}},
+		{"2025-01-01", "2025-01-31", []Segment{{SpanMonth, DayRange{d("2025-01-01"), d("2025-01-01")}}}},
+		{"2025-01-01", "2025-01-30", []Segment{{SpanDay, DayRange{d("2025-01-01"), d("2025-01-30")}}}},
+		{"2025-01-15", "2025-04-10", []Segment{
+			{SpanDay, DayRange{d("2025-01-15"), d("2025-01-31")}},
+			{SpanMonth, DayRange{d("2025-02-01"), d("2025-03-01")}},
+			{SpanDay, DayRange{d("2025-04-01"), d("2025-04-10")}},
+		}},
+		{"2024-12-31", "2025-12-31", []Segment{
+			{SpanDay, DayRange{d("2024-12-31"), d("2024-12-31")}},
+			{SpanMonth, DayRange{d("2025-01-01"), d("2025-12-01")}},
+		}},
+		{"2025-02-10", "2025-03-05", []Segment{
+			{SpanDay, DayRange{d("2025-02-10"), d("2025-02-28")}},
+			{SpanDay, DayRange{d("2025-03-01"), d("2025-03-05")}},
+		}},
+	}
+	for _, tt := range tests {
+		got := Segments(DayRange{d(tt.first), d(tt.last)})
+		if len(got) != len(tt.want) {
+			t.Errorf("Segments(%s..%s) = %v, want %v", tt.first, tt.last, got, tt.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tt.want[i] {
+				t.Errorf("Segments(%s..%s)[%d] = %v, want %v", tt.first, tt.last, i, got[i], tt.want[i])
+			}
+		}
+	}
+}
+
+func TestSegmentsCoverEveryDayOnce(t *testing.T) {
+	for first := DateDay(2024, 1, 1); first < DateDay(2024, 3, 5); first += 3 {
+		for last := first; last < first+120; last += 7 {
+			covered := map[Day]int{}
+			for _, s := range Segments(DayRange{first, last}) {
+				for k := s.Keys.First; k <= s.Keys.Last; {
+					if s.Span == SpanDay {
+						covered[k]++
+						k++
+						continue
+					}
+					for day := k; day < k.NextMonthStart(); day++ {
+						covered[day]++
+					}
+					k = k.NextMonthStart()
+				}
+			}
+			if want := (DayRange{first, last}).Len(); len(covered) != want {
+				t.Fatalf("%s..%s: %d days covered, want %d", first, last, len(covered), want)
+			}
+			for day, n := range covered {
+				if n != 1 || day < first || day > last {
+					t.Fatalf("%s..%s: day %s covered %d times", first, last, day, n)
+				}
+			}
+		}
+	}
+}
+
+func TestStudentSet(t *testing.T) {
+	var a, b StudentSet
+	for _, n := range []int{0, 5, 63, 64, 700} {
+		a.Add(n)
+	}
+	b.Add(5)
+	b.Add(1000)
+	a.Union(b)
+	if a.Len() != 6 {
+		t.Fatalf("Len = %d, want 6", a.Len())
+	}
+	a.Remove(1000)
+	a.Remove(99999)
+	round := StudentSetFromBytes(a.Bytes())
+	if round.Len() != 5 || len(a.Bytes()) != 8*11 {
+		t.Fatalf("round trip: Len %d, %d bytes", round.Len(), len(a.Bytes()))
+	}
+}
+
+func TestPlanValidAt(t *testing.T) {
+	at := func(s string) time.Time { tm, _ := time.Parse(time.RFC3339, s); return tm }
+	end, cancelled := at("2025-07-01T00:00:00Z"), at("2025-03-01T00:00:00Z")
+	p := Plan{Starts: at("2025-01-01T00:00:00Z"), Ends: &end}
+	for s, want := range map[string]bool{"2024-12-31T23:59:59Z": false, "2025-01-01T00:00:00Z": true, "2025-06-30T23:59:59Z": true, "2025-07-01T00:00:00Z": false} {
+		if p.ValidAt(at(s)) != want {
+			t.Errorf("ValidAt(%s) = %t", s, !want)
+		}
+	}
+	p.Cancelled = &cancelled
+	if p.ValidAt(at("2025-03-01T00:00:00Z")) || !p.ValidAt(at("2025-02-28T23:59:59Z")) {
+		t.Error("a cancelled plan is valid until its cancellation only")
+	}
+}

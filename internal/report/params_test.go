@@ -1,0 +1,115 @@
+package report
+
+import (
+	"testing"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+func TestParseDate(t *testing.T) {
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	tests := []struct {
+		value string
+		want  string // the day named in Europe/Berlin; "" for an error
+	}{
+		{"2025-03-07", "2025-03-07"},
+		{"2025-03-07T10:15:00Z", "2025-03-07"},
+		{"2025-03-07T23:30:00Z", "2025-03-08"}, // 00:30 in Berlin
+		{"2025-03-07T23:30:00.123+01:00", "2025-03-07"},
+		{"2025-03-07T23:30:00-05:00", "2025-03-08"},
+		{"2025-03-07T23:30:00 01:00", "2025-03-07"}, // an unencoded '+' arrives as a space
+		{"2025-03-07T23:30:00+0100", "2025-03-07"},
+		{"2025-03-07T23:30:00+01", "2025-03-07"},
+		{"2025-03-07T23:30", "2025-03-07"}, // no offset: wall time in the group's zone
+		{"2025-03-07T23:30:59.999999999", "2025-03-07"},
+		{"2025-03-07t10:15:00z", "2025-03-07"},
+		{"2024-02-29", "2024-02-29"},
+		{"2025-02-29", ""},
+		{"2025-13-01", ""},
+		{"2025-00-10", ""},
+		{"2025-01-32", ""},
+		{"2025-1-5", ""},
+		{"25-01-05", ""},
+		{"2025-01-05T24:00:00Z", ""},
+		{"2025-01-05T10:60:00Z", ""},
+		{"2025-01-05T10:00:00+25:00", ""},
+		{"2025-01-05T10:00:00X", ""},
+		{"next week", ""},
+		{"1736035200", ""},
+		{"2025-01-05 ", ""},
+	}
+	for _, tt := range tests {
+		d, err := ParseDate("startDate", tt.value)
+		if tt.want == "" {
+			if err == nil {
+				t.Errorf("ParseDate(%q) accepted, want an error", tt.value)
+			} else if want := `Invalid startDate: expected an ISO 8601 date or timestamp, got "` + tt.value + `"`; err.Error() != want {
+				t.Errorf("ParseDate(%q) error %q, want %q", tt.value, err, want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseDate(%q): %v", tt.value, err)
+			continue
+		}
+		if got := d.Day(berlin).String(); got != tt.want {
+			t.Errorf("ParseDate(%q) names %s in Berlin, want %s", tt.value, got, tt.want)
+		}
+	}
+}
+
+func TestParseStudentsAndInterval(t *testing.T) {
+	for value, want := range map[string]bool{"true": true, "TRUE": true, "True": true, "false": false, "FaLsE": false} {
+		if got, err := ParseStudents(value); err != nil || got != want {
+			t.Errorf("ParseStudents(%q) = %t, %v", value, got, err)
+		}
+	}
+	for _, value := range []string{"1", "yes", "t", " true"} {
+		if _, err := ParseStudents(value); analytics.ErrorCode(err) != analytics.Invalid {
+			t.Errorf("ParseStudents(%q) accepted", value)
+		}
+	}
+	for value, want := range map[string]Interval{"day": Daily, "week": Weekly, "month": Monthly} {
+		if got, err := ParseInterval(value); err != nil || got != want {
+			t.Errorf("ParseInterval(%q) = %v, %v", value, got, err)
+		}
+	}
+	for _, value := range []string{"Day", "year", "none", "hour"} {
+		if _, err := ParseInterval(value); analytics.ErrorCode(err) != analytics.Invalid {
+			t.Errorf("ParseInterval(%q) accepted", value)
+		}
+	}
+}
+
+func TestCutIntoPeriods(t *testing.T) {
+	d := func(s string) analytics.Day {
+		tm, _ := time.Parse(time.DateOnly, s)
+		return analytics.DayOf(tm, time.UTC)
+	}
+	r := analytics.DayRange{First: d("2025-01-29"), Last: d("2025-03-04")}
+	tests := []struct {
+		iv   Interval
+		want []string
+	}{
+		{Whole, []string{"2025-01-29..2025-03-04"}},
+		{Weekly, []string{"2025-01-29..2025-02-02", "2025-02-03..2025-02-09", "2025-02-10..2025-02-16",
+			"2025-02-17..2025-02-23", "2025-02-24..2025-03-02", "2025-03-03..2025-03-04"}},
+		{Monthly, []string{"2025-01-29..2025-01-31", "2025-02-01..2025-02-28", "2025-03-01..2025-03-04"}},
+	}
+	for _, tt := range tests {
+		got := cut(r, tt.iv)
+		if len(got) != len(tt.want) || countPeriods(r, tt.iv) != len(tt.want) {
+			t.Errorf("%s: %d periods (counted %d), want %d", tt.iv, len(got), countPeriods(r, tt.iv), len(tt.want))
+			continue
+		}
+		for i, p := range got {
+			if s := p.First.String() + ".." + p.Last.String(); s != tt.want[i] {
+				t.Errorf("%s period %d = %s, want %s", tt.iv, i, s, tt.want[i])
+			}
+		}
+	}
+	if n := len(cut(r, Daily)); n != r.Len() || countPeriods(r, Daily) != n {
+		t.Errorf("daily: %d periods, want %d", n, r.Len())
+	}
+}
