@@ -520,7 +520,11 @@ func TestR3_BodyParams(t *testing.T) {
 		key := e.school("north", "UTC")
 		e.enrol("north", "s1", "Ada")
 		e.send(session("north", "s1", "2025-01-02T10:00:00Z"))
-		tests := []struct{ query, body, start string; students bool; n int }{
+		tests := []struct {
+			query, body, start string
+			students           bool
+			n                  int
+		}{
 			{"", `{"startDate": "2025-01-02", "endDate": "2025-01-03", "students": true}`, "2025-01-02", true, 1},
 			{"", `{"students": "TRUE", "interval": "day", "startDate": "2025-01-01", "endDate": "2025-01-03"}`, "2025-01-01", true, 3},
 			{"startDate=2025-01-01", `{"startDate": "2025-01-02", "endDate": "2025-01-03"}`, "2025-01-01", false, 1},
