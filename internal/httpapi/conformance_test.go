@@ -232,9 +232,8 @@ func TestSpec4_3_Rule2_DocumentExample(t *testing.T) {
 func TestSpec5_Authentication(t *testing.T) {
 	forEachStore(t, func(t *testing.T, e *testEnv) {
 		valid := e.school("north", "UTC")
-		revoked := e.key("north")
-		keys, _ := e.platform.Keys(ctx, "north")
-		if err := e.platform.RevokeKey(ctx, "north", keys[1].ID); err != nil {
+		revokedKey, revoked, _ := e.platform.CreateKey(ctx, "north", "to revoke")
+		if err := e.platform.RevokeKey(ctx, "north", revokedKey.ID); err != nil {
 			t.Fatal(err)
 		}
 		e.platform.CreateGroup(ctx, "noplan", "", "UTC")
