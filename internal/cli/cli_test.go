@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// run runs the command line in-process and returns its exit code and
+// output.
+func run(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), args, strings.NewReader(stdin), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := run(t, "", args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+	}
+	return out
+}
+
+func TestUsageMistakesExitTwo(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{nil, "usage: groupanalytics COMMAND"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"group", "create", "--db", db}, "missing --id"},
+		{[]string{"key", "revoke", "--db", db, "--group", "g"}, "missing --key"},
+		{[]string{"group", "list", "--db", db, "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"group", "list", "--db", db, "extra"}, `unexpected argument "extra"`},
+		{[]string{"plan", "cancel", "--db", db, "--group", "g", "--plan", "one"}, `invalid value "one"`},
+	}
+	for _, tt := range tests {
+		code, out, errOut := run(t, "", tt.args...)
+		if code != 2 || !strings.Contains(out+errOut, tt.want) {
+			t.Errorf("%v: exit %d, output %q; want exit 2 and %q", tt.args, code, out+errOut, tt.want)
+		}
+	}
+}
+
+func TestAdminErrorsExitOneWithAMessage(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	mustRun(t, "group", "create", "--db", db, "--id", "north", "--tz", "Europe/Berlin")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"group", "create", "--db", db, "--id", "north"}, `Group "north" already exists`},
+		{[]string{"group", "create", "--db", db, "--id", "x", "--tz", "Mars/Olympus"}, `Invalid timeZone "Mars/Olympus"`},
+		{[]string{"group", "create", "--db", db, "--id", "bad id"}, `Invalid group id "bad id"`},
+		{[]string{"plan", "set", "--db", db, "--group", "south"}, `Group "south" not found`},
+		{[]string{"plan", "set", "--db", db, "--group", "north", "--start", "2026-02-01", "--end", "2026-01-01"}, "Invalid end"},
+		{[]string{"plan", "set", "--db", db, "--group", "north", "--start", "soon"}, `Invalid start: expected a date (2025-09-01) or an RFC 3339 timestamp, got "soon"`},
+		{[]string{"key", "revoke", "--db", db, "--group", "north", "--key", "key_nope"}, `Key "key_nope" of group "north" not found`},
+		{[]string{"student", "rename", "--db", db, "--group", "north", "--id", "s9", "--name", "X"}, `Student "s9" not found in group "north"`},
+	}
+	for _, tt := range tests {
+		code, _, errOut := run(t, "", tt.args...)
+		if code != 1 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 and %q", tt.args, code, errOut, tt.want)
+		}
+	}
+}
+
+func TestImportIsAllOrNothing(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	mustRun(t, "group", "create", "--db", db, "--id", "north")
+	good := `{"id":"e1","groupId":"north","studentId":"s1","studentName":"Ada","occurredAt":"2025-03-01T10:00:00Z","kind":"chat.message_sent","chatType":"main"}`
+	lines := strings.Join([]string{
+		good,
+		``,
+		`{"id":"e2","groupId":"north","studentId":"s1","occurredAt":"2025-03-01T10:00:00Z"}`,
+		`{"id":"e3","groupId":"south","studentId":"s1","occurredAt":"2025-03-01T10:00:00Z","kind":"live_lecture.session_created"}`,
+		`not json`,
+	}, "\n")
+	code, _, errOut := run(t, lines, "import", "--db", db)
+	want := "line 3: Missing kind\nline 4: Unknown groupId \"south\"\nline 5: Invalid event: expected a JSON object\n"
+	if code != 1 || !strings.HasPrefix(errOut, want) || !strings.Contains(errOut, "3 of 4 lines rejected; nothing was imported") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant it to start with:\n%s", code, errOut, want)
+	}
+	if out := mustRun(t, "student", "list", "--db", db, "--group", "north"); strings.Contains(out, "s1") {
+		t.Errorf("a rejected file enrolled a student:\n%s", out)
+	}
+	file := filepath.Join(t.TempDir(), "events.ndjson")
+	os.WriteFile(file, []byte(good+"\n"+good+"\n"), 0o600)
+	if out := mustRun(t, "import", "--db", db, file); out != "imported 2 events (1 new, 1 duplicates)\n" {
+		t.Errorf("import: %q", out)
+	}
+}
+
+func TestEnvironmentOverridesFlagDefaults(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "env.db")
+	t.Setenv("GROUPANALYTICS_DB", db)
+	mustRun(t, "group", "create", "--id", "north")
+	if _, err := os.Stat(db); err != nil {
+		t.Fatalf("GROUPANALYTICS_DB was not used: %v", err)
+	}
+	other := filepath.Join(t.TempDir(), "flag.db")
+	mustRun(t, "group", "create", "--db", other, "--id", "south")
+	if out := mustRun(t, "group", "list"); strings.Contains(out, "south") || !strings.Contains(out, "north") {
+		t.Errorf("a flag given on the command line must win over the environment:\n%s", out)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestAdminThenServe drives the admin commands a new operator would use,
+// then the real server, in-process, until it shuts down gracefully.
+func TestAdminThenServe(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	mustRun(t, "group", "create", "--db", db, "--id", "north", "--name", "Northside", "--tz", "America/New_York")
+	mustRun(t, "plan", "set", "--db", db, "--group", "north", "--start", "2025-01-01")
+	out := mustRun(t, "key", "create", "--db", db, "--group", "north", "--label", "reports")
+	key := regexp.MustCompile(`gak_[A-Z0-9]+`).FindString(out)
+	if key == "" {
+		t.Fatalf("no key in %q", out)
+	}
+	if list := mustRun(t, "key", "list", "--db", db, "--group", "north"); strings.Contains(list, key) || !strings.Contains(list, key[:8]+"…") {
+		t.Errorf("key list must show the prefix only:\n%s", list)
+	}
+	mustRun(t, "student", "add", "--db", db, "--group", "north", "--id", "s2", "--name", "Bea")
+	events := `{"id":"e1","groupId":"north","studentId":"s1","studentName":"Ada","occurredAt":"2025-03-01T10:00:00Z","kind":"live_lecture.session_created"}`
+	if code, _, errOut := run(t, events, "import", "--db", db, "-"); code != 0 {
+		t.Fatal(errOut)
+	}
+	mustRun(t, "student", "rename", "--db", db, "--group", "north", "--id", "s1", "--name", "Ada L.")
+	if out := mustRun(t, "rebuild", "--db", db); !strings.HasPrefix(out, "rebuilt the rollups of 1 group") {
+		t.Errorf("rebuild: %q", out)
+	}
+
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	var stderr bytes.Buffer
+	go func() { done <- Main(ctx, []string{"serve", "--db", db, "--addr", addr}, nil, io.Discard, &stderr) }()
+	var resp *http.Response
+	for range 100 {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/api/groups/live-lecture?students=true&startDate=2025-03-01&endDate=2025-03-01", nil)
+		req.Header.Set("x-api-key", key)
+		var err error
+		if resp, err = http.DefaultClient.Do(req); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if resp == nil {
+		t.Fatalf("server did not answer:\n%s", stderr.String())
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := `{"success":true,"reports":[` +
+		`{"startDate":"2025-03-01T05:00:00.000Z","endDate":"2025-03-02T04:59:59.999Z","studentName":"Ada L.","studentId":"s1","data":[{"title":"Sessions Made","value":1},{"title":"Chat Messages","value":0}]},` +
+		`{"startDate":"2025-03-01T05:00:00.000Z","endDate":"2025-03-02T04:59:59.999Z","studentName":"Bea","studentId":"s2","data":[{"title":"Sessions Made","value":0},{"title":"Chat Messages","value":0}]}]}` + "\n"
+	if string(body) != want {
+		t.Errorf("got  %s\nwant %s", body, want)
+	}
+	mustRun(t, "key", "revoke", "--db", db, "--group", "north", "--key", strings.Fields(mustRun(t, "key", "list", "--db", db, "--group", "north"))[7])
+	req, _ := http.NewRequest("POST", "http://"+addr+"/api/groups/chat", nil)
+	req.Header.Set("x-api-key", key)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("revoked key: %v %v", resp.StatusCode, err)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve exited %d:\n%s", code, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not shut down")
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Errorf("log line is not JSON: %s", line)
+		}
+	}
+	if strings.Contains(stderr.String(), key) || !strings.Contains(stderr.String(), `"msg":"stopped"`) {
+		t.Errorf("log:\n%s", stderr.String())
+	}
+}
