@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/platform"
+	"groupanalytics/internal/sqlstore"
 )
 
 // demoGroup is one school of the demo data set.
@@ -50,28 +50,14 @@ func runDemo(e *env, args []string) error {
 			return err
 		}
 	}
-	log, err := newLogger(e, *level)
-	if err != nil {
+	return serve(e, *addr, *level, path, func(store *sqlstore.Store, baseURL string) error {
+		now := time.Now()
+		keys, events, err := loadDemo(e, platform.New(store, store), now)
+		if err == nil {
+			printDemo(e, path, baseURL, keys, events, now)
+		}
 		return err
-	}
-	store, err := openStore(e, path, quietLog(e))
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	p := platform.New(store, store)
-	now := time.Now()
-	keys, events, err := loadDemo(e, p, now)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	printDemo(e, path, "http://"+ln.Addr().String(), keys, events, now)
-	return serve(e, ln, store, log)
+	})
 }
 
 // loadDemo creates the demo groups, plans, keys and students, and sends a

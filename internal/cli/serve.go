@@ -20,20 +20,7 @@ func runServe(e *env, args []string) error {
 	if err := parse(e, fs, args, false); err != nil {
 		return err
 	}
-	log, err := newLogger(e, *level)
-	if err != nil {
-		return err
-	}
-	store, err := openStore(e, *db, log)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	return serve(e, ln, store, log)
+	return serve(e, *addr, *level, *db, nil)
 }
 
 func newLogger(e *env, level string) (*slog.Logger, error) {
@@ -44,9 +31,30 @@ func newLogger(e *env, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: l})), nil
 }
 
-// serve answers HTTP on ln until e.ctx ends, then shuts down gracefully:
-// requests under way get up to 30 seconds to finish.
-func serve(e *env, ln net.Listener, store *sqlstore.Store, log *slog.Logger) error {
+// serve opens the store dsn names and answers HTTP on addr until e.ctx
+// ends, then shuts down gracefully: requests under way get up to 30
+// seconds to finish. prepare, if set, runs once the address is bound and
+// before the first request is served; it gets the server's base URL.
+func serve(e *env, addr, level, dsn string, prepare func(store *sqlstore.Store, baseURL string) error) error {
+	log, err := newLogger(e, level)
+	if err != nil {
+		return err
+	}
+	store, err := openStore(e, dsn, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	if prepare != nil {
+		if err := prepare(store, "http://"+ln.Addr().String()); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	srv := &http.Server{
 		Handler: httpapi.New(httpapi.Config{
 			Directory: store,
