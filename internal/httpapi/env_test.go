@@ -200,7 +200,9 @@ func (e *testEnv) do(method, path, key string, body string, header ...string) re
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	r := response{status: resp.StatusCode, header: resp.Header, body: b}
+	openAPI().check(e.t, method, req.URL.Path, r)
+	return r
 }
 
 // reportRequest posts to a report endpoint ("live-lecture" or "chat").

@@ -4,6 +4,7 @@ package httpapi
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -58,6 +59,8 @@ func New(cfg Config) *Server {
 	mux := http.NewServeMux()
 	s.route(mux, "/api/groups/live-lecture", map[string]http.HandlerFunc{"POST": s.reports(report.LiveLecture)})
 	s.route(mux, "/api/groups/chat", map[string]http.HandlerFunc{"POST": s.reports(report.Chat)})
+	s.platformRoutes(mux)
+	s.route(mux, "/openapi.json", map[string]http.HandlerFunc{"GET": serveOpenAPI})
 	s.route(mux, "/healthz", map[string]http.HandlerFunc{"GET": s.healthz})
 	s.route(mux, "/readyz", map[string]http.HandlerFunc{"GET": s.readyz})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -199,4 +202,15 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI returns the API reference, an OpenAPI 3.1 document.
+func OpenAPI() []byte { return openAPI }
+
+func serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openAPI)
 }

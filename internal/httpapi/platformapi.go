@@ -1,0 +1,311 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/report"
+)
+
+// Limits of POST /v1/events.
+const (
+	MaxEventsBody  = 10 << 20
+	MaxEventsBatch = 10_000
+	maxAdminBody   = 64 << 10
+)
+
+// platformHandler is a platform API handler: it returns the status and the
+// body to send as JSON, or an error for the one error writer.
+type platformHandler func(r *http.Request) (int, any, error)
+
+// platformRoutes registers the platform API: ingestion and administration,
+// all behind a platform token.
+func (s *Server) platformRoutes(mux *http.ServeMux) {
+	routes := []struct {
+		path     string
+		byMethod map[string]platformHandler
+	}{
+		{"/v1/events", map[string]platformHandler{"POST": s.ingest}},
+		{"/v1/admin/groups", map[string]platformHandler{"GET": s.listGroups, "POST": s.createGroup}},
+		{"/v1/admin/groups/{groupId}", map[string]platformHandler{"GET": s.getGroup}},
+		{"/v1/admin/groups/{groupId}/plans", map[string]platformHandler{"GET": s.listPlans, "POST": s.addPlan}},
+		{"/v1/admin/groups/{groupId}/plans/{planId}/cancel", map[string]platformHandler{"POST": s.cancelPlan}},
+		{"/v1/admin/groups/{groupId}/keys", map[string]platformHandler{"GET": s.listKeys, "POST": s.createKey}},
+		{"/v1/admin/groups/{groupId}/keys/{keyId}", map[string]platformHandler{"DELETE": s.revokeKey}},
+		{"/v1/admin/groups/{groupId}/students", map[string]platformHandler{"GET": s.listStudents, "POST": s.addStudent}},
+		{"/v1/admin/groups/{groupId}/students/{studentId}", map[string]platformHandler{"PATCH": s.renameStudent, "DELETE": s.deleteStudent}},
+	}
+	for _, rt := range routes {
+		byMethod := map[string]http.HandlerFunc{}
+		for method, h := range rt.byMethod {
+			byMethod[method] = s.withToken(h)
+		}
+		s.route(mux, rt.path, byMethod)
+	}
+}
+
+// withToken runs h for requests with a valid platform token.
+func (s *Server) withToken(h platformHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || token == "" {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			s.writeError(w, r, analytics.Errorf(analytics.Unauthenticated, "Missing platform token: send Authorization: Bearer <token>"))
+			return
+		}
+		if _, err := s.directory.AuthorizeToken(r.Context(), analytics.HashSecret(strings.TrimSpace(token))); err != nil {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			s.writeError(w, r, err)
+			return
+		}
+		status, body, err := h(r)
+		switch {
+		case err != nil:
+			s.writeError(w, r, err)
+		case body == nil:
+			w.WriteHeader(status)
+		default:
+			writeJSON(w, status, body)
+		}
+	}
+}
+
+// decodeBody reads a JSON object body into v, refusing unknown fields.
+func decodeBody(r *http.Request, v any) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxAdminBody+1))
+	if err != nil {
+		return analytics.Errorf(analytics.Invalid, "Request body could not be read")
+	}
+	if len(body) > maxAdminBody {
+		return analytics.Errorf(analytics.TooLarge, "Request body too large: at most %d bytes", maxAdminBody)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &typeErr) && typeErr.Field != "":
+			return analytics.Errorf(analytics.Invalid, "Invalid %s: expected a %s", typeErr.Field, typeErr.Type.Kind())
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return analytics.Errorf(analytics.Invalid, "Invalid body: unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		}
+		return analytics.Errorf(analytics.Invalid, "Invalid body: expected a JSON object")
+	}
+	return nil
+}
+
+// ingest serves POST /v1/events: a JSON array of events, or NDJSON.
+func (s *Server) ingest(r *http.Request) (int, any, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxEventsBody+1))
+	if err != nil {
+		return 0, nil, analytics.Errorf(analytics.Invalid, "Request body could not be read")
+	}
+	if len(body) > MaxEventsBody {
+		return 0, nil, analytics.Errorf(analytics.TooLarge, "Request body too large: at most %d bytes", MaxEventsBody)
+	}
+	batch, err := splitEvents(r.Header.Get("Content-Type"), body)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(batch) > MaxEventsBatch {
+		return 0, nil, analytics.Errorf(analytics.TooLarge, "Too many events: %d, at most %d per request", len(batch), MaxEventsBatch)
+	}
+	res, err := s.platform.Ingest(r.Context(), batch, false)
+	return http.StatusOK, res, err
+}
+
+// splitEvents cuts a body into one raw JSON value per event: the elements
+// of a JSON array, or the non-blank lines of NDJSON.
+func splitEvents(contentType string, body []byte) ([]json.RawMessage, error) {
+	mediaType, _, _ := mime.ParseMediaType(contentType)
+	trimmed := bytes.TrimSpace(body)
+	if mediaType != "application/x-ndjson" && len(trimmed) > 0 && trimmed[0] == '[' {
+		var batch []json.RawMessage
+		if err := json.Unmarshal(trimmed, &batch); err != nil {
+			return nil, analytics.Errorf(analytics.Invalid, "Invalid body: not a valid JSON array of events")
+		}
+		return batch, nil
+	}
+	if mediaType == "application/json" || len(trimmed) == 0 {
+		return nil, analytics.Errorf(analytics.Invalid, "Invalid body: expected a JSON array of events, or NDJSON with Content-Type application/x-ndjson")
+	}
+	var batch []json.RawMessage
+	for line := range bytes.SplitSeq(trimmed, []byte("\n")) {
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			batch = append(batch, line)
+		}
+	}
+	return batch, nil
+}
+
+// The admin API's resources.
+type (
+	groupJSON struct {
+		ID        string `json:"id"`
+		Name      string `json:"name"`
+		TimeZone  string `json:"timeZone"`
+		CreatedAt string `json:"createdAt"`
+	}
+	planJSON struct {
+		ID          int64   `json:"id"`
+		GroupID     string  `json:"groupId"`
+		Start       string  `json:"start"`
+		End         *string `json:"end"`
+		CancelledAt *string `json:"cancelledAt"`
+		ValidNow    bool    `json:"validNow"`
+	}
+	keyJSON struct {
+		ID         string  `json:"id"`
+		GroupID    string  `json:"groupId"`
+		Prefix     string  `json:"prefix"`
+		Label      string  `json:"label"`
+		CreatedAt  string  `json:"createdAt"`
+		RevokedAt  *string `json:"revokedAt"`
+		LastUsedAt *string `json:"lastUsedAt"`
+		Key        string  `json:"key,omitempty"` // only when created
+	}
+	studentJSON struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}
+)
+
+func optionalTime(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := report.FormatTime(*t)
+	return &s
+}
+
+func toGroup(g analytics.Group) groupJSON {
+	return groupJSON{g.ID, g.Name, g.TimeZone, report.FormatTime(g.Created)}
+}
+
+func (s *Server) toPlan(p analytics.Plan) planJSON {
+	return planJSON{p.ID, p.GroupID, report.FormatTime(p.Starts), optionalTime(p.Ends), optionalTime(p.Cancelled), p.ValidAt(s.now())}
+}
+
+func toKey(k analytics.APIKey) keyJSON {
+	return keyJSON{ID: k.ID, GroupID: k.GroupID, Prefix: k.Prefix, Label: k.Label, CreatedAt: report.FormatTime(k.Created),
+		RevokedAt: optionalTime(k.Revoked), LastUsedAt: optionalTime(k.LastUsed)}
+}
+
+func listOf[T, J any](items []T, convert func(T) J) []J {
+	out := make([]J, 0, len(items))
+	for _, it := range items {
+		out = append(out, convert(it))
+	}
+	return out
+}
+
+func (s *Server) createGroup(r *http.Request) (int, any, error) {
+	var in struct {
+		ID       string `json:"id"`
+		Name     string `json:"name"`
+		TimeZone string `json:"timeZone"`
+	}
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	g, err := s.platform.CreateGroup(r.Context(), in.ID, in.Name, in.TimeZone)
+	return http.StatusCreated, toGroup(g), err
+}
+
+func (s *Server) listGroups(r *http.Request) (int, any, error) {
+	groups, err := s.platform.Groups(r.Context())
+	return http.StatusOK, map[string]any{"groups": listOf(groups, toGroup)}, err
+}
+
+func (s *Server) getGroup(r *http.Request) (int, any, error) {
+	g, err := s.directory.Group(r.Context(), r.PathValue("groupId"))
+	return http.StatusOK, toGroup(g), err
+}
+
+func (s *Server) addPlan(r *http.Request) (int, any, error) {
+	var in struct {
+		Start string `json:"start"`
+		End   string `json:"end"`
+	}
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	p, err := s.platform.AddPlan(r.Context(), r.PathValue("groupId"), in.Start, in.End)
+	return http.StatusCreated, s.toPlan(p), err
+}
+
+func (s *Server) listPlans(r *http.Request) (int, any, error) {
+	plans, err := s.platform.Plans(r.Context(), r.PathValue("groupId"))
+	return http.StatusOK, map[string]any{"plans": listOf(plans, s.toPlan)}, err
+}
+
+func (s *Server) cancelPlan(r *http.Request) (int, any, error) {
+	id, err := strconv.ParseInt(r.PathValue("planId"), 10, 64)
+	if err != nil {
+		return 0, nil, analytics.Errorf(analytics.NotFound, "Plan %q of group %q not found", r.PathValue("planId"), r.PathValue("groupId"))
+	}
+	p, err := s.platform.CancelPlan(r.Context(), r.PathValue("groupId"), id)
+	return http.StatusOK, s.toPlan(p), err
+}
+
+func (s *Server) createKey(r *http.Request) (int, any, error) {
+	var in struct {
+		Label string `json:"label"`
+	}
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	k, secret, err := s.platform.CreateKey(r.Context(), r.PathValue("groupId"), in.Label)
+	out := toKey(k)
+	out.Key = secret
+	return http.StatusCreated, out, err
+}
+
+func (s *Server) listKeys(r *http.Request) (int, any, error) {
+	keys, err := s.platform.Keys(r.Context(), r.PathValue("groupId"))
+	return http.StatusOK, map[string]any{"keys": listOf(keys, toKey)}, err
+}
+
+func (s *Server) revokeKey(r *http.Request) (int, any, error) {
+	return http.StatusNoContent, nil, s.platform.RevokeKey(r.Context(), r.PathValue("groupId"), r.PathValue("keyId"))
+}
+
+func (s *Server) addStudent(r *http.Request) (int, any, error) {
+	var in studentJSON
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	st, err := s.platform.AddStudent(r.Context(), r.PathValue("groupId"), in.ID, in.Name)
+	return http.StatusCreated, studentJSON{st.ID, st.Name}, err
+}
+
+func (s *Server) listStudents(r *http.Request) (int, any, error) {
+	students, err := s.platform.Students(r.Context(), r.PathValue("groupId"))
+	report.SortStudents(students)
+	return http.StatusOK, map[string]any{"students": listOf(students, func(st analytics.Student) studentJSON {
+		return studentJSON{st.ID, st.Name}
+	})}, err
+}
+
+func (s *Server) renameStudent(r *http.Request) (int, any, error) {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	st, err := s.platform.RenameStudent(r.Context(), r.PathValue("groupId"), r.PathValue("studentId"), in.Name)
+	return http.StatusOK, studentJSON{st.ID, st.Name}, err
+}
+
+func (s *Server) deleteStudent(r *http.Request) (int, any, error) {
+	return http.StatusNoContent, nil, s.platform.DeleteStudent(r.Context(), r.PathValue("groupId"), r.PathValue("studentId"))
+}
