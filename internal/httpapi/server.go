@@ -3,6 +3,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -128,15 +129,20 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, statusOf[code], errorBody{msg})
 }
 
-// writeJSON answers with v as JSON.
+// writeJSON answers with v as JSON, without HTML escaping: these are API
+// answers, and "<token>" should read as written.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		status, body = http.StatusInternalServerError, []byte(`{"error":"Internal error"}`)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":"Internal error"}` + "\n")
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(buf.Bytes())
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
