@@ -10,7 +10,7 @@ import (
 )
 
 func (s *Store) CreateGroup(ctx context.Context, g analytics.Group) error {
-	return s.transact(ctx, "CreateGroup", func(tx *sql.Tx) error {
+	return s.transact(ctx, "CreateGroup", func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO groups (group_id, name, time_zone, created_at)
 			VALUES (?, ?, ?, ?) ON CONFLICT (group_id) DO NOTHING`), g.ID, g.Name, g.TimeZone, millis(g.Created))
 		if err != nil {
@@ -60,7 +60,7 @@ func (s *Store) Groups(ctx context.Context) ([]analytics.Group, error) {
 
 // lockGroup checks that the group exists and, on PostgreSQL, holds its row
 // until the transaction ends, so that per-group numbering does not race.
-func (s *Store) lockGroup(ctx context.Context, tx *sql.Tx, groupID string) error {
+func (s *Store) lockGroup(ctx context.Context, tx *txn, groupID string) error {
 	var id string
 	err := tx.QueryRowContext(ctx, s.q(`SELECT group_id FROM groups WHERE group_id = ?`+s.dialect.forUpdate), groupID).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -70,12 +70,12 @@ func (s *Store) lockGroup(ctx context.Context, tx *sql.Tx, groupID string) error
 }
 
 func (s *Store) AddPlan(ctx context.Context, p analytics.Plan) (analytics.Plan, error) {
-	err := s.transact(ctx, "AddPlan", func(tx *sql.Tx) error {
+	err := s.transact(ctx, "AddPlan", func(tx *txn) error {
 		if err := s.lockGroup(ctx, tx, p.GroupID); err != nil {
 			return err
 		}
 		return tx.QueryRowContext(ctx, s.q(`INSERT INTO plans (group_id, plan_id, starts_at, ends_at, cancelled_at)
-			SELECT ?, COALESCE(MAX(plan_id), 0) + 1, ?, ?, NULL FROM plans WHERE group_id = ?
+			SELECT CAST(? AS TEXT), COALESCE(MAX(plan_id), 0) + 1, CAST(? AS BIGINT), CAST(? AS BIGINT), NULL FROM plans WHERE group_id = ?
 			RETURNING plan_id`), p.GroupID, millis(p.Starts), nullMillis(p.Ends), p.GroupID).Scan(&p.ID)
 	})
 	return p, err
@@ -94,7 +94,7 @@ func scanPlan(row interface{ Scan(...any) error }) (analytics.Plan, error) {
 
 func (s *Store) CancelPlan(ctx context.Context, groupID string, planID int64, at time.Time) (analytics.Plan, error) {
 	var p analytics.Plan
-	err := s.transact(ctx, "CancelPlan", func(tx *sql.Tx) error {
+	err := s.transact(ctx, "CancelPlan", func(tx *txn) error {
 		var err error
 		p, err = scanPlan(tx.QueryRowContext(ctx, s.q(`UPDATE plans SET cancelled_at = COALESCE(cancelled_at, ?)
 			WHERE group_id = ? AND plan_id = ? RETURNING `+planColumns), millis(at), groupID, planID))
@@ -127,7 +127,7 @@ func (s *Store) Plans(ctx context.Context, groupID string) ([]analytics.Plan, er
 }
 
 func (s *Store) AddKey(ctx context.Context, k analytics.APIKey) error {
-	return s.transact(ctx, "AddKey", func(tx *sql.Tx) error {
+	return s.transact(ctx, "AddKey", func(tx *txn) error {
 		if err := s.lockGroup(ctx, tx, k.GroupID); err != nil {
 			return err
 		}
@@ -162,7 +162,7 @@ func (s *Store) Keys(ctx context.Context, groupID string) ([]analytics.APIKey, e
 }
 
 func (s *Store) RevokeKey(ctx context.Context, groupID, keyID string, at time.Time) error {
-	return s.transact(ctx, "RevokeKey", func(tx *sql.Tx) error {
+	return s.transact(ctx, "RevokeKey", func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?)
 			WHERE group_id = ? AND key_id = ?`), millis(at), groupID, keyID)
 		if err != nil {
@@ -211,12 +211,12 @@ func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (a
 }
 
 func (s *Store) SaveStudents(ctx context.Context, groupID string, updates []analytics.StudentUpdate) error {
-	return s.transact(ctx, "SaveStudents", func(tx *sql.Tx) error {
+	return s.transact(ctx, "SaveStudents", func(tx *txn) error {
 		return s.saveStudents(ctx, tx, groupID, updates)
 	})
 }
 
-func (s *Store) saveStudents(ctx context.Context, tx *sql.Tx, groupID string, updates []analytics.StudentUpdate) error {
+func (s *Store) saveStudents(ctx context.Context, tx *txn, groupID string, updates []analytics.StudentUpdate) error {
 	// Later updates of one student win: apply only the last name sent.
 	last := map[string]string{}
 	order := make([]string, 0, len(updates))
@@ -255,7 +255,7 @@ func (s *Store) saveStudents(ctx context.Context, tx *sql.Tx, groupID string, up
 }
 
 func (s *Store) AddStudent(ctx context.Context, st analytics.Student) error {
-	return s.transact(ctx, "AddStudent", func(tx *sql.Tx) error {
+	return s.transact(ctx, "AddStudent", func(tx *txn) error {
 		if err := s.lockGroup(ctx, tx, st.GroupID); err != nil {
 			return err
 		}
@@ -272,7 +272,7 @@ func (s *Store) AddStudent(ctx context.Context, st analytics.Student) error {
 }
 
 func (s *Store) RenameStudent(ctx context.Context, st analytics.Student) error {
-	return s.transact(ctx, "RenameStudent", func(tx *sql.Tx) error {
+	return s.transact(ctx, "RenameStudent", func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE students SET name = ? WHERE group_id = ? AND student_id = ?`),
 			st.Name, st.GroupID, st.ID)
 		if err != nil {
@@ -303,7 +303,7 @@ func (s *Store) Students(ctx context.Context, groupID string) ([]analytics.Stude
 }
 
 func (s *Store) DeleteStudent(ctx context.Context, groupID, studentID string) error {
-	return s.transact(ctx, "DeleteStudent", func(tx *sql.Tx) error {
+	return s.transact(ctx, "DeleteStudent", func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM students WHERE group_id = ? AND student_id = ?`), groupID, studentID)
 		if err != nil {
 			return err
@@ -316,7 +316,7 @@ func (s *Store) DeleteStudent(ctx context.Context, groupID, studentID string) er
 }
 
 func (s *Store) AddToken(ctx context.Context, t analytics.PlatformToken) error {
-	return s.transact(ctx, "AddToken", func(tx *sql.Tx) error {
+	return s.transact(ctx, "AddToken", func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO platform_tokens (token_id, token_hash, prefix, label, created_at)
 			VALUES (?, ?, ?, ?, ?)`), t.ID, t.Hash, t.Prefix, t.Label, millis(t.Created))
 		return err
@@ -345,7 +345,7 @@ func (s *Store) Tokens(ctx context.Context) ([]analytics.PlatformToken, error) {
 }
 
 func (s *Store) RevokeToken(ctx context.Context, tokenID string, at time.Time) error {
-	return s.transact(ctx, "RevokeToken", func(tx *sql.Tx) error {
+	return s.transact(ctx, "RevokeToken", func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE platform_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE token_id = ?`),
 			millis(at), tokenID)
 		if err != nil {

@@ -2,13 +2,111 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 )
 
-func openPostgres(context.Context, string) (*Store, error) {
-	return nil, errors.New("open postgres: not built yet")
+var postgresDialect = dialect{
+	name:         "postgres",
+	goose:        goose.DialectPostgres,
+	numbered:     true,
+	forUpdate:    " FOR UPDATE",
+	maxParams:    65535,
+	unavailable:  pgUnavailable,
+	retryable:    func(err error) bool { return pgCode(err) == "40001" || pgCode(err) == "40P01" },
+	uniqueBroken: func(err error) bool { return pgCode(err) == "23505" },
 }
 
-func (s *Store) migrationLock() goose.ProviderOption { return nil }
+func pgCode(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// pgUnavailable reports whether err means the server cannot be reached or
+// is going away, rather than that a statement failed.
+func pgUnavailable(err error) bool {
+	code := pgCode(err)
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" || code == "57P03" || code == "53300" ||
+		errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.Timeout(err) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "failed to connect")
+}
+
+// openPostgres connects a pgx pool and serves database/sql from it. A
+// connection attempt gives up after five seconds, so that requests fail
+// with 503 rather than hang while the server is away; the pool replaces
+// broken connections by itself when it is back.
+func openPostgres(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: invalid URL: %w", redactURL(err))
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	cfg.HealthCheckPeriod = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	return &Store{write: db, read: db, dialect: postgresDialect, pool: pool,
+		closers: []func() error{db.Close, func() error { pool.Close(); return nil }}}, nil
+}
+
+// redactURL keeps a connection URL (and its password) out of an error.
+func redactURL(err error) error {
+	return errors.New(strings.SplitN(err.Error(), ":", 2)[0])
+}
+
+func (s *Store) migrationLock() goose.ProviderOption {
+	if s.dialect.name != "postgres" {
+		return nil
+	}
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return nil
+	}
+	return goose.WithSessionLocker(locker)
+}
+
+// copyEvents stages a large batch with COPY, then inserts the rows whose
+// ids are new in one statement, returning their keys.
+func (s *Store) copyEvents(ctx context.Context, tx *txn, rows [][]any) (map[[2]string]bool, error) {
+	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS staged_events
+		(group_id TEXT, event_id TEXT, student_id TEXT, occurred_at BIGINT, metric SMALLINT) ON COMMIT DELETE ROWS`); err != nil {
+		return nil, err
+	}
+	err := tx.conn.Raw(func(dc any) error {
+		_, err := dc.(*stdlib.Conn).Conn().CopyFrom(ctx, pgx.Identifier{"staged_events"},
+			[]string{"group_id", "event_id", "student_id", "occurred_at", "metric"}, pgx.CopyFromRows(rows))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	result, err := tx.QueryContext(ctx, `INSERT INTO events (group_id, event_id, student_id, occurred_at, metric)
+		SELECT group_id, event_id, student_id, occurred_at, metric FROM staged_events
+		ON CONFLICT (group_id, event_id) DO NOTHING RETURNING group_id, event_id`)
+	if err != nil {
+		return nil, err
+	}
+	return scanKeys(result)
+}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pressly/goose/v3"
 
 	"groupanalytics/internal/analytics"
@@ -28,7 +29,15 @@ type Store struct {
 	write   *sql.DB // the connections that write; one for SQLite
 	read    *sql.DB // the connections that only read
 	dialect dialect
+	pool    *pgxpool.Pool // PostgreSQL only: for COPY
 	closers []func() error
+}
+
+// txn is a write transaction on its own connection, so that work outside
+// database/sql (COPY) can join it.
+type txn struct {
+	*sql.Tx
+	conn *sql.Conn
 }
 
 var (
@@ -134,7 +143,7 @@ func (s *Store) wrap(op string, err error) error {
 
 // transact runs fn in a write transaction, again when the database asks
 // for a retry (a deadlock or serialization failure).
-func (s *Store) transact(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+func (s *Store) transact(ctx context.Context, op string, fn func(tx *txn) error) error {
 	for attempt := 1; ; attempt++ {
 		err := s.transactOnce(ctx, fn)
 		if err != nil && attempt < 5 && s.dialect.retryable(err) {
@@ -145,12 +154,17 @@ func (s *Store) transact(ctx context.Context, op string, fn func(tx *sql.Tx) err
 	}
 }
 
-func (s *Store) transactOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
+func (s *Store) transactOnce(ctx context.Context, fn func(tx *txn) error) error {
+	conn, err := s.write.Conn(ctx)
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(&txn{Tx: tx, conn: conn}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}

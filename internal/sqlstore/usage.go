@@ -18,8 +18,9 @@ var metricColumns = [analytics.NumMetrics]string{"sessions", "tutor_me", "test",
 
 var (
 	metricList = strings.Join(metricColumns[:], ", ")
-	// metricSums is "SUM(sessions), SUM(tutor_me), …".
-	metricSums = "SUM(" + strings.Join(metricColumns[:], "), SUM(") + ")"
+	// metricSums is "CAST(SUM(sessions) AS BIGINT), …": PostgreSQL sums
+	// bigints into numerics otherwise.
+	metricSums = "CAST(SUM(" + strings.Join(metricColumns[:], ") AS BIGINT), CAST(SUM(") + ") AS BIGINT)"
 )
 
 // addMetrics returns "c = <table>.c + excluded.c, …" for an upsert.
@@ -50,57 +51,76 @@ func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (ana
 	})
 	batch = slices.CompactFunc(batch, func(a, b analytics.Event) bool { return a.GroupID == b.GroupID && a.ID == b.ID })
 	var res analytics.AppendResult
-	err := s.transact(ctx, "AppendEvents", func(tx *sql.Tx) error {
-		delta := analytics.NewRollupDelta()
-		accepted := 0
-		for chunk := range chunks(batch, s.dialect.maxParams/eventColumns) {
-			n, err := s.insertEvents(ctx, tx, chunk, delta)
-			if err != nil {
-				return err
-			}
-			accepted += n
+	err := s.transact(ctx, "AppendEvents", func(tx *txn) error {
+		inserted, err := s.insertEvents(ctx, tx, batch)
+		if err != nil {
+			return err
 		}
-		res = analytics.AppendResult{Accepted: accepted, Duplicates: len(events) - accepted}
+		delta := analytics.NewRollupDelta()
+		for _, e := range batch {
+			if inserted[[2]string{e.GroupID, e.ID}] {
+				delta.Add(e)
+			}
+		}
+		res = analytics.AppendResult{Accepted: len(inserted), Duplicates: len(events) - len(inserted)}
 		return s.applyDelta(ctx, tx, delta)
 	})
 	return res, err
 }
 
-// insertEvents inserts the events whose ids are new, adds those to delta,
-// and returns how many there were.
-func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, events []analytics.Event, delta *analytics.RollupDelta) (int, error) {
-	args := make([]any, 0, len(events)*eventColumns)
-	for _, e := range events {
-		args = append(args, e.GroupID, e.ID, e.StudentID, millis(e.OccurredAt), int(e.Metric))
+// copyThreshold is the batch size from which PostgreSQL stages events with
+// COPY rather than multi-row INSERTs.
+const copyThreshold = 2000
+
+// insertEvents inserts the events whose ids are new and returns their
+// (group, id) keys.
+func (s *Store) insertEvents(ctx context.Context, tx *txn, events []analytics.Event) (map[[2]string]bool, error) {
+	rows := make([][]any, len(events))
+	for i, e := range events {
+		rows[i] = []any{e.GroupID, e.ID, e.StudentID, millis(e.OccurredAt), int16(e.Metric)}
 	}
-	rows, err := tx.QueryContext(ctx, s.q(`INSERT INTO events (group_id, event_id, student_id, occurred_at, metric) VALUES `+
-		placeholders(len(events), eventColumns)+` ON CONFLICT (group_id, event_id) DO NOTHING RETURNING group_id, event_id`), args...)
-	if err != nil {
-		return 0, err
+	if s.pool != nil && len(rows) >= copyThreshold {
+		return s.copyEvents(ctx, tx, rows)
 	}
-	defer rows.Close()
 	inserted := map[[2]string]bool{}
+	for chunk := range chunks(rows, s.dialect.maxParams/eventColumns) {
+		args := make([]any, 0, len(chunk)*eventColumns)
+		for _, row := range chunk {
+			args = append(args, row...)
+		}
+		result, err := tx.QueryContext(ctx, s.q(`INSERT INTO events (group_id, event_id, student_id, occurred_at, metric) VALUES `+
+			placeholders(len(chunk), eventColumns)+` ON CONFLICT (group_id, event_id) DO NOTHING RETURNING group_id, event_id`), args...)
+		if err != nil {
+			return nil, err
+		}
+		keys, err := scanKeys(result)
+		if err != nil {
+			return nil, err
+		}
+		for k := range keys {
+			inserted[k] = true
+		}
+	}
+	return inserted, nil
+}
+
+// scanKeys reads (group_id, event_id) rows into a set.
+func scanKeys(rows *sql.Rows) (map[[2]string]bool, error) {
+	defer rows.Close()
+	keys := map[[2]string]bool{}
 	for rows.Next() {
 		var k [2]string
 		if err := rows.Scan(&k[0], &k[1]); err != nil {
-			return 0, err
+			return nil, err
 		}
-		inserted[k] = true
+		keys[k] = true
 	}
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	for _, e := range events {
-		if inserted[[2]string{e.GroupID, e.ID}] {
-			delta.Add(e)
-		}
-	}
-	return len(inserted), nil
+	return keys, rows.Err()
 }
 
 // applyDelta adds delta to the rollups: counts by upsert, student sets by
 // reading each group row under lock and writing the union back.
-func (s *Store) applyDelta(ctx context.Context, tx *sql.Tx, delta *analytics.RollupDelta) error {
+func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *analytics.RollupDelta) error {
 	ordinals, err := s.ordinals(ctx, tx, delta.StudentIDs())
 	if err != nil {
 		return err
@@ -142,7 +162,7 @@ func (s *Store) applyDelta(ctx context.Context, tx *sql.Tx, delta *analytics.Rol
 // updateGroupRollup applies change to one group rollup row, creating it if
 // needed. The row is created first, so that concurrent writers of a new row
 // queue on its lock instead of both inserting.
-func (s *Store) updateGroupRollup(ctx context.Context, tx *sql.Tx, k analytics.GroupRollupKey, change func(*analytics.GroupRollup)) error {
+func (s *Store) updateGroupRollup(ctx context.Context, tx *txn, k analytics.GroupRollupKey, change func(*analytics.GroupRollup)) error {
 	zeros := strings.TrimSuffix(strings.Repeat("0, ", analytics.NumMetrics), ", ")
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO group_rollups (group_id, span, period, `+metricList+`, live_lecture_users, chat_users)
 		VALUES (?, ?, ?, `+zeros+`, ?, ?) ON CONFLICT (group_id, span, period) DO NOTHING`),
@@ -173,7 +193,7 @@ func (s *Store) updateGroupRollup(ctx context.Context, tx *sql.Tx, k analytics.G
 // ordinals returns the ordinal of every student named, per group, handing
 // out new ones from the group's counter for students seen for the first
 // time.
-func (s *Store) ordinals(ctx context.Context, tx *sql.Tx, students map[string][]string) (map[[2]string]int, error) {
+func (s *Store) ordinals(ctx context.Context, tx *txn, students map[string][]string) (map[[2]string]int, error) {
 	ordinals := map[[2]string]int{}
 	groups := make([]string, 0, len(students))
 	for g := range students {
@@ -219,7 +239,7 @@ func (s *Store) ordinals(ctx context.Context, tx *sql.Tx, students map[string][]
 	return ordinals, nil
 }
 
-func (s *Store) loadOrdinals(ctx context.Context, tx *sql.Tx, groupID string, ids []string, into map[[2]string]int) error {
+func (s *Store) loadOrdinals(ctx context.Context, tx *txn, groupID string, ids []string, into map[[2]string]int) error {
 	for chunk := range chunks(ids, s.dialect.maxParams-1) {
 		args := make([]any, 0, len(chunk)+1)
 		args = append(args, groupID)
@@ -293,7 +313,7 @@ func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics
 }
 
 func (s *Store) DeleteStudentUsage(ctx context.Context, groupID, studentID string) error {
-	return s.transact(ctx, "DeleteStudentUsage", func(tx *sql.Tx) error {
+	return s.transact(ctx, "DeleteStudentUsage", func(tx *txn) error {
 		var ordinal int
 		err := tx.QueryRowContext(ctx, s.q(`SELECT ordinal FROM usage_students WHERE group_id = ? AND student_id = ?`),
 			groupID, studentID).Scan(&ordinal)
@@ -352,7 +372,7 @@ func (s *Store) DeleteStudentUsage(ctx context.Context, groupID, studentID strin
 const rebuildChunk = 50_000
 
 func (s *Store) Rebuild(ctx context.Context, groupID string, loc *time.Location) error {
-	return s.transact(ctx, "Rebuild", func(tx *sql.Tx) error {
+	return s.transact(ctx, "Rebuild", func(tx *txn) error {
 		for _, table := range []string{"student_rollups", "group_rollups", "usage_students", "usage_groups"} {
 			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ?`), groupID); err != nil {
 				return err
@@ -377,7 +397,7 @@ func (s *Store) Rebuild(ctx context.Context, groupID string, loc *time.Location)
 }
 
 // eventsAfter reads the next chunk of a group's raw events in id order.
-func (s *Store) eventsAfter(ctx context.Context, tx *sql.Tx, groupID, after string, loc *time.Location) ([]analytics.Event, error) {
+func (s *Store) eventsAfter(ctx context.Context, tx *txn, groupID, after string, loc *time.Location) ([]analytics.Event, error) {
 	rows, err := tx.QueryContext(ctx, s.q(`SELECT event_id, student_id, occurred_at, metric FROM events
 		WHERE group_id = ? AND event_id > ? ORDER BY event_id LIMIT ?`), groupID, after, rebuildChunk)
 	if err != nil {

@@ -1,25 +1,115 @@
-// Package storetest gives tests a fresh, migrated store of each kind the
-// machine can run.
+// Package storetest gives tests a fresh, migrated store of each kind: an
+// SQLite file, and a throwaway PostgreSQL database dropped when the test
+// ends.
+//
+// PostgreSQL is found at GROUPANALYTICS_TEST_POSTGRES (default
+// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable). Where none
+// answers, PostgreSQL tests are skipped with a warning on stderr, unless CI
+// is set: in CI they fail.
 package storetest
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the pgx driver for database/sql
 
 	"groupanalytics/internal/sqlstore"
 )
 
-// Open returns a fresh, migrated store of the given dialect, closed and
-// removed when the test ends.
+// PostgresURL is the server tests create their databases on.
+func PostgresURL() string {
+	if u := os.Getenv("GROUPANALYTICS_TEST_POSTGRES"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+var (
+	probeOnce sync.Once
+	probeErr  error
+	dbCounter atomic.Int64
+)
+
+// RequirePostgres skips the test (loudly) or, in CI, fails it, when no
+// PostgreSQL server answers.
+func RequirePostgres(t testing.TB) {
+	t.Helper()
+	probeOnce.Do(func() {
+		db, err := sql.Open("pgx", PostgresURL())
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			err = db.PingContext(ctx)
+			cancel()
+			db.Close()
+		}
+		probeErr = err
+		if err != nil && os.Getenv("CI") == "" {
+			fmt.Fprintf(os.Stderr, "\n*** WARNING: no PostgreSQL at %s (%v): PostgreSQL tests are SKIPPED. Set GROUPANALYTICS_TEST_POSTGRES, or run .ci/run. ***\n\n",
+				redacted(PostgresURL()), err)
+		}
+	})
+	if probeErr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("PostgreSQL is required in CI: %v", probeErr)
+		}
+		t.Skipf("SKIPPED: no PostgreSQL server (%v)", probeErr)
+	}
+}
+
+func redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// NewPostgresDatabase creates an empty database for the test and returns
+// its URL; it is dropped when the test ends.
+func NewPostgresDatabase(t testing.TB) string {
+	t.Helper()
+	RequirePostgres(t)
+	admin, err := sql.Open("pgx", PostgresURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("groupanalytics_test_%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e6, dbCounter.Add(1))
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		admin.Close()
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		defer admin.Close()
+		if _, err := admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	u, _ := url.Parse(PostgresURL())
+	u.Path = "/" + name
+	return u.String()
+}
+
+// Open returns a fresh, migrated store of the given dialect, closed (and
+// its database dropped) when the test ends.
 func Open(t testing.TB, dialect string) *sqlstore.Store {
 	t.Helper()
 	var dsn string
 	switch dialect {
 	case "sqlite":
 		dsn = filepath.Join(t.TempDir(), "test.db")
+	case "postgres":
+		dsn = NewPostgresDatabase(t)
 	default:
 		t.Fatalf("storetest: unknown dialect %q", dialect)
 	}
@@ -35,14 +125,9 @@ func Open(t testing.TB, dialect string) *sqlstore.Store {
 	return store
 }
 
-// Dialects returns the dialects to test against.
-func Dialects(t testing.TB) []string {
-	return []string{"sqlite"}
-}
-
 // Each runs fn as a subtest once per dialect, each with a fresh store.
 func Each(t *testing.T, fn func(t *testing.T, store *sqlstore.Store)) {
-	for _, d := range Dialects(t) {
+	for _, d := range []string{"sqlite", "postgres"} {
 		t.Run(d, func(t *testing.T) { fn(t, Open(t, d)) })
 	}
 }
