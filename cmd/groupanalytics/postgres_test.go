@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"regexp"
+	"sync"
+	"testing"
+
+	"groupanalytics/internal/sqlstore/storetest"
+)
+
+// chatTypes of the concurrency test, by id: an event's content is a
+// function of its id, so every copy of an id is the same event.
+var chatTypes = []string{"tutor_me", "test", "flashcard", "material", "live_lecture", "main"}
+
+func eventOf(n int) map[string]string {
+	return map[string]string{
+		"id": fmt.Sprintf("ev%05d", n), "groupId": "busy", "studentId": fmt.Sprintf("s%02d", n%13),
+		"occurredAt": fmt.Sprintf("2026-03-%02dT%02d:%02d:00Z", 1+n%28, n%24, n%60), "kind": "chat.message_sent",
+		"chatType": chatTypes[n%6],
+	}
+}
+
+// TestTwoServersIngestConcurrently: two server processes on one
+// PostgreSQL, four clients each, sending overlapping batches at once; the
+// totals equal a brute-force count of the distinct events.
+func TestTwoServersIngestConcurrently(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs two server processes")
+	}
+	db := storetest.NewPostgresDatabase(t)
+	bin := buildBinary(t)
+	runBinary(t, bin, "group", "create", "--db", db, "--id", "busy")
+	runBinary(t, bin, "plan", "set", "--db", db, "--group", "busy", "--start", "2025-01-01")
+	key := regexp.MustCompile(`gak_\w+`).FindString(runBinary(t, bin, "key", "create", "--db", db, "--group", "busy"))
+	token := regexp.MustCompile(`gat_\w+`).FindString(runBinary(t, bin, "token", "create", "--db", db))
+	servers := []*server{startServer(t, bin, db), startServer(t, bin, db)}
+
+	const idSpace = 6000
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	sent := map[int]bool{}
+	acceptedTotal := 0
+	for c := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(c), 7))
+			base := servers[c%2].base
+			for range 15 {
+				var batch []map[string]string
+				var ids []int
+				for range 300 {
+					n := rng.IntN(idSpace)
+					batch = append(batch, eventOf(n))
+					ids = append(ids, n)
+				}
+				body, _ := json.Marshal(batch)
+				accepted, err := postEvents(base, token, body)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				acceptedTotal += accepted
+				for _, n := range ids {
+					sent[n] = true
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	want := map[string]map[string]int64{}
+	for n := range sent {
+		ev := eventOf(n)
+		if want[ev["studentId"]] == nil {
+			want[ev["studentId"]] = map[string]int64{}
+		}
+		want[ev["studentId"]][ev["chatType"]]++
+	}
+	if acceptedTotal != len(sent) {
+		t.Errorf("the servers accepted %d events in all, want %d distinct", acceptedTotal, len(sent))
+	}
+	for _, srv := range servers {
+		got := studentChatCounts(t, srv.base, key)
+		for student, byType := range want {
+			for ct, n := range byType {
+				if got[student][ct] != n {
+					t.Errorf("%s: %s %s = %d, want %d", srv.base, student, ct, got[student][ct], n)
+				}
+			}
+		}
+	}
+	t.Logf("%d distinct events of %d sent, through two servers", len(sent), 8*15*300)
+}
+
+func postEvents(base, token string, body []byte) (int, error) {
+	req, _ := http.NewRequest("POST", base+"/v1/events", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("POST /v1/events: %d", resp.StatusCode)
+	}
+	var res struct{ Accepted int }
+	return res.Accepted, json.NewDecoder(resp.Body).Decode(&res)
+}
+
+var chatTitles = map[string]string{"Tutor Me Messages": "tutor_me", "Test Messages": "test", "Flashcard Messages": "flashcard",
+	"Material Messages": "material", "Live Lecture Messages": "live_lecture", "Main Chat Messages": "main"}
+
+func studentChatCounts(t *testing.T, base, key string) map[string]map[string]int64 {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/api/groups/chat?students=true&startDate=2026-03-01&endDate=2026-03-31", nil)
+	req.Header.Set("x-api-key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Reports []struct {
+			StudentID string `json:"studentId"`
+			Data      []struct {
+				Title string `json:"title"`
+				Value int64  `json:"value"`
+			} `json:"data"`
+		} `json:"reports"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]map[string]int64{}
+	for _, r := range body.Reports {
+		counts[r.StudentID] = map[string]int64{}
+		for _, m := range r.Data {
+			if ct, ok := chatTitles[m.Title]; ok {
+				counts[r.StudentID][ct] = m.Value
+			}
+		}
+	}
+	return counts
+}

@@ -1,0 +1,74 @@
+package sqlstore
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// groupTables are distributed by group_id in a sharded deployment (see the
+// README): every statement on them must be routable to one group's shard.
+// The small directory tables (groups, plans, api_keys, platform_tokens)
+// are reference tables, copied to every node: a key is looked up by its
+// hash before its group is known.
+var groupTables = regexp.MustCompile(`\b(students|events|usage_groups|usage_students|student_rollups|group_rollups)\b`)
+
+// statementText joins the string literals of a query expression, with
+// "<expr>" for the parts computed at run time.
+func statementText(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		s, _ := strconv.Unquote(e.Value)
+		return s
+	case *ast.BinaryExpr:
+		return statementText(e.X) + statementText(e.Y)
+	}
+	return "<expr>"
+}
+
+// TestEveryStatementIsScopedToAGroup reads the store's source: each SQL
+// statement that names a group table (or a table chosen at run time)
+// filters by group_id, or inserts rows whose first column is group_id.
+func TestEveryStatementIsScopedToAGroup(t *testing.T) {
+	files, _ := filepath.Glob("*.go")
+	fset := token.NewFileSet()
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "q" || len(call.Args) != 1 {
+				return true
+			}
+			stmt := strings.Join(strings.Fields(statementText(call.Args[0])), " ")
+			if !groupTables.MatchString(stmt) && !strings.Contains(stmt, "FROM <expr>") {
+				return true
+			}
+			checked++
+			scoped := strings.Contains(stmt, "group_id = ?") ||
+				regexp.MustCompile(`^INSERT INTO \w+ \(group_id,`).MatchString(stmt)
+			if !scoped {
+				t.Errorf("%s: a statement on a group table is not scoped to one group:\n%s", fset.Position(call.Pos()), stmt)
+			}
+			return true
+		})
+	}
+	if checked < 20 {
+		t.Fatalf("only %d statements checked: the test no longer sees the store's SQL", checked)
+	}
+}
