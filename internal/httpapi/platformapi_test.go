@@ -404,3 +404,41 @@ func TestDeleteStudentErasesUsage(t *testing.T) {
 		}
 	})
 }
+
+// TestLargeBatchCountsEachEventOnce sends batches big enough for
+// PostgreSQL's COPY path, with ids repeated inside the batch and ids
+// stored before.
+func TestLargeBatchCountsEachEventOnce(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		key := e.school("north", "UTC")
+		token := e.token()
+		event := func(n int) platform.EventInput {
+			ev := message("north", fmt.Sprintf("s%03d", n%150), []string{"tutor_me", "main", "test"}[n%3],
+				fmt.Sprintf("2026-10-%02dT10:00:00Z", 1+n%31))
+			ev.ID = fmt.Sprintf("big-%05d", n)
+			return ev
+		}
+		var first []platform.EventInput
+		for n := range 500 {
+			first = append(first, event(n))
+		}
+		ingestResult(t, e.call("POST", "/v1/events", token, eventsJSON(first...)))
+		var big []platform.EventInput
+		for n := range 3000 {
+			big = append(big, event(n)) // 0..499 were stored before
+		}
+		big = append(big, big[1000:1200]...) // repeated within the batch
+		res := ingestResult(t, e.call("POST", "/v1/events", token, eventsJSON(big...)))
+		if res.Accepted != 2500 || res.Duplicates != 700 {
+			t.Errorf("large batch: %+v, want 2500 accepted and 700 duplicates", res)
+		}
+		r := e.reports("chat", key, "startDate=2026-10-01&endDate=2026-10-31")[0]
+		if r.value("Total Messages") != 3000 || r.value("Main Chat Messages") != 1000 || *r.NumStudentsUsed != 150 {
+			t.Errorf("report after the large batch: %+v", r)
+		}
+		res = ingestResult(t, e.call("POST", "/v1/events", token, eventsJSON(big...)))
+		if res.Accepted != 0 || res.Duplicates != len(big) {
+			t.Errorf("the same large batch again: %+v", res)
+		}
+	})
+}
