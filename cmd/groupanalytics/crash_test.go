@@ -102,10 +102,11 @@ func sendBatch(base, token string, b int) (accepted, duplicates int, err error) 
 	return res.Accepted, res.Duplicates, nil
 }
 
-// perBatchCounts reads how many messages each batch's student has.
-func perBatchCounts(t *testing.T, base, key string) map[string]int64 {
+// studentReports asks the chat endpoint for student reports of the query
+// and returns each student's metric values by title.
+func studentReports(t *testing.T, base, key, query string) map[string]map[string]int64 {
 	t.Helper()
-	req, _ := http.NewRequest("POST", base+"/api/groups/chat?students=true&startDate=2026-01-05&endDate=2026-01-05", nil)
+	req, _ := http.NewRequest("POST", base+"/api/groups/chat?students=true&"+query, nil)
 	req.Header.Set("x-api-key", key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -124,9 +125,22 @@ func perBatchCounts(t *testing.T, base, key string) map[string]int64 {
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		t.Fatal(err)
 	}
-	counts := map[string]int64{}
+	values := map[string]map[string]int64{}
 	for _, r := range body.Reports {
-		counts[r.StudentID] = r.Data[0].Value
+		values[r.StudentID] = map[string]int64{}
+		for _, m := range r.Data {
+			values[r.StudentID][m.Title] = m.Value
+		}
+	}
+	return values
+}
+
+// perBatchCounts reads how many messages each batch's student has.
+func perBatchCounts(t *testing.T, base, key string) map[string]int64 {
+	t.Helper()
+	counts := map[string]int64{}
+	for student, values := range studentReports(t, base, key, "startDate=2026-01-05&endDate=2026-01-05") {
+		counts[student] = values["Total Messages"]
 	}
 	return counts
 }

@@ -117,34 +117,14 @@ func postEvents(base, token string, body []byte) (int, error) {
 var chatTitles = map[string]string{"Tutor Me Messages": "tutor_me", "Test Messages": "test", "Flashcard Messages": "flashcard",
 	"Material Messages": "material", "Live Lecture Messages": "live_lecture", "Main Chat Messages": "main"}
 
+// studentChatCounts returns each student's message count by chat type.
 func studentChatCounts(t *testing.T, base, key string) map[string]map[string]int64 {
 	t.Helper()
-	req, _ := http.NewRequest("POST", base+"/api/groups/chat?students=true&startDate=2026-03-01&endDate=2026-03-31", nil)
-	req.Header.Set("x-api-key", key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Reports []struct {
-			StudentID string `json:"studentId"`
-			Data      []struct {
-				Title string `json:"title"`
-				Value int64  `json:"value"`
-			} `json:"data"`
-		} `json:"reports"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
-	}
 	counts := map[string]map[string]int64{}
-	for _, r := range body.Reports {
-		counts[r.StudentID] = map[string]int64{}
-		for _, m := range r.Data {
-			if ct, ok := chatTitles[m.Title]; ok {
-				counts[r.StudentID][ct] = m.Value
-			}
+	for student, values := range studentReports(t, base, key, "startDate=2026-03-01&endDate=2026-03-31") {
+		counts[student] = map[string]int64{}
+		for title, ct := range chatTitles {
+			counts[student][ct] = values[title]
 		}
 	}
 	return counts
