@@ -58,6 +58,7 @@ func init() {
 		{"token revoke", "--token TOKEN_ID", "revoke a platform token", tokenRevoke},
 		{"import", "[FILE|-]", "import NDJSON events, all or nothing (default: stdin)", runImport},
 		{"rebuild", "[--group ID]", "recompute rollups from raw events", runRebuild},
+		{"bench", "[--quick] [--db DB] [--json FILE] [scale flags]", "measure report and ingestion speed against a baseline", runBench},
 	}
 }
 

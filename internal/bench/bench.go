@@ -1,0 +1,617 @@
+// Package bench measures how fast reports and ingestion are, through HTTP
+// on loopback against a real server process, beside a baseline: the plain
+// SQL a competent developer would write against the raw events, timed in
+// the same run and checked to give the same numbers.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/platform"
+	"groupanalytics/internal/sqlstore"
+)
+
+// Config is one benchmark run.
+type Config struct {
+	DB          string // a SQLite file (made afresh), or a PostgreSQL server URL (a database is made on it)
+	Keep        bool   // keep the data after the run
+	Scale       Scale
+	Requests    int           // sequential requests per report scenario
+	Baseline    int           // runs of each baseline query
+	Concurrency int           // clients of the throughput runs
+	Throughput  time.Duration // length of each throughput run
+	Ingest      int           // events sent through POST /v1/events
+	IngestConns int
+	Binary      string // the groupanalytics binary to run the server with
+	Out         io.Writer
+}
+
+// Result is what a run measured. Durations are in milliseconds.
+type Result struct {
+	Machine          string           `json:"machine"`
+	Store            string           `json:"store"`
+	Scale            Scale            `json:"scale"`
+	Events           int              `json:"events"`
+	MainGroupEvents  int              `json:"mainGroupEvents"`
+	BulkLoadSeconds  float64          `json:"bulkLoadSeconds"`
+	BulkEventsPerSec float64          `json:"bulkEventsPerSec"`
+	Reports          []ReportResult   `json:"reports"`
+	Floor            ReportResult     `json:"floor"`
+	Ingest           IngestResult     `json:"ingest"`
+	PeakRSSBytes     int64            `json:"serverPeakRSSBytes"`
+	DiskBytes        int64            `json:"storeBytes"`
+	DiskBytesPerEvt  float64          `json:"storeBytesPerEvent"`
+	Checks           map[string]error `json:"-"`
+}
+
+// ReportResult is the figures of one report scenario.
+type ReportResult struct {
+	Name          string  `json:"name"`
+	Reports       int     `json:"reports"`
+	P50           float64 `json:"p50Ms"`
+	P95           float64 `json:"p95Ms"`
+	P99           float64 `json:"p99Ms"`
+	RequestsPerS  float64 `json:"requestsPerSec"`
+	BaselineP50   float64 `json:"baselineP50Ms,omitempty"`
+	BaselineRatio float64 `json:"baselineOverService,omitempty"`
+	FloorRatio    float64 `json:"serviceOverFloor,omitempty"`
+	SameAnswer    bool    `json:"sameAnswerAsBaseline"`
+}
+
+// IngestResult is the figures of ingestion over HTTP.
+type IngestResult struct {
+	Events       int     `json:"events"`
+	BatchSize    int     `json:"batchSize"`
+	Connections  int     `json:"connections"`
+	EventsPerSec float64 `json:"eventsPerSec"`
+}
+
+// scenario is one report request measured.
+type scenario struct {
+	name, endpoint, query string
+	baseline              func(b *baseline, r analytics.DayRange) (answer, error)
+}
+
+// answer is a report response reduced to comparable values: by period key
+// and student ("" for the group), the metric values in title order, then
+// numStudentsUsed for group reports.
+type answer map[string][]int64
+
+// Run runs the benchmark and prints its table.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	res := &Result{Machine: machine(), Scale: cfg.Scale}
+	dsn, cleanup, err := prepareStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	store, err := sqlstore.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		return nil, err
+	}
+	res.Store = store.Dialect()
+	now := time.Now()
+	fmt.Fprintf(cfg.Out, "groupanalytics bench: %s store, %d students in the main group, %d days, %.0f%% active a day, %d events per active day\n",
+		res.Store, cfg.Scale.Students, cfg.Scale.Days, 100*cfg.Scale.Active, cfg.Scale.EventsPerDay)
+	keys, err := setUp(ctx, store, cfg.Scale)
+	if err != nil {
+		return nil, err
+	}
+	if err := bulkLoad(ctx, store, cfg, now, res); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "bulk load: %d events in %.1f s, %.0f events/s\n", res.Events, res.BulkLoadSeconds, res.BulkEventsPerSec)
+
+	srv, err := startServer(ctx, cfg.Binary, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	base, err := openBaseline(dsn, store.Dialect())
+	if err != nil {
+		return nil, err
+	}
+	defer base.db.Close()
+
+	first := cfg.Scale.firstDay(now)
+	r := analytics.DayRange{First: first, Last: first + analytics.Day(cfg.Scale.Days) - 1}
+	period := "startDate=" + r.First.String() + "&endDate=" + r.Last.String()
+	scenarios := []scenario{
+		{"live lecture, group, whole period", "live-lecture", period, (*baseline).liveLectureGroup},
+		{"chat, group, whole period", "chat", period, (*baseline).chatGroup},
+		{"chat, students, whole period", "chat", period + "&students=true", (*baseline).chatStudents},
+		{"chat, group, interval=week", "chat", period + "&interval=week", (*baseline).chatWeekly},
+		{"chat, students, interval=month", "chat", period + "&students=true&interval=month", (*baseline).chatStudentsMonthly},
+	}
+	floor := scenario{name: "floor: empty group", endpoint: "chat", query: period}
+	res.Floor, _, err = measure(srv.base, keys.empty, floor, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, sc := range scenarios {
+		rr, got, err := measure(srv.base, keys.main, sc, cfg)
+		if err != nil {
+			return nil, err
+		}
+		want, durations, err := base.time(sc, r, cfg.Baseline)
+		if err != nil {
+			return nil, fmt.Errorf("baseline %s: %w", sc.name, err)
+		}
+		rr.BaselineP50 = percentile(durations, 50)
+		rr.BaselineRatio = rr.BaselineP50 / rr.P50
+		rr.FloorRatio = rr.P50 / res.Floor.P50
+		rr.SameAnswer = sameAnswer(got, want)
+		if !rr.SameAnswer {
+			return nil, fmt.Errorf("%s: the service and the baseline disagree", sc.name)
+		}
+		res.Reports = append(res.Reports, rr)
+		fmt.Fprintf(cfg.Out, "measured %s\n", sc.name)
+	}
+	if res.Ingest, err = ingest(srv.base, keys.token, cfg, now); err != nil {
+		return nil, err
+	}
+	if res.PeakRSSBytes, err = srv.peakRSS(); err != nil {
+		return nil, err
+	}
+	if res.DiskBytes, err = diskBytes(ctx, base.db, store.Dialect(), dsn); err != nil {
+		return nil, err
+	}
+	res.DiskBytesPerEvt = float64(res.DiskBytes) / float64(res.Events+res.Ingest.Events)
+	printTable(cfg.Out, res)
+	return res, nil
+}
+
+func machine() string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if name, ok := strings.CutPrefix(line, "model name\t: "); ok {
+				cpu = name
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		fmt.Sscanf(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "MemTotal:"), "%d", &kb)
+		mem = fmt.Sprintf(", %.0f GiB", float64(kb)/(1<<20))
+	}
+	return fmt.Sprintf("%d cores (%s)%s, %s", runtime.NumCPU(), cpu, mem, runtime.Version())
+}
+
+// prepareStore makes an empty store: a fresh SQLite file, or a fresh
+// database on the PostgreSQL server. cleanup removes it unless Keep.
+func prepareStore(ctx context.Context, cfg Config) (string, func(), error) {
+	if strings.HasPrefix(cfg.DB, "postgres://") || strings.HasPrefix(cfg.DB, "postgresql://") {
+		admin, err := sql.Open("pgx", cfg.DB)
+		if err != nil {
+			return "", nil, err
+		}
+		name := fmt.Sprintf("groupanalytics_bench_%d", time.Now().Unix())
+		if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+			admin.Close()
+			return "", nil, fmt.Errorf("create database %s: %w", name, err)
+		}
+		u, _ := url.Parse(cfg.DB)
+		u.Path = "/" + name
+		return u.String(), func() {
+			if !cfg.Keep {
+				admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+			}
+			admin.Close()
+		}, nil
+	}
+	path := cfg.DB
+	dir := ""
+	if path == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "groupanalytics-bench-"); err != nil {
+			return "", nil, err
+		}
+		path = filepath.Join(dir, "bench.db")
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
+			return "", nil, err
+		}
+	}
+	return path, func() {
+		if cfg.Keep {
+			return
+		}
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(path + suffix)
+		}
+		if dir != "" {
+			os.Remove(dir)
+		}
+	}, nil
+}
+
+type benchKeys struct{ main, empty, token string }
+
+// setUp creates the groups (in UTC, so that the baseline's SQL cuts days
+// as the service does), their plans, students and keys, an empty group for
+// the floor, a group for ingestion, and a platform token.
+func setUp(ctx context.Context, store *sqlstore.Store, s Scale) (benchKeys, error) {
+	p := platform.New(store, store)
+	var keys benchKeys
+	groups := append(s.groups(), group{"bench-empty", 0}, group{"bench-ingest", 1000})
+	for _, g := range groups {
+		if _, err := p.CreateGroup(ctx, g.id, g.id, "UTC"); err != nil {
+			return keys, err
+		}
+		if _, err := p.AddPlan(ctx, g.id, "2000-01-01", ""); err != nil {
+			return keys, err
+		}
+		updates := make([]analytics.StudentUpdate, g.students)
+		for i := range updates {
+			updates[i] = analytics.StudentUpdate{ID: studentID(i), Name: fmt.Sprintf("Student %06d", (i*7919)%max(g.students, 1))}
+		}
+		if err := store.SaveStudents(ctx, g.id, updates); err != nil {
+			return keys, err
+		}
+	}
+	var err error
+	if _, keys.main, err = p.CreateKey(ctx, "bench-main", "bench"); err != nil {
+		return keys, err
+	}
+	if _, keys.empty, err = p.CreateKey(ctx, "bench-empty", "bench"); err != nil {
+		return keys, err
+	}
+	_, keys.token, err = p.CreateToken(ctx, "bench")
+	return keys, err
+}
+
+// bulkBatch is how many events the bulk loader stores per transaction.
+const bulkBatch = 100_000
+
+func bulkLoad(ctx context.Context, store *sqlstore.Store, cfg Config, now time.Time, res *Result) error {
+	start := time.Now()
+	for i, g := range cfg.Scale.groups() {
+		n, err := cfg.Scale.generate(g, now, bulkBatch, func(batch []analytics.Event) error {
+			appended, err := store.AppendEvents(ctx, batch)
+			if err == nil && appended.Accepted != len(batch) {
+				err = fmt.Errorf("bulk load: %d of %d events accepted", appended.Accepted, len(batch))
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			res.MainGroupEvents = n
+		}
+		res.Events += n
+	}
+	res.BulkLoadSeconds = time.Since(start).Seconds()
+	res.BulkEventsPerSec = float64(res.Events) / res.BulkLoadSeconds
+	return nil
+}
+
+// server is the groupanalytics serve process under measurement.
+type server struct {
+	cmd  *exec.Cmd
+	base string
+}
+
+func startServer(ctx context.Context, binary, dsn string) (*server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(binary, "serve", "--db", dsn, "--addr", addr, "--log-level", "warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	s := &server{cmd: cmd, base: "http://" + addr}
+	for range 400 {
+		if resp, err := http.Get(s.base + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s, nil
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	s.stop()
+	return nil, errors.New("the server did not become ready")
+}
+
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+	}
+}
+
+// peakRSS reads the server's high-water mark of resident memory.
+func (s *server) peakRSS() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc status")
+}
+
+var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 5 * time.Minute}
+
+// request makes one report request and returns its body.
+func request(base, key string, sc scenario) ([]byte, error) {
+	req, err := http.NewRequest("POST", base+"/api/groups/"+sc.endpoint+"?"+sc.query, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("x-api-key", key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s: status %d: %s", sc.name, resp.StatusCode, body)
+	}
+	return body, err
+}
+
+// measure times sequential requests, then the throughput of concurrent
+// clients, and returns the figures with the answer.
+func measure(base, key string, sc scenario, cfg Config) (ReportResult, answer, error) {
+	rr := ReportResult{Name: sc.name}
+	body, err := request(base, key, sc) // warm-up, and the answer
+	if err != nil {
+		return rr, nil, err
+	}
+	got, n, err := parseAnswer(body)
+	if err != nil {
+		return rr, nil, err
+	}
+	rr.Reports = n
+	var durations []float64
+	for range cfg.Requests {
+		start := time.Now()
+		if _, err := request(base, key, sc); err != nil {
+			return rr, nil, err
+		}
+		durations = append(durations, ms(time.Since(start)))
+	}
+	rr.P50, rr.P95, rr.P99 = percentile(durations, 50), percentile(durations, 95), percentile(durations, 99)
+	var count int64
+	var mu sync.Mutex
+	var firstErr error
+	deadline := time.Now().Add(cfg.Throughput)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				if _, err := request(base, key, sc); err != nil {
+					mu.Lock()
+					firstErr = cmpOr(firstErr, err)
+					mu.Unlock()
+					return
+				}
+				mu.Lock()
+				count++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	rr.RequestsPerS = float64(count) / time.Since(start).Seconds()
+	return rr, got, firstErr
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// percentile returns the nearest-rank percentile p of values.
+func percentile(values []float64, p int) float64 {
+	if len(values) == 0 {
+		return 0
+	}
+	s := slices.Clone(values)
+	slices.Sort(s)
+	i := (p*len(s)+99)/100 - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+// parseAnswer reduces a report response to comparable values. Periods are
+// keyed by their first day; weeks and months by their calendar bucket.
+func parseAnswer(body []byte) (answer, int, error) {
+	var resp struct {
+		Reports []struct {
+			StartDate       string `json:"startDate"`
+			StudentID       string `json:"studentId"`
+			NumStudentsUsed *int64 `json:"numStudentsUsed"`
+			Data            []struct {
+				Value int64 `json:"value"`
+			} `json:"data"`
+		} `json:"reports"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return nil, 0, err
+	}
+	a := answer{}
+	for _, r := range resp.Reports {
+		var values []int64
+		for _, m := range r.Data {
+			values = append(values, m.Value)
+		}
+		if r.NumStudentsUsed != nil {
+			values = append(values, *r.NumStudentsUsed)
+		}
+		a[r.StartDate[:10]+"|"+r.StudentID] = values
+	}
+	return a, len(resp.Reports), nil
+}
+
+// sameAnswer compares the service's answer with the baseline's, where the
+// baseline leaves out the rows that are all zeros.
+func sameAnswer(service, baseline answer) bool {
+	for k, want := range baseline {
+		if !slices.Equal(service[k], want) {
+			return false
+		}
+	}
+	for k, got := range service {
+		if _, ok := baseline[k]; !ok && slices.ContainsFunc(got, func(v int64) bool { return v != 0 }) {
+			return false
+		}
+	}
+	return true
+}
+
+// ingest sends events through POST /v1/events in batches of 1,000 from
+// several connections, and returns the rate.
+func ingest(base, token string, cfg Config, now time.Time) (IngestResult, error) {
+	const batchSize = 1000
+	res := IngestResult{BatchSize: batchSize, Connections: cfg.IngestConns}
+	var bodies [][]byte
+	day := now.Add(-2 * time.Hour)
+	for b := 0; b*batchSize < cfg.Ingest; b++ {
+		batch := make([]platform.EventInput, batchSize)
+		for i := range batch {
+			n := b*batchSize + i
+			batch[i] = platform.EventInput{ID: fmt.Sprintf("i%09d", n), GroupID: "bench-ingest", StudentID: studentID(n % 1000),
+				OccurredAt: day.Add(time.Duration(n%3600) * time.Second).UTC().Format(time.RFC3339), Kind: analytics.KindMessageSent,
+				ChatType: []string{"tutor_me", "test", "flashcard", "material", "live_lecture", "main"}[n%6]}
+		}
+		body, _ := json.Marshal(batch)
+		bodies = append(bodies, body)
+	}
+	next := make(chan []byte, len(bodies))
+	for _, b := range bodies {
+		next <- b
+	}
+	close(next)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	accepted := 0
+	start := time.Now()
+	for range cfg.IngestConns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for body := range next {
+				req, _ := http.NewRequest("POST", base+"/v1/events", bytes.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+token)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := client.Do(req)
+				var out platform.IngestResult
+				if err == nil {
+					if resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("ingest: status %d", resp.StatusCode)
+					} else {
+						err = json.NewDecoder(resp.Body).Decode(&out)
+					}
+					resp.Body.Close()
+				}
+				mu.Lock()
+				firstErr = cmpOr(firstErr, err)
+				accepted += out.Accepted
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return res, firstErr
+	}
+	res.Events = accepted
+	res.EventsPerSec = float64(accepted) / time.Since(start).Seconds()
+	if accepted != len(bodies)*batchSize {
+		return res, fmt.Errorf("ingest: %d of %d events accepted", accepted, len(bodies)*batchSize)
+	}
+	return res, nil
+}
+
+// diskBytes is the store's size: the SQLite files, or the PostgreSQL
+// database.
+func diskBytes(ctx context.Context, db *sql.DB, dialect, dsn string) (int64, error) {
+	if dialect == "postgres" {
+		var n int64
+		err := db.QueryRowContext(ctx, "SELECT pg_database_size(current_database())").Scan(&n)
+		return n, err
+	}
+	var total int64
+	for _, suffix := range []string{"", "-wal"} {
+		if st, err := os.Stat(dsn + suffix); err == nil {
+			total += st.Size()
+		}
+	}
+	return total, nil
+}
+
+func printTable(w io.Writer, res *Result) {
+	fmt.Fprintf(w, "\nmachine: %s\nstore: %s; events: %d (main group %d)\n\n", res.Machine, res.Store, res.Events, res.MainGroupEvents)
+	fmt.Fprintf(w, "%-34s %8s %9s %9s %9s %9s %12s %10s %10s\n", "report", "reports", "p50 ms", "p95 ms", "p99 ms", "req/s", "baseline ms", "base/svc", "svc/floor")
+	row := func(r ReportResult) {
+		base, ratio, floor := "-", "-", "-"
+		if r.BaselineP50 > 0 {
+			base, ratio = fmt.Sprintf("%.1f", r.BaselineP50), fmt.Sprintf("%.0fx", r.BaselineRatio)
+		}
+		if r.FloorRatio > 0 {
+			floor = fmt.Sprintf("%.1fx", r.FloorRatio)
+		}
+		fmt.Fprintf(w, "%-34s %8d %9.2f %9.2f %9.2f %9.0f %12s %10s %10s\n", r.Name, r.Reports, r.P50, r.P95, r.P99, r.RequestsPerS, base, ratio, floor)
+	}
+	row(res.Floor)
+	for _, r := range res.Reports {
+		row(r)
+	}
+	fmt.Fprintf(w, "\ningestion over HTTP: %.0f events/s (%d events, batches of %d, %d connections)\n",
+		res.Ingest.EventsPerSec, res.Ingest.Events, res.Ingest.BatchSize, res.Ingest.Connections)
+	fmt.Fprintf(w, "bulk load: %.0f events/s (%d events in %.1f s)\n", res.BulkEventsPerSec, res.Events, res.BulkLoadSeconds)
+	fmt.Fprintf(w, "server peak RSS: %.0f MB\n", float64(res.PeakRSSBytes)/1e6)
+	fmt.Fprintf(w, "store on disk: %.0f MB, %.0f bytes per event\n", float64(res.DiskBytes)/1e6, res.DiskBytesPerEvt)
+}

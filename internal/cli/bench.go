@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"groupanalytics/internal/bench"
+)
+
+func runBench(e *env, args []string) error {
+	fs, _ := flags(e, "bench")
+	db := fs.Lookup("db")
+	db.DefValue, db.Usage = "", "SQLite file to make afresh (default: a temporary one), or a PostgreSQL server URL to make a database on"
+	_ = db.Value.Set("")
+	quick := fs.Bool("quick", false, "a small scale that finishes in under a minute")
+	scale := bench.Full
+	fs.IntVar(&scale.Students, "students", scale.Students, "students in the main group")
+	fs.IntVar(&scale.Days, "days", scale.Days, "days of events")
+	fs.Float64Var(&scale.Active, "active", scale.Active, "share of students active on a day")
+	fs.IntVar(&scale.EventsPerDay, "events-per-day", scale.EventsPerDay, "events per active student-day")
+	fs.IntVar(&scale.OtherGroups, "other-groups", scale.OtherGroups, "groups beside the main one")
+	fs.IntVar(&scale.OtherSize, "other-size", scale.OtherSize, "students in each other group")
+	fs.Float64Var(&scale.SessionShare, "session-share", scale.SessionShare, "share of events that are live lecture sessions")
+	fs.StringVar(&scale.ChatMix, "chat-mix", scale.ChatMix, "weights of the chat types")
+	fs.Uint64Var(&scale.Seed, "seed", scale.Seed, "seed of the generated data")
+	requests := fs.Int("requests", 100, "sequential requests per report scenario")
+	baselineRuns := fs.Int("baseline-runs", 5, "runs of each baseline query")
+	concurrency := fs.Int("concurrency", 4, "clients of the throughput runs")
+	throughput := fs.Duration("throughput", 3*time.Second, "length of each throughput run")
+	ingest := fs.Int("ingest", 300_000, "events to send through POST /v1/events")
+	ingestConns := fs.Int("ingest-conns", 4, "connections sending events")
+	jsonOut := fs.String("json", "", "also write the figures as JSON to this file")
+	keep := fs.Bool("keep", false, "keep the data after the run")
+	if err := parse(e, fs, args, false); err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if *quick {
+		// Quick scale, unless a flag says otherwise.
+		q := bench.Quick
+		for name, set := range map[string]func(){
+			"students": func() { scale.Students = q.Students }, "days": func() { scale.Days = q.Days },
+			"other-groups": func() { scale.OtherGroups = q.OtherGroups }, "other-size": func() { scale.OtherSize = q.OtherSize },
+			"requests": func() { *requests = 20 }, "baseline-runs": func() { *baselineRuns = 3 },
+			"throughput": func() { *throughput = 500 * time.Millisecond }, "ingest": func() { *ingest = 20_000 },
+		} {
+			if !given[name] {
+				set()
+			}
+		}
+	}
+	binary, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	res, err := bench.Run(e.ctx, bench.Config{DB: db.Value.String(), Keep: *keep, Scale: scale, Requests: *requests,
+		Baseline: *baselineRuns, Concurrency: *concurrency, Throughput: *throughput, Ingest: *ingest,
+		IngestConns: *ingestConns, Binary: binary, Out: e.stdout})
+	if err != nil {
+		return err
+	}
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "wrote %s\n", *jsonOut)
+	}
+	return nil
+}
