@@ -210,48 +210,64 @@ func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (a
 	return analytics.Group{ID: groupID.String, Name: name.String, TimeZone: zone.String, Created: fromMillis(created.Int64)}, nil
 }
 
+// SaveStudents reads first and writes only the enrolments and renames
+// that change something, so that steady ingestion adds no write to the
+// directory.
 func (s *Store) SaveStudents(ctx context.Context, groupID string, updates []analytics.StudentUpdate) error {
-	return s.transact(ctx, "SaveStudents", func(tx *txn) error {
-		return s.saveStudents(ctx, tx, groupID, updates)
-	})
-}
-
-func (s *Store) saveStudents(ctx context.Context, tx *txn, groupID string, updates []analytics.StudentUpdate) error {
-	// Later updates of one student win: apply only the last name sent.
+	// Later updates of one student win: keep only the last name sent.
 	last := map[string]string{}
-	order := make([]string, 0, len(updates))
+	ids := make([]string, 0, len(updates))
 	for _, u := range updates {
 		if _, seen := last[u.ID]; !seen {
-			order = append(order, u.ID)
+			ids = append(ids, u.ID)
 		}
 		if u.Name != "" || last[u.ID] == "" {
 			last[u.ID] = u.Name
 		}
 	}
-	const cols = 3
-	for chunk := range chunks(order, s.dialect.maxParams/cols) {
-		var rename, enrol []any
-		for _, id := range chunk {
-			if name := last[id]; name != "" {
-				rename = append(rename, groupID, id, name)
-			} else {
-				enrol = append(enrol, groupID, id, id)
-			}
+	current := map[string]string{}
+	for chunk := range chunks(ids, s.dialect.maxParams-1) {
+		in, args := s.inList(chunk)
+		rows, err := s.read.QueryContext(ctx, s.q(`SELECT student_id, name FROM students WHERE group_id = ? AND student_id `+in),
+			append([]any{groupID}, args...)...)
+		if err != nil {
+			return s.wrap("SaveStudents", err)
 		}
-		if len(enrol) > 0 {
-			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO students (group_id, student_id, name) VALUES `+
-				placeholders(len(enrol)/cols, cols)+` ON CONFLICT (group_id, student_id) DO NOTHING`), enrol...); err != nil {
-				return err
+		for rows.Next() {
+			var id, name string
+			if err := rows.Scan(&id, &name); err != nil {
+				rows.Close()
+				return s.wrap("SaveStudents", err)
 			}
+			current[id] = name
 		}
-		if len(rename) > 0 {
-			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO students (group_id, student_id, name) VALUES `+
-				placeholders(len(rename)/cols, cols)+` ON CONFLICT (group_id, student_id) DO UPDATE SET name = excluded.name`), rename...); err != nil {
-				return err
-			}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return s.wrap("SaveStudents", err)
 		}
 	}
-	return nil
+	var enrol, rename [][]any
+	for _, id := range ids {
+		name, known := current[id]
+		switch {
+		case !known && last[id] == "":
+			enrol = append(enrol, []any{groupID, id, id})
+		case !known || last[id] != "" && last[id] != name:
+			rename = append(rename, []any{groupID, id, last[id]})
+		}
+	}
+	if len(enrol) == 0 && len(rename) == 0 {
+		return nil
+	}
+	types := []string{"text", "text", "text"}
+	return s.transact(ctx, "SaveStudents", func(tx *txn) error {
+		if err := s.insertRows(ctx, tx, "students (group_id, student_id, name)", types, enrol,
+			"ON CONFLICT (group_id, student_id) DO NOTHING", nil); err != nil {
+			return err
+		}
+		return s.insertRows(ctx, tx, "students (group_id, student_id, name)", types, rename,
+			"ON CONFLICT (group_id, student_id) DO UPDATE SET name = excluded.name", nil)
+	})
 }
 
 func (s *Store) AddStudent(ctx context.Context, st analytics.Student) error {

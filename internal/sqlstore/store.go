@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,6 +32,9 @@ type Store struct {
 	dialect dialect
 	pool    *pgxpool.Pool // PostgreSQL only: for COPY
 	closers []func() error
+
+	startWriter sync.Once
+	appends     chan *appendCall // to the writer of AppendEvents
 }
 
 // txn is a write transaction on its own connection, so that work outside
@@ -69,8 +73,13 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 // Dialect names the database: "sqlite" or "postgres".
 func (s *Store) Dialect() string { return s.dialect.name }
 
-// Close closes every connection.
+// Close stops the writer and closes every connection. No call may use the
+// store after.
 func (s *Store) Close() error {
+	s.startWriter.Do(func() {}) // no writer may start from now on
+	if s.appends != nil {
+		close(s.appends)
+	}
 	var errs []error
 	for _, c := range s.closers {
 		errs = append(errs, c())
@@ -169,6 +178,102 @@ func (s *Store) transactOnce(ctx context.Context, fn func(tx *txn) error) error 
 		return err
 	}
 	return tx.Commit()
+}
+
+// insertRows runs "INSERT INTO <into> <rows> <suffix>" over rows whose
+// columns have the given SQL types, in as few statements as the database
+// allows: PostgreSQL takes one array per column and unnests them; SQLite
+// takes multi-row VALUES, as many rows as its parameter limit allows. With
+// scan set, the statement's RETURNING rows go to scan.
+func (s *Store) insertRows(ctx context.Context, tx *txn, into string, types []string, rows [][]any, suffix string,
+	scan func(*sql.Rows) error) error {
+	run := func(source string, args []any) error {
+		query := s.q("INSERT INTO " + into + " " + source + " " + suffix)
+		if scan == nil {
+			_, err := tx.ExecContext(ctx, query, args...)
+			return err
+		}
+		result, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer result.Close()
+		for result.Next() {
+			if err := scan(result); err != nil {
+				return err
+			}
+		}
+		return result.Err()
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	if s.dialect.numbered {
+		casts := make([]string, len(types))
+		args := make([]any, len(types))
+		for c, typ := range types {
+			casts[c] = "CAST(? AS " + typ + "[])"
+			args[c] = column(rows, c, typ)
+		}
+		return run("SELECT * FROM unnest("+strings.Join(casts, ", ")+")", args)
+	}
+	for chunk := range chunks(rows, s.dialect.maxParams/len(types)) {
+		args := make([]any, 0, len(chunk)*len(types))
+		for _, row := range chunk {
+			args = append(args, row...)
+		}
+		if err := run("VALUES "+placeholders(len(chunk), len(types)), args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// column gathers column c of rows as a typed slice, for a PostgreSQL array.
+func column(rows [][]any, c int, typ string) any {
+	if typ == "text" || typ == "bytea" {
+		out := make([]string, len(rows))
+		for i, r := range rows {
+			out[i] = r[c].(string)
+		}
+		return out
+	}
+	out := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = toInt64(r[c])
+	}
+	return out
+}
+
+func toInt64(v any) int64 {
+	switch v := v.(type) {
+	case int:
+		return int64(v)
+	case int16:
+		return int64(v)
+	case int32:
+		return int64(v)
+	case int64:
+		return v
+	}
+	panic(fmt.Sprintf("sqlstore: %T is not an integer column", v))
+}
+
+// inList returns "IN (?, ?, …)" for SQLite, "= ANY(CAST(? AS text[]))" for
+// PostgreSQL, and the arguments that fill it.
+func (s *Store) inList(values []string) (string, []any) {
+	if s.dialect.numbered {
+		return "= ANY(CAST(? AS text[]))", []any{values}
+	}
+	return "IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(values)), ", ") + ")", anySlice(values)
+}
+
+func anySlice[T any](items []T) []any {
+	out := make([]any, len(items))
+	for i, v := range items {
+		out[i] = v
+	}
+	return out
 }
 
 // placeholders returns "(?, ?, ?), (?, ?, ?)" for rows rows of cols columns.

@@ -40,17 +40,84 @@ func countTargets(c *analytics.Counts) []any {
 	return targets
 }
 
-const eventColumns = 5 // group_id, event_id, student_id, occurred_at, metric
+// eventTypes are the SQL types of an event row's columns.
+var eventTypes = []string{"text", "text", "text", "bigint", "smallint"}
 
+// appendCall is one AppendEvents call waiting for the writer.
+type appendCall struct {
+	events []analytics.Event
+	done   chan appendDone
+}
+
+type appendDone struct {
+	res analytics.AppendResult
+	err error
+}
+
+// maxMergedEvents bounds how many events one merged transaction takes.
+const maxMergedEvents = 50_000
+
+// AppendEvents hands the batch to the store's writer, which merges the
+// calls waiting at that moment into one transaction: one commit for all of
+// them, and one upsert per rollup row they share. No call waits for others
+// to arrive; each returns once the transaction holding its events has
+// committed.
 func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (analytics.AppendResult, error) {
-	// Sorted, so that concurrent batches with shared ids wait on each other
-	// in one order, and with duplicates in the batch dropped up front.
-	batch := slices.Clone(events)
+	call := &appendCall{events: events, done: make(chan appendDone, 1)}
+	s.startWriter.Do(func() {
+		s.appends = make(chan *appendCall, 256)
+		go s.writeAppends()
+	})
+	select {
+	case s.appends <- call:
+	case <-ctx.Done():
+		return analytics.AppendResult{}, s.wrap("AppendEvents", ctx.Err())
+	}
+	// Once queued the events are written whatever becomes of ctx: the
+	// caller that gives up is not told, and a retry counts them once.
+	d := <-call.done
+	return d.res, d.err
+}
+
+// writeAppends is the writer: it takes the first waiting call, and the
+// others already queued, and writes them together.
+func (s *Store) writeAppends() {
+	for first := range s.appends {
+		calls, n := []*appendCall{first}, len(first.events)
+	more:
+		for n < maxMergedEvents {
+			select {
+			case c := <-s.appends:
+				calls, n = append(calls, c), n+len(c.events)
+			default:
+				break more
+			}
+		}
+		results, err := s.appendMerged(calls)
+		for i, c := range calls {
+			c.done <- appendDone{results[i], err}
+		}
+	}
+}
+
+// appendMerged writes the events of several calls in one transaction and
+// tells each call how many of its events were new. An id sent by two calls
+// counts for the first.
+func (s *Store) appendMerged(calls []*appendCall) ([]analytics.AppendResult, error) {
+	var all []analytics.Event
+	for _, c := range calls {
+		all = append(all, c.events...)
+	}
+	// Sorted, so that concurrent writers (other processes) with shared ids
+	// wait on each other in one order, and with duplicates dropped up front.
+	batch := slices.Clone(all)
 	slices.SortStableFunc(batch, func(a, b analytics.Event) int {
 		return cmp.Or(cmp.Compare(a.GroupID, b.GroupID), cmp.Compare(a.ID, b.ID))
 	})
 	batch = slices.CompactFunc(batch, func(a, b analytics.Event) bool { return a.GroupID == b.GroupID && a.ID == b.ID })
-	var res analytics.AppendResult
+	results := make([]analytics.AppendResult, len(calls))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	err := s.transact(ctx, "AppendEvents", func(tx *txn) error {
 		inserted, err := s.insertEvents(ctx, tx, batch)
 		if err != nil {
@@ -62,10 +129,21 @@ func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (ana
 				delta.Add(e)
 			}
 		}
-		res = analytics.AppendResult{Accepted: len(inserted), Duplicates: len(events) - len(inserted)}
+		for i, c := range calls {
+			results[i] = analytics.AppendResult{}
+			for _, e := range c.events {
+				k := [2]string{e.GroupID, e.ID}
+				if inserted[k] {
+					results[i].Accepted++
+					delete(inserted, k)
+				} else {
+					results[i].Duplicates++
+				}
+			}
+		}
 		return s.applyDelta(ctx, tx, delta)
 	})
-	return res, err
+	return results, err
 }
 
 // copyThreshold is the batch size from which PostgreSQL stages events with
@@ -83,25 +161,14 @@ func (s *Store) insertEvents(ctx context.Context, tx *txn, events []analytics.Ev
 		return s.copyEvents(ctx, tx, rows)
 	}
 	inserted := map[[2]string]bool{}
-	for chunk := range chunks(rows, s.dialect.maxParams/eventColumns) {
-		args := make([]any, 0, len(chunk)*eventColumns)
-		for _, row := range chunk {
-			args = append(args, row...)
-		}
-		result, err := tx.QueryContext(ctx, s.q(`INSERT INTO events (group_id, event_id, student_id, occurred_at, metric) VALUES `+
-			placeholders(len(chunk), eventColumns)+` ON CONFLICT (group_id, event_id) DO NOTHING RETURNING group_id, event_id`), args...)
-		if err != nil {
-			return nil, err
-		}
-		keys, err := scanKeys(result)
-		if err != nil {
-			return nil, err
-		}
-		for k := range keys {
+	err := s.insertRows(ctx, tx, "events (group_id, event_id, student_id, occurred_at, metric)", eventTypes, rows,
+		"ON CONFLICT (group_id, event_id) DO NOTHING RETURNING group_id, event_id", func(r *sql.Rows) error {
+			var k [2]string
+			err := r.Scan(&k[0], &k[1])
 			inserted[k] = true
-		}
-	}
-	return inserted, nil
+			return err
+		})
+	return inserted, err
 }
 
 // scanKeys reads (group_id, event_id) rows into a set.
@@ -125,21 +192,23 @@ func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *analytics.Rollup
 	if err != nil {
 		return err
 	}
-	const cols = 4 + analytics.NumMetrics
+	types := []string{"text", "smallint", "integer", "text"}
+	for range analytics.NumMetrics {
+		types = append(types, "bigint")
+	}
 	keys := delta.StudentKeys()
-	for chunk := range chunks(keys, s.dialect.maxParams/cols) {
-		args := make([]any, 0, len(chunk)*cols)
-		for _, k := range chunk {
-			args = append(args, k.GroupID, int(k.Span), int(k.Key), k.StudentID)
-			for _, v := range delta.Students[k] {
-				args = append(args, v)
-			}
+	rows := make([][]any, len(keys))
+	for i, k := range keys {
+		row := make([]any, 0, len(types))
+		row = append(row, k.GroupID, int(k.Span), int(k.Key), k.StudentID)
+		for _, v := range delta.Students[k] {
+			row = append(row, v)
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO student_rollups (group_id, span, period, student_id, `+metricList+`)
-			VALUES `+placeholders(len(chunk), cols)+`
-			ON CONFLICT (group_id, span, period, student_id) DO UPDATE SET `+addMetrics("student_rollups")), args...); err != nil {
-			return err
-		}
+		rows[i] = row
+	}
+	if err := s.insertRows(ctx, tx, "student_rollups (group_id, span, period, student_id, "+metricList+")", types, rows,
+		"ON CONFLICT (group_id, span, period, student_id) DO UPDATE SET "+addMetrics("student_rollups"), nil); err != nil {
+		return err
 	}
 	for _, k := range delta.GroupKeys() {
 		d := delta.Groups[k]
@@ -220,17 +289,15 @@ func (s *Store) ordinals(ctx context.Context, tx *txn, students map[string][]str
 			RETURNING next_ordinal`), g, len(missing)).Scan(&next); err != nil {
 			return nil, err
 		}
-		args := make([]any, 0, 3*len(missing))
+		rows := make([][]any, len(missing))
 		for i, id := range missing {
-			args = append(args, g, id, next-len(missing)+i)
+			rows[i] = []any{g, id, next - len(missing) + i}
 		}
-		for chunk := range chunks(args, s.dialect.maxParams/3*3) {
-			// A concurrent writer may have numbered the same student first;
-			// its number stands and ours is left unused.
-			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO usage_students (group_id, student_id, ordinal) VALUES `+
-				placeholders(len(chunk)/3, 3)+` ON CONFLICT (group_id, student_id) DO NOTHING`), chunk...); err != nil {
-				return nil, err
-			}
+		// A concurrent writer may have numbered the same student first;
+		// its number stands and ours is left unused.
+		if err := s.insertRows(ctx, tx, "usage_students (group_id, student_id, ordinal)", []string{"text", "text", "integer"}, rows,
+			"ON CONFLICT (group_id, student_id) DO NOTHING", nil); err != nil {
+			return nil, err
 		}
 		if err := s.loadOrdinals(ctx, tx, g, missing, ordinals); err != nil {
 			return nil, err
@@ -241,13 +308,9 @@ func (s *Store) ordinals(ctx context.Context, tx *txn, students map[string][]str
 
 func (s *Store) loadOrdinals(ctx context.Context, tx *txn, groupID string, ids []string, into map[[2]string]int) error {
 	for chunk := range chunks(ids, s.dialect.maxParams-1) {
-		args := make([]any, 0, len(chunk)+1)
-		args = append(args, groupID)
-		for _, id := range chunk {
-			args = append(args, id)
-		}
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT student_id, ordinal FROM usage_students WHERE group_id = ? AND student_id IN (`+
-			strings.TrimSuffix(strings.Repeat("?, ", len(chunk)), ", ")+`)`), args...)
+		in, args := s.inList(chunk)
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT student_id, ordinal FROM usage_students WHERE group_id = ? AND student_id `+in),
+			append([]any{groupID}, args...)...)
 		if err != nil {
 			return err
 		}
