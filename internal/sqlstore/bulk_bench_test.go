@@ -1,0 +1,39 @@
+package sqlstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/sqlstore/storetest"
+)
+
+// BenchmarkBulkAppend appends time-ordered batches of 100,000 events of
+// 10,000 students, ten per active student-day, as the bulk loader does.
+func BenchmarkBulkAppend(b *testing.B) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		b.Run(d, func(b *testing.B) {
+			store := storetest.Open(b, d)
+			ctx := context.Background()
+			start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+			n := 0
+			b.ResetTimer()
+			for range b.N {
+				batch := make([]analytics.Event, 100_000)
+				for i := range batch {
+					student := (n / 10) % 10_000
+					at := start.Add(time.Duration(n/30_000) * 24 * time.Hour).Add(time.Duration(n%86_400) * time.Second)
+					batch[i] = analytics.Event{GroupID: "g", ID: fmt.Sprintf("e%010d", n), StudentID: fmt.Sprintf("s%06d", student),
+						OccurredAt: at, Metric: analytics.Metric(n % int(analytics.NumMetrics)), Day: analytics.DayOf(at, time.UTC)}
+					n++
+				}
+				if _, err := store.AppendEvents(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
