@@ -6,9 +6,11 @@ package report
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -99,6 +101,38 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 		return e.studentReports(ctx, group.ID, loc, ep, periods, students, emit)
 	}
 	return e.groupReports(ctx, group.ID, loc, ep, periods, emit)
+}
+
+// studentTotals sums each student's usage over p. The segments of p are
+// read at once, each on its own connection, and merged.
+func (e *Engine) studentTotals(ctx context.Context, groupID string, p analytics.DayRange) (map[string]*analytics.Counts, error) {
+	segs := analytics.Segments(p)
+	parts := make([]map[string]*analytics.Counts, len(segs))
+	errs := make([]error, len(segs))
+	var wg sync.WaitGroup
+	for i, seg := range segs {
+		parts[i] = map[string]*analytics.Counts{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = e.Usage.StudentTotals(ctx, groupID, seg, parts[i])
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	totals := parts[0]
+	for _, part := range parts[1:] {
+		for id, c := range part {
+			if t := totals[id]; t != nil {
+				t.Add(c)
+			} else {
+				totals[id] = c
+			}
+		}
+	}
+	return totals, nil
 }
 
 // SortStudents puts students in report order: by name, then id, in byte
@@ -250,11 +284,9 @@ func (e *Engine) studentReports(ctx context.Context, groupID string, loc *time.L
 	}
 	var zero analytics.Counts
 	for _, p := range periods {
-		totals := map[string]*analytics.Counts{}
-		for _, seg := range analytics.Segments(p) {
-			if err := e.Usage.StudentTotals(ctx, groupID, seg, totals); err != nil {
-				return err
-			}
+		totals, err := e.studentTotals(ctx, groupID, p)
+		if err != nil {
+			return err
 		}
 		start, end := p.First.Start(loc), p.Last.End(loc)
 		values := make([]int64, len(ep.Titles))
