@@ -6,6 +6,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -429,7 +430,7 @@ func measure(base, key string, sc scenario, cfg Config) (ReportResult, answer, e
 			for time.Now().Before(deadline) {
 				if _, err := request(base, key, sc); err != nil {
 					mu.Lock()
-					firstErr = cmpOr(firstErr, err)
+					firstErr = cmp.Or(firstErr, err)
 					mu.Unlock()
 					return
 				}
@@ -442,13 +443,6 @@ func measure(base, key string, sc scenario, cfg Config) (ReportResult, answer, e
 	wg.Wait()
 	rr.RequestsPerS = float64(count) / time.Since(start).Seconds()
 	return rr, got, firstErr
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -557,7 +551,7 @@ func ingest(base, token string, cfg Config, now time.Time) (IngestResult, error)
 					resp.Body.Close()
 				}
 				mu.Lock()
-				firstErr = cmpOr(firstErr, err)
+				firstErr = cmp.Or(firstErr, err)
 				accepted += out.Accepted
 				mu.Unlock()
 			}

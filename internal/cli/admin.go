@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -285,15 +284,8 @@ func runRebuild(e *env, args []string) error {
 		start := time.Now()
 		groups, err := p.Rebuild(e.ctx, *group)
 		if err == nil {
-			fmt.Fprintf(e.stdout, "rebuilt the rollups of %s in %s\n", plural(len(groups), "group"), time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(e.stdout, "rebuilt the rollups of %s in %s\n", report.Plural(len(groups), "group"), time.Since(start).Round(time.Millisecond))
 		}
 		return err
 	})
-}
-
-func plural(n int, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return strconv.Itoa(n) + " " + unit + "s"
 }

@@ -4,6 +4,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -47,7 +48,7 @@ type Config struct {
 func New(cfg Config) *Server {
 	s := &Server{
 		directory: cfg.Directory,
-		engine:    &report.Engine{Directory: cfg.Directory, Usage: cfg.Usage, MaxReports: cmpOr(cfg.MaxReports, report.DefaultMaxReports)},
+		engine:    &report.Engine{Directory: cfg.Directory, Usage: cfg.Usage, MaxReports: cmp.Or(cfg.MaxReports, report.DefaultMaxReports)},
 		platform:  platform.New(cfg.Directory, cfg.Usage),
 		ready:     cfg.Ready,
 		log:       cfg.Log,
@@ -69,13 +70,6 @@ func New(cfg Config) *Server {
 	})
 	s.handler = s.logRequests(mux)
 	return s
-}
-
-func cmpOr(v, fallback int) int {
-	if v == 0 {
-		return fallback
-	}
-	return v
 }
 
 // ServeHTTP implements http.Handler.

@@ -143,7 +143,8 @@ var DefaultStart = analytics.DateDay(2025, time.January, 1)
 // FormatTime is how reports echo their bounds: UTC with milliseconds.
 func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
-func plural(n int, unit string) string {
+// Plural returns "1 day", "2 days": n and unit, in the plural unless n is 1.
+func Plural(n int, unit string) string {
 	if n == 1 {
 		return fmt.Sprintf("1 %s", unit)
 	}

@@ -162,7 +162,7 @@ func (e *Engine) checkSize(r analytics.DayRange, q Query, students int) error {
 		}
 	}
 	if unit, ok := map[Interval]string{Daily: "day", Weekly: "week", Monthly: "month"}[q.Interval]; ok && e.MaxReports >= perPeriod {
-		fits = append(fits, fmt.Sprintf("a range of at most %s with interval=%s", plural(e.MaxReports/perPeriod, unit), q.Interval))
+		fits = append(fits, fmt.Sprintf("a range of at most %s with interval=%s", Plural(e.MaxReports/perPeriod, unit), q.Interval))
 	}
 	if len(fits) == 0 {
 		fits = append(fits, "fewer students")

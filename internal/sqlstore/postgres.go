@@ -19,14 +19,13 @@ import (
 )
 
 var postgresDialect = dialect{
-	name:         "postgres",
-	goose:        goose.DialectPostgres,
-	numbered:     true,
-	forUpdate:    " FOR UPDATE",
-	maxParams:    65535,
-	unavailable:  pgUnavailable,
-	retryable:    func(err error) bool { return pgCode(err) == "40001" || pgCode(err) == "40P01" },
-	uniqueBroken: func(err error) bool { return pgCode(err) == "23505" },
+	name:        "postgres",
+	goose:       goose.DialectPostgres,
+	numbered:    true,
+	forUpdate:   " FOR UPDATE",
+	maxParams:   65535,
+	unavailable: pgUnavailable,
+	retryable:   func(err error) bool { return pgCode(err) == "40001" || pgCode(err) == "40P01" },
 }
 
 func pgCode(err error) string {

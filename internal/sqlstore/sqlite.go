@@ -23,11 +23,6 @@ var sqliteDialect = dialect{
 			e.Code == sqlite3.ErrCantOpen || e.Code == sqlite3.ErrIoErr || e.Code == sqlite3.ErrFull)
 	},
 	retryable: func(error) bool { return false },
-	uniqueBroken: func(err error) bool {
-		var e sqlite3.Error
-		return errors.As(err, &e) && e.ExtendedCode == sqlite3.ErrConstraintUnique ||
-			errors.As(err, &e) && e.ExtendedCode == sqlite3.ErrConstraintPrimaryKey
-	},
 }
 
 // openSQLite opens the file at path, creating it if needed. Writes go

@@ -51,14 +51,13 @@ var (
 
 // dialect is what differs between the databases.
 type dialect struct {
-	name         string
-	goose        goose.Dialect
-	numbered     bool   // placeholders are $1, $2… rather than ?
-	forUpdate    string // row-lock suffix for read-modify-write
-	maxParams    int    // bound parameters per statement
-	unavailable  func(error) bool
-	retryable    func(error) bool
-	uniqueBroken func(error) bool
+	name        string
+	goose       goose.Dialect
+	numbered    bool   // placeholders are $1, $2… rather than ?
+	forUpdate   string // row-lock suffix for read-modify-write
+	maxParams   int    // bound parameters per statement
+	unavailable func(error) bool
+	retryable   func(error) bool
 }
 
 // Open opens the store that dsn names: a postgres:// or postgresql:// URL,
