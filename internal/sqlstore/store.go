@@ -230,7 +230,7 @@ func (s *Store) insertRows(ctx context.Context, tx *txn, into string, types []st
 
 // column gathers column c of rows as a typed slice, for a PostgreSQL array.
 func column(rows [][]any, c int, typ string) any {
-	if typ == "text" || typ == "bytea" {
+	if typ == "text" {
 		out := make([]string, len(rows))
 		for i, r := range rows {
 			out[i] = r[c].(string)
@@ -249,8 +249,6 @@ func toInt64(v any) int64 {
 	case int:
 		return int64(v)
 	case int16:
-		return int64(v)
-	case int32:
 		return int64(v)
 	case int64:
 		return v

@@ -104,13 +104,12 @@ func (s *Store) writeAppends() {
 // tells each call how many of its events were new. An id sent by two calls
 // counts for the first.
 func (s *Store) appendMerged(calls []*appendCall) ([]analytics.AppendResult, error) {
-	var all []analytics.Event
+	var batch []analytics.Event
 	for _, c := range calls {
-		all = append(all, c.events...)
+		batch = append(batch, c.events...)
 	}
 	// Sorted, so that concurrent writers (other processes) with shared ids
 	// wait on each other in one order, and with duplicates dropped up front.
-	batch := slices.Clone(all)
 	slices.SortStableFunc(batch, func(a, b analytics.Event) int {
 		return cmp.Or(cmp.Compare(a.GroupID, b.GroupID), cmp.Compare(a.ID, b.ID))
 	})
