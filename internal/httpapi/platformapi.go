@@ -78,14 +78,24 @@ func (s *Server) withToken(h platformHandler) http.HandlerFunc {
 	}
 }
 
+// readBody reads a request body of at most limit bytes; past that it is a
+// TooLarge error that says the limit.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, analytics.Errorf(analytics.Invalid, "Request body could not be read")
+	}
+	if int64(len(body)) > limit {
+		return nil, analytics.Errorf(analytics.TooLarge, "Request body too large: at most %d bytes", limit)
+	}
+	return body, nil
+}
+
 // decodeBody reads a JSON object body into v, refusing unknown fields.
 func decodeBody(r *http.Request, v any) error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxAdminBody+1))
+	body, err := readBody(r, maxAdminBody)
 	if err != nil {
-		return analytics.Errorf(analytics.Invalid, "Request body could not be read")
-	}
-	if len(body) > maxAdminBody {
-		return analytics.Errorf(analytics.TooLarge, "Request body too large: at most %d bytes", maxAdminBody)
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -104,12 +114,9 @@ func decodeBody(r *http.Request, v any) error {
 
 // ingest serves POST /v1/events: a JSON array of events, or NDJSON.
 func (s *Server) ingest(r *http.Request) (int, any, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxEventsBody+1))
+	body, err := readBody(r, MaxEventsBody)
 	if err != nil {
-		return 0, nil, analytics.Errorf(analytics.Invalid, "Request body could not be read")
-	}
-	if len(body) > MaxEventsBody {
-		return 0, nil, analytics.Errorf(analytics.TooLarge, "Request body too large: at most %d bytes", MaxEventsBody)
+		return 0, nil, err
 	}
 	batch, err := splitEvents(r.Header.Get("Content-Type"), body)
 	if err != nil {

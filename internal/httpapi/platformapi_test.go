@@ -335,6 +335,7 @@ func TestAdminAPI(t *testing.T) {
 			e.do("GET", path, "", "")
 		}
 		e.do("GET", "/openapi.json", "", "")
+		ingestResult(t, e.call("POST", "/v1/events", token, eventsJSON(session("north", "s2", "2026-11-21T10:00:00Z"))))
 		checkEveryOperationAnswered(t)
 	})
 }

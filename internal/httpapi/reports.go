@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -32,7 +31,7 @@ func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		q, err := readQuery(w, r)
+		q, err := readQuery(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -56,9 +55,9 @@ func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
 
 // readQuery gathers the parameters: from the query string, and from a JSON
 // object body for those the query string does not give.
-func readQuery(w http.ResponseWriter, r *http.Request) (report.Query, error) {
+func readQuery(r *http.Request) (report.Query, error) {
 	var q report.Query
-	values, err := paramValues(w, r)
+	values, err := paramValues(r)
 	if err != nil {
 		return q, err
 	}
@@ -94,8 +93,8 @@ func readQuery(w http.ResponseWriter, r *http.Request) (report.Query, error) {
 
 // paramValues returns each parameter given, as a string; the query string
 // wins over the body.
-func paramValues(w http.ResponseWriter, r *http.Request) (map[string]string, error) {
-	values, err := bodyParams(w, r)
+func paramValues(r *http.Request) (map[string]string, error) {
+	values, err := bodyParams(r)
 	if err != nil {
 		return nil, err
 	}
@@ -126,15 +125,11 @@ func queryProblem(err error) string {
 // bodyParams reads the parameters of a JSON object body. An empty body is
 // fine; any other body must be a JSON object of known parameters whose
 // values are strings (or, for students, a boolean).
-func bodyParams(w http.ResponseWriter, r *http.Request) (map[string]string, error) {
+func bodyParams(r *http.Request) (map[string]string, error) {
 	values := map[string]string{}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReportBody))
+	body, err := readBody(r, maxReportBody)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, analytics.Errorf(analytics.TooLarge, "Request body too large: at most %d bytes", maxReportBody)
-		}
-		return nil, analytics.Errorf(analytics.Invalid, "Request body could not be read")
+		return nil, err
 	}
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
