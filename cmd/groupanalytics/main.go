@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	_ "time/tzdata" // group time zones work on machines without a zone database
 
 	"groupanalytics/internal/cli"
 )

@@ -17,10 +17,10 @@ type Group struct {
 	Created  time.Time
 }
 
-// Location returns the group's time zone. Zones are validated when a group
-// is created, so a failure here means the zone database lost the name.
+// Location returns the group's time zone from the embedded database. Zones
+// are validated when a group is created, so a failure here is a bug.
 func (g Group) Location() (*time.Location, error) {
-	return time.LoadLocation(g.TimeZone)
+	return LoadZone(g.TimeZone)
 }
 
 // Plan is a period during which a group's keys work.
@@ -128,12 +128,13 @@ func (c *Counts) Add(o *Counts) {
 // Event is one usage event, validated. Day is its calendar date in the
 // group's time zone, fixed when the event is stored.
 type Event struct {
-	GroupID    string
-	ID         string
-	StudentID  string
-	OccurredAt time.Time // kept to the millisecond
-	Metric     Metric
-	Day        Day
+	GroupID     string
+	ID          string
+	StudentID   string
+	StudentName string    // the name sent with the event; empty: none
+	OccurredAt  time.Time // kept to the millisecond
+	Metric      Metric
+	Day         Day
 }
 
 // GroupRollup is a group's usage over one rollup period (a day or a month):

@@ -26,7 +26,9 @@ func (d Day) Date() (year int, month time.Month, day int) {
 func (d Day) String() string { return time.Unix(int64(d)*86400, 0).UTC().Format(time.DateOnly) }
 
 // Start returns the first instant of d in loc. Where a zone skips midnight
-// (a daylight-saving jump at 00:00), the day starts at the transition.
+// (a daylight-saving jump at 00:00), the day starts at the transition;
+// where clocks go back across midnight, so that it comes twice, the day
+// starts at the first.
 func (d Day) Start(loc *time.Location) time.Time {
 	y, m, day := d.Date()
 	t := time.Date(y, m, day, 0, 0, 0, 0, loc)
@@ -36,8 +38,19 @@ func (d Day) Start(loc *time.Location) time.Time {
 		_, end := t.ZoneBounds()
 		return end
 	}
-	if start, _ := t.ZoneBounds(); !start.IsZero() && start.Before(t) && DayOf(start, loc) == d &&
-		DayOf(start.Add(-time.Millisecond), loc) < d {
+	start, _ := t.ZoneBounds()
+	if start.IsZero() || start.After(t) || DayOf(start, loc) != d {
+		return t
+	}
+	// A zone period began earlier on day d. Midnight may have come before
+	// it, at the offset of the period before (time.Date picks one of two
+	// midnights when there are two) ...
+	_, before := start.Add(-time.Nanosecond).Zone()
+	if first := time.Date(y, m, day, 0, 0, 0, 0, time.FixedZone("", before)); first.Before(start) && DayOf(first, loc) == d {
+		return first.In(loc)
+	}
+	// ... or not at all, the day beginning at the transition.
+	if DayOf(start.Add(-time.Millisecond), loc) < d {
 		return start
 	}
 	return t

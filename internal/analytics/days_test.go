@@ -7,7 +7,7 @@ import (
 
 func mustZone(t *testing.T, name string) *time.Location {
 	t.Helper()
-	loc, err := time.LoadLocation(name)
+	loc, err := LoadZone(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +30,10 @@ func TestDayStartAndEnd(t *testing.T) {
 		// Santiago skips midnight: 2024-09-08 begins at 01:00 local (-03).
 		{"America/Santiago", DateDay(2024, 9, 8), "2024-09-08T04:00:00Z", "2024-09-09T02:59:59.999Z"},
 		{"America/Santiago", DateDay(2024, 9, 7), "2024-09-07T04:00:00Z", "2024-09-08T03:59:59.999Z"},
+		// Amman goes back from 01:00 to 00:00: midnight comes twice, and
+		// the day starts at the first.
+		{"Asia/Amman", DateDay(2021, 10, 29), "2021-10-28T21:00:00Z", "2021-10-29T21:59:59.999Z"},
+		{"Asia/Amman", DateDay(2021, 10, 28), "2021-10-27T21:00:00Z", "2021-10-28T20:59:59.999Z"},
 	}
 	for _, tt := range tests {
 		loc := mustZone(t, tt.zone)
@@ -42,6 +46,55 @@ func TestDayStartAndEnd(t *testing.T) {
 		}
 		if DayOf(start, loc) != tt.day || DayOf(end, loc) != tt.day || DayOf(start.Add(-time.Millisecond), loc) != tt.day-1 {
 			t.Errorf("%s %s: bounds do not enclose exactly the day", tt.zone, tt.day)
+		}
+	}
+}
+
+// TestDayStartAtEveryTransition checks, in every zone of the embedded
+// database, the days around every offset change from 1970 to 2040: a day
+// starts at the first instant whose date it is, and ends just before the
+// next day starts.
+func TestDayStartAtEveryTransition(t *testing.T) {
+	files, err := zoneFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for name := range files {
+		loc := mustZone(t, name)
+		for at := time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC); at.Year() < 2040; {
+			_, end := at.In(loc).ZoneBounds()
+			if !end.After(at) {
+				break
+			}
+			for d := DayOf(end, loc) - 1; d <= DayOf(end, loc)+1; d++ {
+				start := d.Start(loc)
+				if DayOf(start, loc) == d+1 && DayOf(start.Add(-time.Millisecond), loc) == d-1 {
+					continue // a day the zone skipped, as Samoa skipped 2011-12-30
+				}
+				if DayOf(start, loc) != d || DayOf(start.Add(-time.Millisecond), loc) >= d {
+					t.Fatalf("%s %s: Start %s is not the first instant of the day", name, d, start.UTC())
+				}
+				if d.End(loc).Add(time.Millisecond) != (d + 1).Start(loc) {
+					t.Fatalf("%s %s: End does not meet the next day's Start", name, d)
+				}
+				checked++
+			}
+			at = end
+		}
+	}
+	t.Logf("%d days at transitions checked in %d zones", checked, len(files))
+}
+
+func TestLoadZone(t *testing.T) {
+	for _, name := range []string{"UTC", "Europe/Berlin", "America/Santiago", "Pacific/Kiritimati"} {
+		if _, err := LoadZone(name); err != nil {
+			t.Errorf("LoadZone(%q): %v", name, err)
+		}
+	}
+	for _, name := range []string{"", "Local", "Mars/Olympus", "../etc/passwd", "europe/berlin"} {
+		if _, err := LoadZone(name); err == nil {
+			t.Errorf("LoadZone(%q) succeeded", name)
 		}
 	}
 }

@@ -27,12 +27,12 @@ type Directory interface {
 	Authorize(ctx context.Context, keyHash []byte, now time.Time) (Group, error)
 
 	// SaveStudents enrols the students not yet in the group and renames
-	// those whose update carries a name, in one transaction.
+	// those whose update carries a name, in one transaction: a bulk
+	// enrolment. Ingestion enrols through UsageStore.AppendEvents instead.
 	SaveStudents(ctx context.Context, groupID string, updates []StudentUpdate) error
 	AddStudent(ctx context.Context, s Student) error
 	RenameStudent(ctx context.Context, s Student) error
 	Students(ctx context.Context, groupID string) ([]Student, error)
-	DeleteStudent(ctx context.Context, groupID, studentID string) error
 
 	AddToken(ctx context.Context, t PlatformToken) error
 	Tokens(ctx context.Context) ([]PlatformToken, error)
@@ -51,10 +51,22 @@ type StudentUpdate struct {
 // UsageStore holds usage events and the rollups that reports read. It is
 // large and append-mostly; every method is scoped to one group except
 // AppendEvents, which takes a batch that may span groups.
+//
+// The per-group write discipline: the writes of a group's usage
+// (AppendEvents, EraseStudent, Rebuild) each hold that group's write lock,
+// taken through the directory's database, so that they take turns per
+// group in every process and on every engine. They keep the directory's
+// students in step with the events: the students of stored events are
+// enrolled with them, and an erased student's enrolment goes with their
+// usage, atomically. Reads take no lock and see whole writes only.
 type UsageStore interface {
-	// AppendEvents stores the events whose ids are new to their group and
-	// updates the rollups in the same transaction; when it returns nil the
-	// events are durable and visible to the next read.
+	// AppendEvents stores the events whose ids are new to their group,
+	// enrols the students of those events that the group lacks (named by
+	// id until a name arrives) and applies the names they carry, the last
+	// one sent winning, and updates the rollups, all at once. An event
+	// whose id is already stored (or comes twice) is a duplicate and
+	// changes nothing. When it returns nil the events are durable and
+	// visible to the next read.
 	AppendEvents(ctx context.Context, events []Event) (AppendResult, error)
 	// GroupRollups returns the group's rollups of seg's span whose keys lie
 	// in seg, ascending; periods without usage have no row.
@@ -62,9 +74,11 @@ type UsageStore interface {
 	// StudentTotals adds each student's counts over the rollups of seg to
 	// totals, creating entries as needed.
 	StudentTotals(ctx context.Context, groupID string, seg Segment, totals map[string]*Counts) error
-	// DeleteStudentUsage erases a student's events and their share of every
-	// rollup.
-	DeleteStudentUsage(ctx context.Context, groupID, studentID string) error
+	// EraseStudent removes a student's enrolment, events and share of every
+	// rollup at once: when it returns, no read counts anything of theirs.
+	// It answers NotFound for a student the group neither has nor holds
+	// usage of.
+	EraseStudent(ctx context.Context, groupID, studentID string) error
 	// Rebuild recomputes the group's rollups from its raw events, cutting
 	// days in loc.
 	Rebuild(ctx context.Context, groupID string, loc *time.Location) error

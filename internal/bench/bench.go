@@ -107,7 +107,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
-	store, err := sqlstore.Open(ctx, dsn)
+	store, err := sqlstore.Open(ctx, dsn, sqlstore.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"sort"
@@ -95,9 +96,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 }
 
 // describe returns what a user should read of err: the caller-safe message
-// when there is one.
+// when there is one, and for a store that cannot be reached, its cause.
 func describe(err error) string {
-	if msg := analytics.ErrorMessage(err); msg != "" {
+	if msg := analytics.ErrorMessage(err); msg != "" && analytics.ErrorCode(err) != analytics.Unavailable {
 		return msg
 	}
 	return err.Error()
@@ -112,7 +113,9 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Every command takes --db (default groupanalytics.db; a postgres:// URL selects PostgreSQL).")
-	fmt.Fprintln(w, "Every flag can also be set in the environment as GROUPANALYTICS_<FLAG>, e.g. GROUPANALYTICS_DB.")
+	fmt.Fprintln(w, "Configuration flags (--db, --addr, --log-level, --store-timeout) can also be set in the")
+	fmt.Fprintln(w, "environment as GROUPANALYTICS_<FLAG>, e.g. GROUPANALYTICS_DB; the flags that name what a")
+	fmt.Fprintln(w, "command works on (--id, --group, --key, ...) cannot.")
 	fmt.Fprintln(w, "Run 'groupanalytics COMMAND --help' for a command's flags.")
 }
 
@@ -132,9 +135,15 @@ func flags(e *env, name string) (*flag.FlagSet, *string) {
 	return fs, db
 }
 
-// parse parses args, then fills each flag not given from its environment
-// variable GROUPANALYTICS_<NAME>. It refuses stray arguments unless
-// positional is set.
+// configFlags are the flags the environment may set: where and how the
+// service runs. Flags that name what a command works on are never taken
+// from the environment, so that a stray GROUPANALYTICS_ID cannot choose
+// what student delete deletes.
+var configFlags = map[string]bool{"db": true, "addr": true, "log-level": true, "store-timeout": true}
+
+// parse parses args, then fills each configuration flag not given from its
+// environment variable GROUPANALYTICS_<NAME>. It refuses stray arguments
+// unless positional is set.
 func parse(e *env, fs *flag.FlagSet, args []string, positional bool, required ...string) error {
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -144,7 +153,7 @@ func parse(e *env, fs *flag.FlagSet, args []string, positional bool, required ..
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		name := "GROUPANALYTICS_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(name); ok && !given[f.Name] {
+		if v, ok := os.LookupEnv(name); ok && !given[f.Name] && configFlags[f.Name] {
 			if err := fs.Set(f.Name, v); err != nil {
 				envErr = fmt.Errorf("%s: %w", name, err)
 			}
@@ -173,9 +182,16 @@ func parse(e *env, fs *flag.FlagSet, args []string, positional bool, required ..
 	return nil
 }
 
-// openStore opens and migrates the store dsn names.
-func openStore(e *env, dsn string, log *slog.Logger) (*sqlstore.Store, error) {
-	store, err := sqlstore.Open(e.ctx, dsn)
+// openStore opens and migrates the store dsn names. Unless create is set
+// it refuses a SQLite file that does not exist, so that a mistyped path is
+// an error rather than a new, empty store.
+func openStore(e *env, dsn string, create bool, opts sqlstore.Options, log *slog.Logger) (*sqlstore.Store, error) {
+	if !create && !sqlstore.IsPostgres(dsn) {
+		if _, err := os.Stat(strings.TrimPrefix(dsn, "sqlite:")); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no store at %s: give --db, or create one with groupanalytics migrate", dsn)
+		}
+	}
+	store, err := sqlstore.Open(e.ctx, dsn, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +213,7 @@ func withPlatform(e *env, fs *flag.FlagSet, db *string, args []string, positiona
 	if err := parse(e, fs, args, positional, required...); err != nil {
 		return err
 	}
-	store, err := openStore(e, *db, quietLog(e))
+	store, err := openStore(e, *db, false, sqlstore.Options{}, quietLog(e))
 	if err != nil {
 		return err
 	}
@@ -210,7 +226,7 @@ func runMigrate(e *env, args []string) error {
 	if err := parse(e, fs, args, false); err != nil {
 		return err
 	}
-	store, err := openStore(e, *db, slog.New(slog.NewTextHandler(e.stderr, nil)))
+	store, err := openStore(e, *db, true, sqlstore.Options{}, slog.New(slog.NewTextHandler(e.stderr, nil)))
 	if err != nil {
 		return err
 	}

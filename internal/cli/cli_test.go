@@ -33,6 +33,14 @@ func mustRun(t *testing.T, args ...string) string {
 	return out
 }
 
+// newStore returns the path of a fresh, migrated SQLite store.
+func newStore(t *testing.T) string {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "t.db")
+	mustRun(t, "migrate", "--db", db)
+	return db
+}
+
 func TestUsageMistakesExitTwo(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "t.db")
 	tests := []struct {
@@ -56,7 +64,7 @@ func TestUsageMistakesExitTwo(t *testing.T) {
 }
 
 func TestAdminErrorsExitOneWithAMessage(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "t.db")
+	db := newStore(t)
 	mustRun(t, "group", "create", "--db", db, "--id", "north", "--tz", "Europe/Berlin")
 	tests := []struct {
 		args []string
@@ -80,7 +88,7 @@ func TestAdminErrorsExitOneWithAMessage(t *testing.T) {
 }
 
 func TestImportIsAllOrNothing(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "t.db")
+	db := newStore(t)
 	mustRun(t, "group", "create", "--db", db, "--id", "north")
 	good := `{"id":"e1","groupId":"north","studentId":"s1","studentName":"Ada","occurredAt":"2025-03-01T10:00:00Z","kind":"chat.message_sent","chatType":"main"}`
 	lines := strings.Join([]string{
@@ -108,14 +116,61 @@ func TestImportIsAllOrNothing(t *testing.T) {
 func TestEnvironmentOverridesFlagDefaults(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "env.db")
 	t.Setenv("GROUPANALYTICS_DB", db)
+	mustRun(t, "migrate")
 	mustRun(t, "group", "create", "--id", "north")
 	if _, err := os.Stat(db); err != nil {
 		t.Fatalf("GROUPANALYTICS_DB was not used: %v", err)
 	}
-	other := filepath.Join(t.TempDir(), "flag.db")
+	other := newStore(t)
 	mustRun(t, "group", "create", "--db", other, "--id", "south")
 	if out := mustRun(t, "group", "list"); strings.Contains(out, "south") || !strings.Contains(out, "north") {
 		t.Errorf("a flag given on the command line must win over the environment:\n%s", out)
+	}
+}
+
+// TestEnvironmentNeverNamesWhatIsDeleted: the environment sets where and
+// how commands run, never what they work on.
+func TestEnvironmentNeverNamesWhatIsDeleted(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "group", "create", "--db", db, "--id", "north")
+	mustRun(t, "student", "add", "--db", db, "--group", "north", "--id", "s1", "--name", "Ada")
+	t.Setenv("GROUPANALYTICS_ID", "s1")
+	t.Setenv("GROUPANALYTICS_GROUP", "north")
+	code, _, errOut := run(t, "", "student", "delete", "--db", db)
+	if code != 2 || !strings.Contains(errOut, "missing --group, --id") {
+		t.Errorf("student delete without --group and --id: exit %d, %q; want exit 2 naming both", code, errOut)
+	}
+	if out := mustRun(t, "student", "list", "--db", db, "--group", "north"); !strings.Contains(out, "s1") {
+		t.Errorf("the environment chose a student to delete:\n%s", out)
+	}
+}
+
+// TestAdminCommandsRefuseAMissingStore: a mistyped --db is an error, not a
+// new empty store; migrate creates one.
+func TestAdminCommandsRefuseAMissingStore(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "typo.db")
+	code, _, errOut := run(t, "", "group", "list", "--db", db)
+	if code != 1 || !strings.Contains(errOut, "no store at "+db) {
+		t.Errorf("group list on a missing file: exit %d, %q", code, errOut)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Errorf("group list created %s", db)
+	}
+	mustRun(t, "migrate", "--db", db)
+	mustRun(t, "group", "list", "--db", db)
+}
+
+// TestUnreachableStoreSaysWhy: an admin command against a PostgreSQL that
+// does not answer prints the host and the driver's reason, not only
+// "Service unavailable", and no password.
+func TestUnreachableStoreSaysWhy(t *testing.T) {
+	addr := freeAddr(t) // nothing listens here
+	code, _, errOut := run(t, "", "group", "list", "--db", "postgres://ops:s3cret@"+addr+"/x?sslmode=disable&connect_timeout=2")
+	if code != 1 || !strings.Contains(errOut, addr) || !strings.Contains(errOut, "refused") {
+		t.Errorf("exit %d, stderr %q: want exit 1 with the address and the reason", code, errOut)
+	}
+	if strings.Contains(errOut, "s3cret") {
+		t.Errorf("the password reached the output: %q", errOut)
 	}
 }
 
@@ -131,7 +186,7 @@ func freeAddr(t *testing.T) string {
 // TestAdminThenServe drives the admin commands a new operator would use,
 // then the real server, in-process, until it shuts down gracefully.
 func TestAdminThenServe(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "t.db")
+	db := newStore(t)
 	mustRun(t, "group", "create", "--db", db, "--id", "north", "--name", "Northside", "--tz", "America/New_York")
 	mustRun(t, "plan", "set", "--db", db, "--group", "north", "--start", "2025-01-01")
 	out := mustRun(t, "key", "create", "--db", db, "--group", "north", "--label", "reports")

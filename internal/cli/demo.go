@@ -38,6 +38,7 @@ func runDemo(e *env, args []string) error {
 	_ = db.Value.Set(db.DefValue)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	timeout := storeTimeoutFlag(fs)
 	if err := parse(e, fs, args, false); err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func runDemo(e *env, args []string) error {
 			return err
 		}
 	}
-	return serve(e, *addr, *level, path, func(store *sqlstore.Store, baseURL string) error {
+	return serve(e, *addr, *level, path, *timeout, func(store *sqlstore.Store, baseURL string) error {
 		now := time.Now()
 		keys, events, err := loadDemo(e, platform.New(store, store), now)
 		if err == nil {
@@ -118,7 +119,7 @@ var (
 // varied engagement, busy weekdays, quiet weekends. The students who never
 // used the product come back apart: they have no event to enrol them.
 func demoEvents(rng *rand.Rand, dg demoGroup, now time.Time) (out []json.RawMessage, idle []analytics.Student) {
-	loc, _ := time.LoadLocation(dg.zone)
+	loc, _ := analytics.LoadZone(dg.zone)
 	today := analytics.DayOf(now, loc)
 	n := 0
 	for s := range dg.students {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,10 +18,16 @@ func runServe(e *env, args []string) error {
 	fs, db := flags(e, "serve")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	timeout := storeTimeoutFlag(fs)
 	if err := parse(e, fs, args, false); err != nil {
 		return err
 	}
-	return serve(e, *addr, *level, *db, nil)
+	return serve(e, *addr, *level, *db, *timeout, nil)
+}
+
+// storeTimeoutFlag is the bound on each store call of a serving process.
+func storeTimeoutFlag(fs *flag.FlagSet) *time.Duration {
+	return fs.Duration("store-timeout", 10*time.Second, "longest a store call may take before the request gets a 503")
 }
 
 func newLogger(e *env, level string) (*slog.Logger, error) {
@@ -35,12 +42,15 @@ func newLogger(e *env, level string) (*slog.Logger, error) {
 // ends, then shuts down gracefully: requests under way get up to 30
 // seconds to finish. prepare, if set, runs once the address is bound and
 // before the first request is served; it gets the server's base URL.
-func serve(e *env, addr, level, dsn string, prepare func(store *sqlstore.Store, baseURL string) error) error {
+func serve(e *env, addr, level, dsn string, storeTimeout time.Duration, prepare func(store *sqlstore.Store, baseURL string) error) error {
 	log, err := newLogger(e, level)
 	if err != nil {
 		return err
 	}
-	store, err := openStore(e, dsn, log)
+	if storeTimeout <= 0 {
+		return fmt.Errorf("invalid --store-timeout %s: expected a positive duration such as 10s", storeTimeout)
+	}
+	store, err := openStore(e, dsn, true, sqlstore.Options{CallTimeout: storeTimeout}, log)
 	if err != nil {
 		return err
 	}
@@ -64,8 +74,10 @@ func serve(e *env, addr, level, dsn string, prepare func(store *sqlstore.Store, 
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// A backstop: report streams give each write a deadline of its own.
+		WriteTimeout: time.Minute,
+		IdleTimeout:  2 * time.Minute,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("listening", "addr", "http://"+ln.Addr().String(), "store", store.Dialect())
 	done := make(chan error, 1)

@@ -42,6 +42,11 @@ type refEvent struct {
 }
 
 func (m *refModel) apply(in platform.EventInput) {
+	k := in.GroupID + "\x00" + in.ID
+	if m.seen[k] {
+		return // a re-sent event changes nothing, not even a name (R6)
+	}
+	m.seen[k] = true
 	if m.names[in.GroupID] == nil {
 		m.names[in.GroupID] = map[string]string{}
 	}
@@ -50,11 +55,6 @@ func (m *refModel) apply(in platform.EventInput) {
 	} else if _, ok := m.names[in.GroupID][in.StudentID]; !ok {
 		m.names[in.GroupID][in.StudentID] = in.StudentID
 	}
-	k := in.GroupID + "\x00" + in.ID
-	if m.seen[k] {
-		return
-	}
-	m.seen[k] = true
 	at, _ := time.Parse(time.RFC3339Nano, in.OccurredAt)
 	m.events[in.GroupID] = append(m.events[in.GroupID], refEvent{in.StudentID, at.Truncate(time.Millisecond), in.Kind, in.ChatType})
 }

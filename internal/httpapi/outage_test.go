@@ -80,7 +80,7 @@ func TestPostgresOutage(t *testing.T) {
 	proxy.start(t)
 	t.Cleanup(proxy.cut)
 	dbURL.Host = proxy.addr
-	store, err := sqlstore.Open(ctx, dbURL.String())
+	store, err := sqlstore.Open(ctx, dbURL.String(), sqlstore.Options{CallTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/report"
@@ -48,7 +49,11 @@ func (s *Server) platformRoutes(mux *http.ServeMux) {
 		for method, h := range rt.byMethod {
 			byMethod[method] = s.withToken(h)
 		}
-		s.route(mux, rt.path, byMethod)
+		limit := int64(maxAdminBody)
+		if rt.path == "/v1/events" {
+			limit = MaxEventsBody
+		}
+		s.route(mux, rt.path, limit, byMethod)
 	}
 }
 
@@ -56,13 +61,14 @@ func (s *Server) platformRoutes(mux *http.ServeMux) {
 func (s *Server) withToken(h platformHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !strings.EqualFold(scheme, "Bearer") || token == "" {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			s.writeError(w, r, analytics.Errorf(analytics.Unauthenticated, "Missing platform token: send Authorization: Bearer <token>"))
-			return
+		err := analytics.Errorf(analytics.Unauthenticated, "Missing platform token: send Authorization: Bearer <token>")
+		if strings.EqualFold(scheme, "Bearer") && token != "" {
+			_, err = s.directory.AuthorizeToken(r.Context(), analytics.HashSecret(strings.TrimSpace(token)))
 		}
-		if _, err := s.directory.AuthorizeToken(r.Context(), analytics.HashSecret(strings.TrimSpace(token))); err != nil {
-			w.Header().Set("WWW-Authenticate", "Bearer")
+		if err != nil {
+			if analytics.ErrorCode(err) == analytics.Unauthenticated {
+				w.Header().Set("WWW-Authenticate", "Bearer")
+			}
 			s.writeError(w, r, err)
 			return
 		}
@@ -78,22 +84,34 @@ func (s *Server) withToken(h platformHandler) http.HandlerFunc {
 	}
 }
 
-// readBody reads a request body of at most limit bytes; past that it is a
-// TooLarge error that says the limit.
-func readBody(r *http.Request, limit int64) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
+// readBody reads a request body, which the route has capped; past the cap
+// it is a TooLarge error that says the limit.
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(r.Body)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, analytics.Errorf(analytics.TooLarge, "Request body too large: at most %d bytes", tooLarge.Limit)
+	case err != nil:
 		return nil, analytics.Errorf(analytics.Invalid, "Request body could not be read")
-	}
-	if int64(len(body)) > limit {
-		return nil, analytics.Errorf(analytics.TooLarge, "Request body too large: at most %d bytes", limit)
 	}
 	return body, nil
 }
 
-// decodeBody reads a JSON object body into v, refusing unknown fields.
+// readJSONBody reads a body to be decoded as JSON: its bytes must be UTF-8,
+// which JSON decoding would otherwise replace without a word.
+func readJSONBody(r *http.Request) ([]byte, error) {
+	body, err := readBody(r)
+	if err == nil && !utf8.Valid(body) {
+		err = analytics.Errorf(analytics.Invalid, "Invalid body: not valid UTF-8")
+	}
+	return body, err
+}
+
+// decodeBody reads a JSON object body into v, refusing unknown fields and
+// anything after the object.
 func decodeBody(r *http.Request, v any) error {
-	body, err := readBody(r, maxAdminBody)
+	body, err := readJSONBody(r)
 	if err != nil {
 		return err
 	}
@@ -109,12 +127,15 @@ func decodeBody(r *http.Request, v any) error {
 		}
 		return analytics.Errorf(analytics.Invalid, "Invalid body: expected a JSON object")
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return analytics.Errorf(analytics.Invalid, "Invalid body: expected one JSON object and nothing after it")
+	}
 	return nil
 }
 
 // ingest serves POST /v1/events: a JSON array of events, or NDJSON.
 func (s *Server) ingest(r *http.Request) (int, any, error) {
-	body, err := readBody(r, MaxEventsBody)
+	body, err := readBody(r)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -233,7 +254,7 @@ func (s *Server) listGroups(r *http.Request) (int, any, error) {
 }
 
 func (s *Server) getGroup(r *http.Request) (int, any, error) {
-	g, err := s.directory.Group(r.Context(), r.PathValue("groupId"))
+	g, err := s.platform.Group(r.Context(), r.PathValue("groupId"))
 	return http.StatusOK, toGroup(g), err
 }
 

@@ -3,11 +3,13 @@ package httpapi
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"groupanalytics/internal/analytics"
@@ -21,13 +23,29 @@ const maxReportBody = 64 << 10
 // string or in a JSON object body (decisions R1 to R3).
 var reportParams = []string{"startDate", "endDate", "students", "interval"}
 
+// unauthorizedQuantum: a 403 of a report endpoint is sent at the first
+// multiple of this after the request came, so that how long the key check
+// took, which differs by cause (no such key, a revoked one, a group
+// without a valid plan), does not show (decisions R4). A failed check thus
+// costs a guesser at least this long.
+const unauthorizedQuantum = 5 * time.Millisecond
+
+// streamWriteTimeout is how long a client may take to accept each part of
+// a report as it streams. One that stops reading is cut off after it,
+// rather than hold its connection for good.
+const streamWriteTimeout = 20 * time.Second
+
 // reports serves one report endpoint: the key first, then the parameters,
 // then the reports, streamed as they are computed.
 func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		now := s.now()
 		group, err := s.directory.Authorize(r.Context(), analytics.HashSecret(r.Header.Get("x-api-key")), now)
 		if err != nil {
+			if analytics.ErrorCode(err) == analytics.Unauthorized {
+				waitForQuantum(r.Context(), start)
+			}
 			s.writeError(w, r, err)
 			return
 		}
@@ -41,7 +59,9 @@ func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
 			if out.started {
 				// The status is sent: cut the response short rather than
 				// let it end as valid JSON.
-				s.log.ErrorContext(r.Context(), "report failed mid-response", "group", group.ID, "error", err.Error())
+				if r.Context().Err() == nil {
+					s.log.ErrorContext(r.Context(), "report failed mid-response", "group", group.ID, "error", err.Error())
+				}
 				panic(http.ErrAbortHandler)
 			}
 			s.writeError(w, r, err)
@@ -50,6 +70,18 @@ func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
 		if err := out.finish(); err != nil {
 			panic(http.ErrAbortHandler)
 		}
+	}
+}
+
+// waitForQuantum waits until the first multiple of unauthorizedQuantum
+// since start, or until ctx ends.
+func waitForQuantum(ctx context.Context, start time.Time) {
+	wait := unauthorizedQuantum - time.Since(start)%unauthorizedQuantum
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
@@ -127,7 +159,7 @@ func queryProblem(err error) string {
 // values are strings (or, for students, a boolean).
 func bodyParams(r *http.Request) (map[string]string, error) {
 	values := map[string]string{}
-	body, err := readBody(r, maxReportBody)
+	body, err := readJSONBody(r)
 	if err != nil {
 		return nil, err
 	}
@@ -184,8 +216,19 @@ func (rw *reportWriter) start() {
 	rw.started = true
 	rw.w.Header().Set("Content-Type", "application/json")
 	rw.w.WriteHeader(http.StatusOK)
-	rw.buf = bufio.NewWriterSize(rw.w, 64<<10)
+	rw.buf = bufio.NewWriterSize(deadlineWriter{rw.w, http.NewResponseController(rw.w)}, 64<<10)
 	rw.buf.WriteString(`{"success":true,"reports":[`)
+}
+
+// deadlineWriter gives each write to the client streamWriteTimeout.
+type deadlineWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	_ = d.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	return d.w.Write(p)
 }
 
 func (rw *reportWriter) write(rep *report.Report) error {

@@ -9,8 +9,10 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -59,16 +61,16 @@ func New(cfg Config) *Server {
 	}
 	s.platform.Now = s.now
 	mux := http.NewServeMux()
-	s.route(mux, "/api/groups/live-lecture", map[string]http.HandlerFunc{"POST": s.reports(report.LiveLecture)})
-	s.route(mux, "/api/groups/chat", map[string]http.HandlerFunc{"POST": s.reports(report.Chat)})
+	s.route(mux, "/api/groups/live-lecture", maxReportBody, map[string]http.HandlerFunc{"POST": s.reports(report.LiveLecture)})
+	s.route(mux, "/api/groups/chat", maxReportBody, map[string]http.HandlerFunc{"POST": s.reports(report.Chat)})
 	s.platformRoutes(mux)
-	s.route(mux, "/openapi.json", map[string]http.HandlerFunc{"GET": serveOpenAPI})
-	s.route(mux, "/healthz", map[string]http.HandlerFunc{"GET": s.healthz})
-	s.route(mux, "/readyz", map[string]http.HandlerFunc{"GET": s.readyz})
+	s.route(mux, "/openapi.json", 0, map[string]http.HandlerFunc{"GET": serveOpenAPI})
+	s.route(mux, "/healthz", 0, map[string]http.HandlerFunc{"GET": s.healthz})
+	s.route(mux, "/readyz", 0, map[string]http.HandlerFunc{"GET": s.readyz})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, errorBody{"Not found"})
+		s.writeStatus(w, r, http.StatusNotFound, "Not found")
 	})
-	s.handler = s.logRequests(mux)
+	s.handler = s.logRequests(s.screen(mux))
 	return s
 }
 
@@ -76,11 +78,15 @@ func New(cfg Config) *Server {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // route registers a path's handlers by method, and a 405 with an Allow
-// header, in JSON, for every other method.
-func (s *Server) route(mux *http.ServeMux, path string, byMethod map[string]http.HandlerFunc) {
+// header, in JSON, for every other method. Request bodies are cut off past
+// bodyLimit bytes.
+func (s *Server) route(mux *http.ServeMux, path string, bodyLimit int64, byMethod map[string]http.HandlerFunc) {
 	var allow []string
 	for method, h := range byMethod {
-		mux.HandleFunc(method+" "+path, h)
+		mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
+			r.Body = http.MaxBytesReader(innermost(w), r.Body, bodyLimit)
+			h(w, r)
+		})
 		allow = append(allow, method)
 		if method == "GET" {
 			allow = append(allow, "HEAD")
@@ -89,8 +95,59 @@ func (s *Server) route(mux *http.ServeMux, path string, byMethod map[string]http
 	slices.Sort(allow)
 	mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{"Method not allowed"})
+		s.writeStatus(w, r, http.StatusMethodNotAllowed, "Method not allowed")
 	})
+}
+
+// innermost returns the server's own ResponseWriter under the wrappers:
+// MaxBytesReader needs it to close the connection after an oversized body.
+func innermost(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
+
+// maxHeaderBytes caps a request's header fields. Past Go's own limit
+// (1 MiB) Go answers 431 itself, in plain text; up to it, we do, in JSON.
+const maxHeaderBytes = 64 << 10
+
+// screen answers in JSON the requests that the mux would answer in plain
+// text or with a redirect: CONNECT (the mux matches its host, not a path),
+// paths that are not clean ("//x", "/a/../b"), and oversized headers.
+func (s *Server) screen(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		size := 0
+		for name, values := range r.Header {
+			for _, v := range values {
+				size += len(name) + len(v) + 4
+			}
+		}
+		switch {
+		case size > maxHeaderBytes:
+			s.writeStatus(w, r, http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf("Request header fields too large: at most %d bytes", maxHeaderBytes))
+		case r.Method == http.MethodConnect || !isCleanPath(r.URL.Path):
+			s.writeStatus(w, r, http.StatusNotFound, "Not found")
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// isCleanPath reports whether p is a path the mux serves without
+// redirecting: rooted, with no empty, "." or ".." elements.
+func isCleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean == p
 }
 
 type errorBody struct {
@@ -108,9 +165,18 @@ var statusOf = map[analytics.Code]int{
 	analytics.Internal:        http.StatusInternalServerError,
 }
 
+// StatusClientClosedRequest is what the request log says of a request
+// whose client went away before its answer (nginx's 499).
+const StatusClientClosedRequest = 499
+
 // writeError answers with err's status and caller-safe message. Only
 // failures of the service are logged; their details never reach the caller.
+// A request whose client has gone is only noted in the request log.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		w.WriteHeader(StatusClientClosedRequest)
+		return
+	}
 	code := analytics.ErrorCode(err)
 	msg := analytics.ErrorMessage(err)
 	switch code {
@@ -120,7 +186,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case analytics.Unavailable:
 		s.log.WarnContext(r.Context(), "store unavailable", "method", r.Method, "path", r.URL.Path, "error", err.Error())
 	}
-	writeJSON(w, statusOf[code], errorBody{msg})
+	s.writeStatus(w, r, statusOf[code], msg)
+}
+
+// writeStatus answers with an error body. A request body not read to its
+// end is not read now: the connection closes after the answer instead, so
+// that a client trickling a body it need not send gets its answer at once.
+func (s *Server) writeStatus(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if body, ok := r.Context().Value(bodyKey{}).(*trackedBody); ok && !body.done() {
+		w.Header().Set("Connection", "close")
+	}
+	writeJSON(w, status, errorBody{msg})
 }
 
 // writeJSON answers with v as JSON, without HTML escaping: these are API
@@ -165,7 +241,9 @@ func (r *recorder) WriteHeader(status int) {
 	if r.status == 0 {
 		r.status = status
 	}
-	r.ResponseWriter.WriteHeader(status)
+	if status != StatusClientClosedRequest {
+		r.ResponseWriter.WriteHeader(status)
+	}
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
@@ -179,26 +257,57 @@ func (r *recorder) Write(b []byte) (int, error) {
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
+// trackedBody is a request body that knows whether it was read to its end.
+type trackedBody struct {
+	io.ReadCloser
+	empty bool
+	eof   bool
+}
+
+type bodyKey struct{}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+func (b *trackedBody) done() bool { return b.empty || b.eof }
+
 // logRequests logs one line per request: never the query string or any
-// header, so that no key or token reaches the log. A panic becomes a 500
-// and one log line without a stack trace.
+// header, so that no key or token reaches the log. A panic before the
+// answer began becomes a 500; after, the connection is cut so that the
+// client cannot take a partial answer for a whole one. Either way one log
+// line, without a stack trace.
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
+		body := &trackedBody{ReadCloser: r.Body, empty: r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0}
+		r.Body = body
+		r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
 		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					s.log.WarnContext(r.Context(), "response aborted", "method", r.Method, "path", r.URL.Path)
-					panic(v)
-				}
+			v := recover()
+			switch {
+			case v == nil:
+			case r.Context().Err() != nil:
+				rec.status = StatusClientClosedRequest
+			case v == http.ErrAbortHandler:
+				s.log.WarnContext(r.Context(), "response aborted", "method", r.Method, "path", r.URL.Path)
+			default:
 				s.log.ErrorContext(r.Context(), "panic", "method", r.Method, "path", r.URL.Path, "error", fmt.Sprint(v))
 				if rec.status == 0 {
 					writeJSON(rec, http.StatusInternalServerError, errorBody{"Internal error"})
+					v = nil
 				}
 			}
 			s.log.InfoContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
 				"bytes", rec.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+			if v != nil {
+				panic(http.ErrAbortHandler)
+			}
 		}()
 		next.ServeHTTP(rec, r)
 	})

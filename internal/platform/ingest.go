@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/report"
 )
 
 // EventInput is one usage event as the platform sends it (decisions R6).
@@ -45,15 +47,14 @@ const MaxFutureSkew = 5 * time.Minute
 var earliest = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Ingest validates each event of a batch (each a JSON object) and stores
-// the valid ones: their students are enrolled or renamed, then the events
-// are appended in one transaction. When allOrNothing is set and any event
-// is rejected, nothing is stored.
+// the valid ones in one transaction, with the enrolments and names of
+// their students. When allOrNothing is set and any event is rejected,
+// nothing is stored.
 func (p *Platform) Ingest(ctx context.Context, batch []json.RawMessage, allOrNothing bool) (IngestResult, error) {
 	res := IngestResult{Rejected: []Rejection{}}
 	now := p.Now()
 	groups := map[string]*time.Location{} // nil: no such group
 	events := make([]analytics.Event, 0, len(batch))
-	students := map[string][]analytics.StudentUpdate{}
 	for i, raw := range batch {
 		in, err := decodeEvent(raw)
 		if err == nil {
@@ -62,7 +63,6 @@ func (p *Platform) Ingest(ctx context.Context, batch []json.RawMessage, allOrNot
 				var e analytics.Event
 				if e, err = validate(in, loc, now); err == nil {
 					events = append(events, e)
-					students[e.GroupID] = append(students[e.GroupID], analytics.StudentUpdate{ID: e.StudentID, Name: in.StudentName})
 					continue
 				}
 			}
@@ -75,16 +75,6 @@ func (p *Platform) Ingest(ctx context.Context, batch []json.RawMessage, allOrNot
 	if len(events) == 0 || allOrNothing && len(res.Rejected) > 0 {
 		return res, nil
 	}
-	groupIDs := make([]string, 0, len(students))
-	for g := range students {
-		groupIDs = append(groupIDs, g)
-	}
-	slices.Sort(groupIDs)
-	for _, g := range groupIDs {
-		if err := p.Directory.SaveStudents(ctx, g, students[g]); err != nil {
-			return res, err
-		}
-	}
 	appended, err := p.Usage.AppendEvents(ctx, events)
 	if err != nil {
 		return res, err
@@ -93,20 +83,36 @@ func (p *Platform) Ingest(ctx context.Context, batch []json.RawMessage, allOrNot
 	return res, nil
 }
 
+// decodeEvent reads one event. Bytes that are not UTF-8 are refused rather
+// than replaced, and a studentName sent empty is refused rather than taken
+// for none.
 func decodeEvent(raw json.RawMessage) (EventInput, error) {
-	var in EventInput
+	var in struct {
+		EventInput
+		StudentName *string `json:"studentName"`
+	}
 	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return in, invalid("Invalid event: expected a JSON object")
+	switch {
+	case len(trimmed) == 0 || trimmed[0] != '{':
+		return in.EventInput, invalid("Invalid event: expected a JSON object")
+	case !utf8.Valid(trimmed):
+		return in.EventInput, invalid("Invalid event: not valid UTF-8")
 	}
 	if err := json.Unmarshal(trimmed, &in); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
-			return in, invalid("Invalid %s: expected a string", typeErr.Field)
+			field := typeErr.Field[strings.LastIndex(typeErr.Field, ".")+1:] // not "EventInput.id"
+			return in.EventInput, invalid("Invalid %s: expected a string", field)
 		}
-		return in, invalid("Invalid event: not valid JSON")
+		return in.EventInput, invalid("Invalid event: not valid JSON")
 	}
-	return in, nil
+	if in.StudentName != nil {
+		if *in.StudentName == "" {
+			return in.EventInput, invalid("Missing studentName: send a name, or leave the field out")
+		}
+		in.EventInput.StudentName = *in.StudentName
+	}
+	return in.EventInput, nil
 }
 
 // groupZone returns the time zone of a group, remembering answers for the
@@ -116,7 +122,7 @@ func (p *Platform) groupZone(ctx context.Context, cache map[string]*time.Locatio
 		return nil, invalid("Missing groupId")
 	}
 	loc, seen := cache[id]
-	if !seen {
+	if !seen && knownGroup(id) == nil {
 		g, err := p.Directory.Group(ctx, id)
 		switch {
 		case analytics.ErrorCode(err) == analytics.NotFound:
@@ -136,7 +142,7 @@ func (p *Platform) groupZone(ctx context.Context, cache map[string]*time.Locatio
 }
 
 func validate(in EventInput, loc *time.Location, now time.Time) (analytics.Event, error) {
-	e := analytics.Event{GroupID: in.GroupID, ID: in.ID, StudentID: in.StudentID}
+	e := analytics.Event{GroupID: in.GroupID, ID: in.ID, StudentID: in.StudentID, StudentName: in.StudentName}
 	if err := checkText("id", in.ID, 128); err != nil {
 		return e, err
 	}
@@ -151,10 +157,10 @@ func validate(in EventInput, loc *time.Location, now time.Time) (analytics.Event
 	if in.OccurredAt == "" {
 		return e, invalid("Missing occurredAt")
 	}
-	at, err := time.Parse(time.RFC3339Nano, in.OccurredAt)
+	at, err := report.ParseTimestamp("occurredAt", in.OccurredAt)
 	switch {
 	case err != nil:
-		return e, invalid("Invalid occurredAt: expected an RFC 3339 timestamp with offset, got %q", in.OccurredAt)
+		return e, err
 	case at.After(now.Add(MaxFutureSkew)):
 		return e, invalid("Invalid occurredAt: %s is more than %s in the future", in.OccurredAt, fmt.Sprint(MaxFutureSkew))
 	case at.Before(earliest):

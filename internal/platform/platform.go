@@ -30,19 +30,23 @@ func New(d analytics.Directory, u analytics.UsageStore) *Platform {
 	return &Platform{Directory: d, Usage: u, Now: time.Now}
 }
 
-var groupID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var groupIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func invalid(format string, args ...any) error {
 	return analytics.Errorf(analytics.Invalid, format, args...)
 }
 
-// checkText validates a free-text field: present, at most max characters,
-// no control characters.
+// checkText validates a free-text field: present and not blank, at most
+// max characters, valid UTF-8 without control characters. JSON decoding
+// turns invalid bytes and lone surrogates into U+FFFD, so that counts as
+// invalid too: two different ids must not collapse into one.
 func checkText(field, value string, max int) error {
 	switch {
 	case value == "":
 		return invalid("Missing %s", field)
-	case !utf8.ValidString(value):
+	case strings.TrimSpace(value) == "":
+		return invalid("Invalid %s: blank", field)
+	case !utf8.ValidString(value) || strings.ContainsRune(value, utf8.RuneError):
 		return invalid("Invalid %s: not valid UTF-8", field)
 	case utf8.RuneCountInString(value) > max:
 		return invalid("Invalid %s: longer than %d characters", field, max)
@@ -55,7 +59,7 @@ func checkText(field, value string, max int) error {
 // CreateGroup creates a group. The time zone is an IANA name; empty means
 // UTC. It cannot change later: rollups are cut into days in it.
 func (p *Platform) CreateGroup(ctx context.Context, id, name, timeZone string) (analytics.Group, error) {
-	if !groupID.MatchString(id) {
+	if !groupIDPattern.MatchString(id) {
 		return analytics.Group{}, invalid("Invalid group id %q: expected 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
 	}
 	if name == "" {
@@ -67,7 +71,7 @@ func (p *Platform) CreateGroup(ctx context.Context, id, name, timeZone string) (
 	if timeZone == "" {
 		timeZone = "UTC"
 	}
-	if _, err := time.LoadLocation(timeZone); err != nil || timeZone == "Local" {
+	if _, err := analytics.LoadZone(timeZone); err != nil {
 		return analytics.Group{}, invalid("Invalid timeZone %q: expected an IANA time zone such as Europe/Berlin", timeZone)
 	}
 	g := analytics.Group{ID: id, Name: name, TimeZone: timeZone, Created: p.Now().UTC().Truncate(time.Millisecond)}
@@ -79,7 +83,7 @@ func (p *Platform) CreateGroup(ctx context.Context, id, name, timeZone string) (
 // instant, an end date ends after its last. An empty start means now; an
 // empty end, open-ended.
 func (p *Platform) AddPlan(ctx context.Context, groupID, start, end string) (analytics.Plan, error) {
-	g, err := p.Directory.Group(ctx, groupID)
+	g, err := p.Group(ctx, groupID)
 	if err != nil {
 		return analytics.Plan{}, err
 	}
@@ -109,26 +113,37 @@ func (p *Platform) AddPlan(ctx context.Context, groupID, start, end string) (ana
 // planTime reads a plan bound. A bare date is a whole day in loc: the
 // start of it, or (for an end, which is exclusive) the start of the next.
 func planTime(field, value string, loc *time.Location, isEnd bool) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, value); err == nil {
-		return t.UTC().Truncate(time.Millisecond), nil
-	}
-	if d, err := time.Parse(time.DateOnly, value); err == nil {
-		day := analytics.DateDay(d.Date())
+	if _, err := time.Parse(time.DateOnly, value); err == nil {
+		d, err := report.ParseDate(field, value)
+		if err != nil {
+			return time.Time{}, err
+		}
+		day := d.Day(loc)
 		if isEnd {
 			day++
 		}
 		return day.Start(loc).UTC(), nil
 	}
-	return time.Time{}, invalid("Invalid %s: expected a date (2025-09-01) or an RFC 3339 timestamp, got %q", field, value)
+	t, err := report.ParseTimestamp(field, value)
+	if err != nil {
+		return t, invalid("Invalid %s: expected a date (2025-09-01) or an RFC 3339 timestamp, got %q", field, value)
+	}
+	return t.UTC().Truncate(time.Millisecond), nil
 }
 
 // CancelPlan cancels a plan from now on.
 func (p *Platform) CancelPlan(ctx context.Context, groupID string, planID int64) (analytics.Plan, error) {
+	if err := knownGroup(groupID); err != nil {
+		return analytics.Plan{}, err
+	}
 	return p.Directory.CancelPlan(ctx, groupID, planID, p.Now().UTC())
 }
 
 // Plans lists a group's plans.
 func (p *Platform) Plans(ctx context.Context, groupID string) ([]analytics.Plan, error) {
+	if _, err := p.Group(ctx, groupID); err != nil {
+		return nil, err
+	}
 	return p.Directory.Plans(ctx, groupID)
 }
 
@@ -136,6 +151,28 @@ func (p *Platform) Plans(ctx context.Context, groupID string) ([]analytics.Plan,
 func (p *Platform) Groups(ctx context.Context) ([]analytics.Group, error) {
 	return p.Directory.Groups(ctx)
 }
+
+// Group returns a group. An id that no group can have is not looked up:
+// it is simply not found.
+func (p *Platform) Group(ctx context.Context, id string) (analytics.Group, error) {
+	if err := knownGroup(id); err != nil {
+		return analytics.Group{}, err
+	}
+	return p.Directory.Group(ctx, id)
+}
+
+// knownGroup answers NotFound for an id that no group can have, so that
+// it never reaches the store (where a NUL byte is an error of its own).
+func knownGroup(id string) error {
+	if !groupIDPattern.MatchString(id) {
+		return analytics.Errorf(analytics.NotFound, "Group %q not found", id)
+	}
+	return nil
+}
+
+// storable reports whether an id of a key, token or student could have
+// been stored: ids that could not are not looked up.
+func storable(id string) bool { return checkText("id", id, 128) == nil }
 
 // newSecret returns a fresh secret with a kind prefix, its display prefix
 // and a short random id.
@@ -152,6 +189,9 @@ func (p *Platform) CreateKey(ctx context.Context, groupID, label string) (analyt
 			return analytics.APIKey{}, "", err
 		}
 	}
+	if err := knownGroup(groupID); err != nil {
+		return analytics.APIKey{}, "", err
+	}
 	secret, prefix, id := newSecret("gak")
 	k := analytics.APIKey{GroupID: groupID, ID: "key_" + id, Prefix: prefix, Label: label,
 		Hash: analytics.HashSecret(secret), Created: p.Now().UTC().Truncate(time.Millisecond)}
@@ -163,11 +203,17 @@ func (p *Platform) CreateKey(ctx context.Context, groupID, label string) (analyt
 
 // Keys lists a group's keys, without secrets.
 func (p *Platform) Keys(ctx context.Context, groupID string) ([]analytics.APIKey, error) {
+	if err := knownGroup(groupID); err != nil {
+		return nil, err
+	}
 	return p.Directory.Keys(ctx, groupID)
 }
 
 // RevokeKey stops a key from working, from now on.
 func (p *Platform) RevokeKey(ctx context.Context, groupID, keyID string) error {
+	if err := knownGroup(groupID); err != nil || !storable(keyID) {
+		return analytics.Errorf(analytics.NotFound, "Key %q of group %q not found", keyID, groupID)
+	}
 	return p.Directory.RevokeKey(ctx, groupID, keyID, p.Now().UTC())
 }
 
@@ -195,12 +241,18 @@ func (p *Platform) Tokens(ctx context.Context) ([]analytics.PlatformToken, error
 
 // RevokeToken stops a platform token from working, from now on.
 func (p *Platform) RevokeToken(ctx context.Context, tokenID string) error {
+	if !storable(tokenID) {
+		return analytics.Errorf(analytics.NotFound, "Token %q not found", tokenID)
+	}
 	return p.Directory.RevokeToken(ctx, tokenID, p.Now().UTC())
 }
 
 // AddStudent enrols a student in a group.
 func (p *Platform) AddStudent(ctx context.Context, groupID, studentID, name string) (analytics.Student, error) {
 	s := analytics.Student{GroupID: groupID, ID: studentID, Name: name}
+	if err := knownGroup(groupID); err != nil {
+		return s, err
+	}
 	if err := checkStudent(studentID, name); err != nil {
 		return s, err
 	}
@@ -217,6 +269,9 @@ func checkStudent(id, name string) error {
 // RenameStudent changes a student's display name.
 func (p *Platform) RenameStudent(ctx context.Context, groupID, studentID, name string) (analytics.Student, error) {
 	s := analytics.Student{GroupID: groupID, ID: studentID, Name: name}
+	if err := knownGroup(groupID); err != nil {
+		return s, err
+	}
 	if err := checkStudent(studentID, name); err != nil {
 		return s, err
 	}
@@ -225,23 +280,22 @@ func (p *Platform) RenameStudent(ctx context.Context, groupID, studentID, name s
 
 // Students lists a group's students.
 func (p *Platform) Students(ctx context.Context, groupID string) ([]analytics.Student, error) {
-	if _, err := p.Directory.Group(ctx, groupID); err != nil {
+	if _, err := p.Group(ctx, groupID); err != nil {
 		return nil, err
 	}
 	return p.Directory.Students(ctx, groupID)
 }
 
-// DeleteStudent erases a student: their usage first, so that no report
-// ever counts events of a student who is gone, then their enrolment (which
-// answers NotFound for a student the group never had).
+// DeleteStudent erases a student: their enrolment, events and share of
+// every rollup, at once, whatever ingestion is racing it (decisions R7).
 func (p *Platform) DeleteStudent(ctx context.Context, groupID, studentID string) error {
-	if _, err := p.Directory.Group(ctx, groupID); err != nil {
+	if _, err := p.Group(ctx, groupID); err != nil {
 		return err
 	}
-	if err := p.Usage.DeleteStudentUsage(ctx, groupID, studentID); err != nil {
-		return err
+	if !storable(studentID) {
+		return analytics.Errorf(analytics.NotFound, "Student %q not found in group %q", studentID, groupID)
 	}
-	return p.Directory.DeleteStudent(ctx, groupID, studentID)
+	return p.Usage.EraseStudent(ctx, groupID, studentID)
 }
 
 // Rebuild recomputes the rollups of one group, or of all groups when
@@ -254,7 +308,7 @@ func (p *Platform) Rebuild(ctx context.Context, groupID string) ([]analytics.Gro
 			return nil, err
 		}
 	} else {
-		g, err := p.Directory.Group(ctx, groupID)
+		g, err := p.Group(ctx, groupID)
 		if err != nil {
 			return nil, err
 		}

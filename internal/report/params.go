@@ -71,35 +71,69 @@ var isoDate = regexp.MustCompile(`^(\d{4})-(\d{2})-(\d{2})` +
 	`(?:[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?` +
 	`([Zz]|[+\- ]\d{2}(?::?\d{2})?)?)?$`)
 
+// Years accepted in dates (decisions R2): every bound echoed for a day of
+// them, in any zone, has a four-digit year.
+const (
+	MinYear = 1
+	MaxYear = 9998
+)
+
 // ParseDate reads a startDate or endDate value (decisions R2).
 func ParseDate(name, value string) (Date, error) {
-	bad := analytics.Errorf(analytics.Invalid, "Invalid %s: expected an ISO 8601 date or timestamp, got %q", name, value)
+	const expected = "an ISO 8601 date or timestamp"
 	m := isoDate.FindStringSubmatch(value)
 	if m == nil {
-		return Date{}, bad
+		return Date{}, malformed(name, expected, value)
 	}
-	num := func(s string) int { n, _ := strconv.Atoi(s); return n }
-	year, month, day := num(m[1]), time.Month(num(m[2])), num(m[3])
-	if month < 1 || month > 12 || day < 1 || day > daysIn(year, month) {
-		return Date{}, bad
+	if m[4] == "" || m[8] == "" {
+		// A calendar date, or a wall-clock time naming its own date.
+		_, err := dateTime(name, expected, value, m[1:7], "", "Z")
+		return Date{day: analytics.DateDay(atoi(m[1]), time.Month(atoi(m[2])), atoi(m[3]))}, err
 	}
-	if m[4] == "" {
-		return Date{day: analytics.DateDay(year, month, day)}, nil
+	t, err := dateTime(name, expected, value, m[1:7], m[7], m[8])
+	return Date{instant: &t}, err
+}
+
+func malformed(name, expected, value string) error {
+	return analytics.Errorf(analytics.Invalid, "Invalid %s: expected %s, got %q", name, expected, value)
+}
+
+// rfc3339 matches an RFC 3339 timestamp: seconds and an offset required,
+// at most nine digits of fraction.
+var rfc3339 = regexp.MustCompile(`^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$`)
+
+// ParseTimestamp reads an RFC 3339 timestamp with an offset, such as an
+// event's occurredAt, as strictly as ParseDate reads dates.
+func ParseTimestamp(name, value string) (time.Time, error) {
+	const expected = "an RFC 3339 timestamp with offset"
+	m := rfc3339.FindStringSubmatch(value)
+	if m == nil {
+		return time.Time{}, malformed(name, expected, value)
 	}
-	hour, minute, sec := num(m[4]), num(m[5]), num(m[6])
-	if hour > 23 || minute > 59 || sec > 59 {
-		return Date{}, bad
+	return dateTime(name, expected, value, m[1:7], m[7], m[8])
+}
+
+// dateTime checks and assembles the parts of a matched date or timestamp:
+// year, month, day, hour, minute, second (empty parts are zero), the
+// fraction's digits and the offset.
+func dateTime(name, expected, value string, parts []string, frac, offset string) (time.Time, error) {
+	year, month, day := atoi(parts[0]), time.Month(atoi(parts[1])), atoi(parts[2])
+	hour, minute, sec := atoi(parts[3]), atoi(parts[4]), atoi(parts[5])
+	if year < MinYear || year > MaxYear {
+		return time.Time{}, analytics.Errorf(analytics.Invalid, "Invalid %s: the year must be from %04d to %04d, got %q", name, MinYear, MaxYear, value)
 	}
-	if m[8] == "" {
-		return Date{day: analytics.DateDay(year, month, day)}, nil
+	off, ok := parseOffset(offset)
+	if month < 1 || month > 12 || day < 1 || day > daysIn(year, month) || hour > 23 || minute > 59 || sec > 59 || !ok {
+		return time.Time{}, malformed(name, expected, value)
 	}
-	frac := m[7] + strings.Repeat("0", 9-len(m[7]))
-	offset, ok := parseOffset(m[8])
-	if !ok {
-		return Date{}, bad
-	}
-	t := time.Date(year, month, day, hour, minute, sec, num(frac), time.FixedZone("", offset))
-	return Date{instant: &t}, nil
+	nanos := atoi(frac + strings.Repeat("0", 9-len(frac)))
+	return time.Date(year, month, day, hour, minute, sec, nanos, time.FixedZone("", off)), nil
+}
+
+// atoi reads the digits a pattern matched; empty is zero.
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 // parseOffset reads Z, ±hh, ±hhmm or ±hh:mm as seconds east of UTC.

@@ -8,7 +8,7 @@ import (
 )
 
 func TestParseDate(t *testing.T) {
-	berlin, _ := time.LoadLocation("Europe/Berlin")
+	berlin, _ := analytics.LoadZone("Europe/Berlin")
 	tests := []struct {
 		value string
 		want  string // the day named in Europe/Berlin; "" for an error
@@ -55,6 +55,54 @@ func TestParseDate(t *testing.T) {
 		}
 		if got := d.Day(berlin).String(); got != tt.want {
 			t.Errorf("ParseDate(%q) names %s in Berlin, want %s", tt.value, got, tt.want)
+		}
+	}
+}
+
+// TestParseDateYears: only the years 0001 to 9998 are accepted, so that
+// every bound a report echoes has a four-digit year (decisions R2).
+func TestParseDateYears(t *testing.T) {
+	for _, value := range []string{"0001-01-01", "9998-12-31", "9998-12-31T23:59:59Z", "0001-01-01T00:00:00+14:00"} {
+		if _, err := ParseDate("endDate", value); err != nil {
+			t.Errorf("ParseDate(%q): %v", value, err)
+		}
+	}
+	for _, value := range []string{"0000-01-01", "9999-01-01", "9999-12-31T23:59:59Z", "0000-12-31T23:00:00-05:00"} {
+		_, err := ParseDate("endDate", value)
+		if want := `Invalid endDate: the year must be from 0001 to 9998, got "` + value + `"`; err == nil || err.Error() != want {
+			t.Errorf("ParseDate(%q) = %v, want %q", value, err, want)
+		}
+	}
+}
+
+func TestParseTimestamp(t *testing.T) {
+	tests := []struct{ value, want string }{
+		{"2025-03-07T10:15:00Z", "2025-03-07T10:15:00Z"},
+		{"2025-03-07T10:15:00.123456789+02:00", "2025-03-07T08:15:00.123456789Z"},
+		{"2025-03-07t10:15:00z", "2025-03-07T10:15:00Z"},
+		{"2025-03-07T10:15:00-23:59", "2025-03-08T10:14:00Z"},
+		{"2025-03-07T10:15:00+24:00", ""},
+		{"2025-03-07T10:15:00.1234567890Z", ""}, // ten digits of fraction
+		{"2025-03-07T10:15Z", ""},               // no seconds
+		{"2025-03-07T10:15:00", ""},             // no offset
+		{"2025-03-07T10:15:00+0200", ""},
+		{"2025-03-07 10:15:00Z", ""},
+		{"2025-02-29T10:15:00Z", ""},
+		{"2025-03-07T10:15:60Z", ""},
+		{"0000-03-07T10:15:00Z", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		got, err := ParseTimestamp("occurredAt", tt.value)
+		switch {
+		case tt.want == "" && err == nil:
+			t.Errorf("ParseTimestamp(%q) accepted", tt.value)
+		case tt.want == "" && analytics.ErrorCode(err) != analytics.Invalid:
+			t.Errorf("ParseTimestamp(%q): %v, want an Invalid error", tt.value, err)
+		case tt.want != "" && err != nil:
+			t.Errorf("ParseTimestamp(%q): %v", tt.value, err)
+		case tt.want != "" && got.UTC().Format(time.RFC3339Nano) != tt.want:
+			t.Errorf("ParseTimestamp(%q) = %s, want %s", tt.value, got.UTC().Format(time.RFC3339Nano), tt.want)
 		}
 	}
 }

@@ -17,6 +17,9 @@ func BenchmarkBulkAppend(b *testing.B) {
 		b.Run(d, func(b *testing.B) {
 			store := storetest.Open(b, d)
 			ctx := context.Background()
+			if err := store.CreateGroup(ctx, analytics.Group{ID: "g", Name: "g", TimeZone: "UTC"}); err != nil {
+				b.Fatal(err)
+			}
 			start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 			n := 0
 			b.ResetTimer()

@@ -34,6 +34,8 @@ func scanGroup(row interface{ Scan(...any) error }) (analytics.Group, error) {
 }
 
 func (s *Store) Group(ctx context.Context, groupID string) (analytics.Group, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	g, err := scanGroup(s.read.QueryRowContext(ctx, s.q(`SELECT `+groupColumns+` FROM groups WHERE group_id = ?`), groupID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return g, analytics.Errorf(analytics.NotFound, "Group %q not found", groupID)
@@ -42,6 +44,8 @@ func (s *Store) Group(ctx context.Context, groupID string) (analytics.Group, err
 }
 
 func (s *Store) Groups(ctx context.Context) ([]analytics.Group, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.read.QueryContext(ctx, `SELECT `+groupColumns+` FROM groups ORDER BY group_id`)
 	if err != nil {
 		return nil, s.wrap("Groups", err)
@@ -107,6 +111,8 @@ func (s *Store) CancelPlan(ctx context.Context, groupID string, planID int64, at
 }
 
 func (s *Store) Plans(ctx context.Context, groupID string) ([]analytics.Plan, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if _, err := s.Group(ctx, groupID); err != nil {
 		return nil, err
 	}
@@ -138,6 +144,8 @@ func (s *Store) AddKey(ctx context.Context, k analytics.APIKey) error {
 }
 
 func (s *Store) Keys(ctx context.Context, groupID string) ([]analytics.APIKey, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if _, err := s.Group(ctx, groupID); err != nil {
 		return nil, err
 	}
@@ -179,7 +187,11 @@ var errUnauthorized = analytics.Errorf(analytics.Unauthorized, "Unauthorized")
 
 // Authorize runs one query that always returns one row, whether or not the
 // key exists, is revoked, or has a valid plan; the verdict is made after.
+// It never writes: a key's last use is noted by a background writer, so
+// that bookkeeping cannot fail or slow a read.
 func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (analytics.Group, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var (
 		groupID, keyID, name, zone sql.NullString
 		created, revoked, used     sql.NullInt64
@@ -202,18 +214,60 @@ func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (a
 	}
 	// last_used_at is written at most once a day per key.
 	if !used.Valid || fromMillis(used.Int64).Truncate(24*time.Hour).Before(now.Truncate(24*time.Hour)) {
-		if _, err := s.write.ExecContext(ctx, s.q(`UPDATE api_keys SET last_used_at = ? WHERE group_id = ? AND key_id = ?`),
-			at, groupID.String, keyID.String); err != nil {
-			return analytics.Group{}, s.wrap("Authorize", err)
-		}
+		s.touchKey(keyTouch{groupID: groupID.String, keyID: keyID.String, at: at})
 	}
 	return analytics.Group{ID: groupID.String, Name: name.String, TimeZone: zone.String, Created: fromMillis(created.Int64)}, nil
 }
 
-// SaveStudents reads first and writes only the enrolments and renames
-// that change something, so that steady ingestion adds no write to the
-// directory.
+// keyTouch notes that a key was used at a time.
+type keyTouch struct {
+	groupID, keyID string
+	at             int64
+}
+
+// touchKey queues a note of a key's use, or drops it when the queue is
+// full: the key's next request notes it again.
+func (s *Store) touchKey(t keyTouch) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return
+	}
+	select {
+	case s.touches <- t:
+	default:
+	}
+}
+
+// writeTouches writes the notes of keys' use. A note that cannot be
+// written (the database is busy or away) is dropped, as is whatever is
+// queued when the store closes.
+func (s *Store) writeTouches() {
+	defer s.writers.Done()
+	for t := range s.touches {
+		if s.isClosed() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = s.write.ExecContext(ctx, s.q(`UPDATE api_keys SET last_used_at = ?
+			WHERE group_id = ? AND key_id = ? AND (last_used_at IS NULL OR last_used_at < ?)`), t.at, t.groupID, t.keyID, t.at)
+		cancel()
+	}
+}
+
 func (s *Store) SaveStudents(ctx context.Context, groupID string, updates []analytics.StudentUpdate) error {
+	return s.transact(ctx, "SaveStudents", func(tx *txn) error {
+		if err := s.lockGroups(ctx, tx, []string{groupID}); err != nil {
+			return err
+		}
+		return s.saveStudents(ctx, tx, groupID, updates)
+	})
+}
+
+// saveStudents enrols and renames students in tx, under the group's lock.
+// It reads first and writes only the enrolments and renames that change
+// something, so that steady ingestion adds no write to the directory.
+func (s *Store) saveStudents(ctx context.Context, tx *txn, groupID string, updates []analytics.StudentUpdate) error {
 	// Later updates of one student win: keep only the last name sent.
 	last := map[string]string{}
 	ids := make([]string, 0, len(updates))
@@ -228,22 +282,22 @@ func (s *Store) SaveStudents(ctx context.Context, groupID string, updates []anal
 	current := map[string]string{}
 	for chunk := range chunks(ids, s.dialect.maxParams-1) {
 		in, args := s.inList(chunk)
-		rows, err := s.read.QueryContext(ctx, s.q(`SELECT student_id, name FROM students WHERE group_id = ? AND student_id `+in),
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT student_id, name FROM students WHERE group_id = ? AND student_id `+in),
 			append([]any{groupID}, args...)...)
 		if err != nil {
-			return s.wrap("SaveStudents", err)
+			return err
 		}
 		for rows.Next() {
 			var id, name string
 			if err := rows.Scan(&id, &name); err != nil {
 				rows.Close()
-				return s.wrap("SaveStudents", err)
+				return err
 			}
 			current[id] = name
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return s.wrap("SaveStudents", err)
+			return err
 		}
 	}
 	var enrol, rename [][]any
@@ -256,18 +310,13 @@ func (s *Store) SaveStudents(ctx context.Context, groupID string, updates []anal
 			rename = append(rename, []any{groupID, id, last[id]})
 		}
 	}
-	if len(enrol) == 0 && len(rename) == 0 {
-		return nil
-	}
 	types := []string{"text", "text", "text"}
-	return s.transact(ctx, "SaveStudents", func(tx *txn) error {
-		if err := s.insertRows(ctx, tx, "students (group_id, student_id, name)", types, enrol,
-			"ON CONFLICT (group_id, student_id) DO NOTHING", nil); err != nil {
-			return err
-		}
-		return s.insertRows(ctx, tx, "students (group_id, student_id, name)", types, rename,
-			"ON CONFLICT (group_id, student_id) DO UPDATE SET name = excluded.name", nil)
-	})
+	if err := s.insertRows(ctx, tx, "students (group_id, student_id, name)", types, enrol,
+		"ON CONFLICT (group_id, student_id) DO NOTHING", nil); err != nil {
+		return err
+	}
+	return s.insertRows(ctx, tx, "students (group_id, student_id, name)", types, rename,
+		"ON CONFLICT (group_id, student_id) DO UPDATE SET name = excluded.name", nil)
 }
 
 func (s *Store) AddStudent(ctx context.Context, st analytics.Student) error {
@@ -302,6 +351,8 @@ func (s *Store) RenameStudent(ctx context.Context, st analytics.Student) error {
 }
 
 func (s *Store) Students(ctx context.Context, groupID string) ([]analytics.Student, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.read.QueryContext(ctx, s.q(`SELECT student_id, name FROM students WHERE group_id = ?`), groupID)
 	if err != nil {
 		return nil, s.wrap("Students", err)
@@ -318,19 +369,6 @@ func (s *Store) Students(ctx context.Context, groupID string) ([]analytics.Stude
 	return students, s.wrap("Students", rows.Err())
 }
 
-func (s *Store) DeleteStudent(ctx context.Context, groupID, studentID string) error {
-	return s.transact(ctx, "DeleteStudent", func(tx *txn) error {
-		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM students WHERE group_id = ? AND student_id = ?`), groupID, studentID)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return analytics.Errorf(analytics.NotFound, "Student %q not found in group %q", studentID, groupID)
-		}
-		return nil
-	})
-}
-
 func (s *Store) AddToken(ctx context.Context, t analytics.PlatformToken) error {
 	return s.transact(ctx, "AddToken", func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO platform_tokens (token_id, token_hash, prefix, label, created_at)
@@ -340,6 +378,8 @@ func (s *Store) AddToken(ctx context.Context, t analytics.PlatformToken) error {
 }
 
 func (s *Store) Tokens(ctx context.Context) ([]analytics.PlatformToken, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.read.QueryContext(ctx, `SELECT token_id, prefix, label, created_at, revoked_at
 		FROM platform_tokens ORDER BY created_at, token_id`)
 	if err != nil {
@@ -375,6 +415,8 @@ func (s *Store) RevokeToken(ctx context.Context, tokenID string, at time.Time) e
 }
 
 func (s *Store) AuthorizeToken(ctx context.Context, tokenHash []byte) (analytics.PlatformToken, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var t analytics.PlatformToken
 	var created int64
 	err := s.read.QueryRowContext(ctx, s.q(`SELECT token_id, prefix, label, created_at FROM platform_tokens

@@ -24,7 +24,7 @@ func TestReplicasMigrateTogether(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			store, err := sqlstore.Open(ctx, dsn)
+			store, err := sqlstore.Open(ctx, dsn, sqlstore.Options{})
 			if err != nil {
 				errs[i] = err
 				return

@@ -32,10 +32,31 @@ type Store struct {
 	dialect dialect
 	pool    *pgxpool.Pool // PostgreSQL only: for COPY
 	closers []func() error
+	timeout time.Duration // of every call whose context has no deadline; 0: none
+
+	// mu guards closed, and is held for reading while a call hands work to
+	// the background writers, so that Close never closes their queues
+	// under a sender.
+	mu      sync.RWMutex
+	closed  bool
+	writers sync.WaitGroup
 
 	startWriter sync.Once
 	appends     chan *appendCall // to the writer of AppendEvents
+	touches     chan keyTouch    // to the writer of keys' last use
 }
+
+// Options tune a store.
+type Options struct {
+	// CallTimeout bounds each call whose context has no deadline of its
+	// own, so that a database that stops answering (packets dropped, not
+	// refused) fails calls rather than hanging them. Zero: no bound, for
+	// commands that may run long (import, rebuild) and can be interrupted.
+	CallTimeout time.Duration
+}
+
+// ErrClosed is the error of a call made after Close.
+var ErrClosed = fmt.Errorf("store closed: %w", analytics.ErrUnavailable)
 
 // txn is a write transaction on its own connection, so that work outside
 // database/sql (COPY) can join it.
@@ -62,23 +83,48 @@ type dialect struct {
 
 // Open opens the store that dsn names: a postgres:// or postgresql:// URL,
 // or else a SQLite file path. It does not migrate.
-func Open(ctx context.Context, dsn string) (*Store, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		return openPostgres(ctx, dsn)
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	var s *Store
+	var err error
+	if IsPostgres(dsn) {
+		s, err = openPostgres(ctx, dsn)
+	} else {
+		s, err = openSQLite(ctx, strings.TrimPrefix(dsn, "sqlite:"))
 	}
-	return openSQLite(ctx, strings.TrimPrefix(dsn, "sqlite:"))
+	if err != nil {
+		return nil, err
+	}
+	s.timeout = opts.CallTimeout
+	s.touches = make(chan keyTouch, 1024)
+	s.writers.Add(1)
+	go s.writeTouches()
+	return s, nil
+}
+
+// IsPostgres reports whether dsn names a PostgreSQL database.
+func IsPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
 // Dialect names the database: "sqlite" or "postgres".
 func (s *Store) Dialect() string { return s.dialect.name }
 
-// Close stops the writer and closes every connection. No call may use the
-// store after.
+// Close refuses new calls, lets the writers finish what is queued, and
+// closes every connection. Calls made after it fail with ErrClosed.
 func (s *Store) Close() error {
-	s.startWriter.Do(func() {}) // no writer may start from now on
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.startWriter.Do(func() {}) // no append writer may start from now on
 	if s.appends != nil {
 		close(s.appends)
 	}
+	close(s.touches)
+	s.mu.Unlock()
+	s.writers.Wait()
 	var errs []error
 	for _, c := range s.closers {
 		errs = append(errs, c())
@@ -88,7 +134,23 @@ func (s *Store) Close() error {
 
 // Ping reports whether the database answers.
 func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	return s.wrap("Ping", s.read.PingContext(ctx))
+}
+
+// bound gives ctx the store's call timeout unless it has a deadline.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok || s.timeout == 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.closed
 }
 
 // Migrate applies the pending schema migrations. On PostgreSQL a session
@@ -143,20 +205,26 @@ func (s *Store) wrap(op string, err error) error {
 		return nil
 	case analytics.ErrorCode(err) != analytics.Internal:
 		return fmt.Errorf("%s: %w", op, err)
-	case s.dialect.unavailable(err), errors.Is(err, context.DeadlineExceeded):
+	case s.dialect.unavailable(err), errors.Is(err, context.DeadlineExceeded), s.isClosed():
 		return fmt.Errorf("%s: %w: %w", op, analytics.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
 
 // transact runs fn in a write transaction, again when the database asks
-// for a retry (a deadlock or serialization failure).
+// for a retry (a deadlock or serialization failure) while ctx lasts.
 func (s *Store) transact(ctx context.Context, op string, fn func(tx *txn) error) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	for attempt := 1; ; attempt++ {
 		err := s.transactOnce(ctx, fn)
 		if err != nil && attempt < 5 && s.dialect.retryable(err) {
-			time.Sleep(time.Duration(attempt) * 5 * time.Millisecond)
-			continue
+			select {
+			case <-time.After(time.Duration(attempt) * 5 * time.Millisecond):
+				continue
+			case <-ctx.Done():
+				err = errors.Join(err, ctx.Err())
+			}
 		}
 		return s.wrap(op, err)
 	}

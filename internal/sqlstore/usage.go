@@ -45,6 +45,7 @@ var eventTypes = []string{"text", "text", "text", "bigint", "smallint"}
 
 // appendCall is one AppendEvents call waiting for the writer.
 type appendCall struct {
+	ctx    context.Context
 	events []analytics.Event
 	done   chan appendDone
 }
@@ -61,37 +62,67 @@ const maxMergedEvents = 50_000
 // calls waiting at that moment into one transaction: one commit for all of
 // them, and one upsert per rollup row they share. No call waits for others
 // to arrive; each returns once the transaction holding its events has
-// committed.
+// committed, or when its context ends.
 func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (analytics.AppendResult, error) {
-	call := &appendCall{events: events, done: make(chan appendDone, 1)}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	call := &appendCall{ctx: ctx, events: events, done: make(chan appendDone, 1)}
+	if err := s.enqueue(call); err != nil {
+		return analytics.AppendResult{}, s.wrap("AppendEvents", err)
+	}
+	select {
+	case d := <-call.done:
+		return d.res, d.err
+	case <-ctx.Done():
+		// The events may still be written. The caller is not told they
+		// were; sent again, they count once.
+		return analytics.AppendResult{}, s.wrap("AppendEvents", ctx.Err())
+	}
+}
+
+// enqueue hands call to the writer, starting it on first use.
+func (s *Store) enqueue(call *appendCall) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
 	s.startWriter.Do(func() {
 		s.appends = make(chan *appendCall, 256)
+		s.writers.Add(1)
 		go s.writeAppends()
 	})
 	select {
 	case s.appends <- call:
-	case <-ctx.Done():
-		return analytics.AppendResult{}, s.wrap("AppendEvents", ctx.Err())
+		return nil
+	case <-call.ctx.Done():
+		return call.ctx.Err()
 	}
-	// Once queued the events are written whatever becomes of ctx: the
-	// caller that gives up is not told, and a retry counts them once.
-	d := <-call.done
-	return d.res, d.err
 }
 
 // writeAppends is the writer: it takes the first waiting call, and the
-// others already queued, and writes them together.
+// others already queued, and writes them together. Calls whose callers
+// gave up before their turn are dropped. It returns when Close has closed
+// the queue and everything queued is written.
 func (s *Store) writeAppends() {
+	defer s.writers.Done()
 	for first := range s.appends {
 		calls, n := []*appendCall{first}, len(first.events)
 	more:
 		for n < maxMergedEvents {
 			select {
-			case c := <-s.appends:
+			case c, ok := <-s.appends:
+				if !ok {
+					break more
+				}
 				calls, n = append(calls, c), n+len(c.events)
 			default:
 				break more
 			}
+		}
+		calls = slices.DeleteFunc(calls, func(c *appendCall) bool { return c.ctx.Err() != nil })
+		if len(calls) == 0 {
+			continue
 		}
 		results, err := s.appendMerged(calls)
 		for i, c := range calls {
@@ -100,9 +131,25 @@ func (s *Store) writeAppends() {
 	}
 }
 
+// mergedContext lasts as long as the longest of the calls' deadlines: the
+// transaction serves them all.
+func mergedContext(calls []*appendCall) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, c := range calls {
+		d, ok := c.ctx.Deadline()
+		if !ok {
+			return context.WithCancel(context.Background())
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}
+
 // appendMerged writes the events of several calls in one transaction and
 // tells each call how many of its events were new. An id sent by two calls
-// counts for the first.
+// counts for the first; only the new events enrol and name students.
 func (s *Store) appendMerged(calls []*appendCall) ([]analytics.AppendResult, error) {
 	var batch []analytics.Event
 	for _, c := range calls {
@@ -114,35 +161,66 @@ func (s *Store) appendMerged(calls []*appendCall) ([]analytics.AppendResult, err
 		return cmp.Or(cmp.Compare(a.GroupID, b.GroupID), cmp.Compare(a.ID, b.ID))
 	})
 	batch = slices.CompactFunc(batch, func(a, b analytics.Event) bool { return a.GroupID == b.GroupID && a.ID == b.ID })
+	var groups []string
+	for _, e := range batch {
+		if len(groups) == 0 || groups[len(groups)-1] != e.GroupID {
+			groups = append(groups, e.GroupID)
+		}
+	}
 	results := make([]analytics.AppendResult, len(calls))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := mergedContext(calls)
 	defer cancel()
 	err := s.transact(ctx, "AppendEvents", func(tx *txn) error {
+		if err := s.lockGroups(ctx, tx, groups); err != nil {
+			return err
+		}
 		inserted, err := s.insertEvents(ctx, tx, batch)
 		if err != nil {
 			return err
 		}
 		delta := analytics.NewRollupDelta()
-		for _, e := range batch {
-			if inserted[[2]string{e.GroupID, e.ID}] {
-				delta.Add(e)
-			}
-		}
+		students := map[string][]analytics.StudentUpdate{}
 		for i, c := range calls {
 			results[i] = analytics.AppendResult{}
 			for _, e := range c.events {
 				k := [2]string{e.GroupID, e.ID}
-				if inserted[k] {
-					results[i].Accepted++
-					delete(inserted, k)
-				} else {
+				if !inserted[k] {
 					results[i].Duplicates++
+					continue
 				}
+				delete(inserted, k)
+				results[i].Accepted++
+				delta.Add(e)
+				students[e.GroupID] = append(students[e.GroupID], analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
+			}
+		}
+		for _, g := range groups {
+			if err := s.saveStudents(ctx, tx, g, students[g]); err != nil {
+				return err
 			}
 		}
 		return s.applyDelta(ctx, tx, delta)
 	})
 	return results, err
+}
+
+// lockGroups takes the write locks of the groups (sorted ids), which every
+// writer of a group's usage and students holds until its transaction
+// ends: on PostgreSQL the groups' rows, locked in id order so that writers
+// cannot deadlock; on SQLite the write transaction itself, which is
+// exclusive.
+func (s *Store) lockGroups(ctx context.Context, tx *txn, groupIDs []string) error {
+	if !s.dialect.numbered || len(groupIDs) == 0 {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT group_id FROM groups WHERE group_id = ANY($1) ORDER BY group_id FOR NO KEY UPDATE`, groupIDs)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+	}
+	return rows.Err()
 }
 
 // copyThreshold is the batch size from which PostgreSQL stages events with
@@ -331,6 +409,8 @@ func (s *Store) loadOrdinals(ctx context.Context, tx *txn, groupID string, ids [
 }
 
 func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.Segment) ([]analytics.GroupRollup, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.read.QueryContext(ctx, s.q(`SELECT period, `+metricList+`, live_lecture_users, chat_users
 		FROM group_rollups WHERE group_id = ? AND span = ? AND period BETWEEN ? AND ? ORDER BY period`),
 		groupID, int(seg.Span), int(seg.Keys.First), int(seg.Keys.Last))
@@ -352,6 +432,8 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 }
 
 func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics.Segment, totals map[string]*analytics.Counts) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.read.QueryContext(ctx, s.q(`SELECT student_id, `+metricSums+` FROM student_rollups
 		WHERE group_id = ? AND span = ? AND period BETWEEN ? AND ? GROUP BY student_id`),
 		groupID, int(seg.Span), int(seg.Keys.First), int(seg.Keys.Last))
@@ -374,20 +456,38 @@ func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics
 	return s.wrap("StudentTotals", rows.Err())
 }
 
-func (s *Store) DeleteStudentUsage(ctx context.Context, groupID, studentID string) error {
-	return s.transact(ctx, "DeleteStudentUsage", func(tx *txn) error {
-		var ordinal int
-		err := tx.QueryRowContext(ctx, s.q(`SELECT ordinal FROM usage_students WHERE group_id = ? AND student_id = ?`),
-			groupID, studentID).Scan(&ordinal)
-		if errors.Is(err, sql.ErrNoRows) {
-			// Never numbered: no rollups to correct, but maybe events that
-			// arrived before the numbering committed.
-			_, err = tx.ExecContext(ctx, s.q(`DELETE FROM events WHERE group_id = ? AND student_id = ?`), groupID, studentID)
+func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) error {
+	return s.transact(ctx, "EraseStudent", func(tx *txn) error {
+		if err := s.lockGroups(ctx, tx, []string{groupID}); err != nil {
 			return err
 		}
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM students WHERE group_id = ? AND student_id = ?`), groupID, studentID)
 		if err != nil {
 			return err
 		}
+		enrolled, _ := res.RowsAffected()
+		used, err := s.eraseUsage(ctx, tx, groupID, studentID)
+		if err != nil {
+			return err
+		}
+		if enrolled == 0 && !used {
+			return analytics.Errorf(analytics.NotFound, "Student %q not found in group %q", studentID, groupID)
+		}
+		return nil
+	})
+}
+
+// eraseUsage deletes a student's events and rollups and takes their share
+// out of the group rollups; it reports whether there were any events.
+func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID string) (bool, error) {
+	var ordinal int
+	err := tx.QueryRowContext(ctx, s.q(`SELECT ordinal FROM usage_students WHERE group_id = ? AND student_id = ?`),
+		groupID, studentID).Scan(&ordinal)
+	numbered := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return false, err
+	}
+	if numbered {
 		type share struct {
 			key    analytics.GroupRollupKey
 			counts analytics.Counts
@@ -395,20 +495,20 @@ func (s *Store) DeleteStudentUsage(ctx context.Context, groupID, studentID strin
 		rows, err := tx.QueryContext(ctx, s.q(`SELECT span, period, `+metricList+` FROM student_rollups
 			WHERE group_id = ? AND student_id = ? ORDER BY span, period`), groupID, studentID)
 		if err != nil {
-			return err
+			return false, err
 		}
 		var shares []share
 		for rows.Next() {
 			sh := share{key: analytics.GroupRollupKey{GroupID: groupID}}
 			if err := rows.Scan(append([]any{&sh.key.Span, &sh.key.Key}, countTargets(&sh.counts)...)...); err != nil {
 				rows.Close()
-				return err
+				return false, err
 			}
 			shares = append(shares, sh)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return err
+			return false, err
 		}
 		for _, sh := range shares {
 			if err := s.updateGroupRollup(ctx, tx, sh.key, func(r *analytics.GroupRollup) {
@@ -418,23 +518,33 @@ func (s *Store) DeleteStudentUsage(ctx context.Context, groupID, studentID strin
 				r.LiveLectureUsers.Remove(ordinal)
 				r.ChatUsers.Remove(ordinal)
 			}); err != nil {
-				return err
+				return false, err
 			}
 		}
-		for _, table := range []string{"student_rollups", "events", "usage_students"} {
-			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ? AND student_id = ?`), groupID, studentID); err != nil {
-				return err
-			}
+	}
+	var events int64
+	for _, table := range []string{"events", "student_rollups", "usage_students"} {
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ? AND student_id = ?`), groupID, studentID)
+		if err != nil {
+			return false, err
 		}
-		return nil
-	})
+		if table == "events" {
+			events, _ = res.RowsAffected()
+		}
+	}
+	return events > 0, nil
 }
 
 // rebuildChunk is how many raw events Rebuild reads and folds in at a time.
 const rebuildChunk = 50_000
 
+// Rebuild holds the group's write lock throughout, so the group's
+// ingestion waits for it.
 func (s *Store) Rebuild(ctx context.Context, groupID string, loc *time.Location) error {
 	return s.transact(ctx, "Rebuild", func(tx *txn) error {
+		if err := s.lockGroups(ctx, tx, []string{groupID}); err != nil {
+			return err
+		}
 		for _, table := range []string{"student_rollups", "group_rollups", "usage_students", "usage_groups"} {
 			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ?`), groupID); err != nil {
 				return err

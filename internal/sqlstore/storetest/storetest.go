@@ -114,7 +114,7 @@ func Open(t testing.TB, dialect string) *sqlstore.Store {
 		t.Fatalf("storetest: unknown dialect %q", dialect)
 	}
 	ctx := context.Background()
-	store, err := sqlstore.Open(ctx, dsn)
+	store, err := sqlstore.Open(ctx, dsn, sqlstore.Options{CallTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("storetest: open %s: %v", dialect, err)
 	}
