@@ -100,29 +100,41 @@ func NewPostgresDatabase(t testing.TB) string {
 	return u.String()
 }
 
+// NewDSN returns a fresh database of the given dialect for the test: an
+// SQLite file path, or the URL of a throwaway PostgreSQL database.
+func NewDSN(t testing.TB, dialect string) string {
+	t.Helper()
+	switch dialect {
+	case "sqlite":
+		return filepath.Join(t.TempDir(), "test.db")
+	case "postgres":
+		return NewPostgresDatabase(t)
+	}
+	t.Fatalf("storetest: unknown dialect %q", dialect)
+	return ""
+}
+
+// OpenDSN opens and migrates the store at dsn, closed when the test ends.
+// Opened twice, a database is shared as by two server processes.
+func OpenDSN(t testing.TB, dsn string) *sqlstore.Store {
+	t.Helper()
+	ctx := context.Background()
+	store, err := sqlstore.Open(ctx, dsn, sqlstore.Options{CallTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("storetest: open %s: %v", dsn, err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if err := store.Migrate(ctx, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatalf("storetest: migrate %s: %v", dsn, err)
+	}
+	return store
+}
+
 // Open returns a fresh, migrated store of the given dialect, closed (and
 // its database dropped) when the test ends.
 func Open(t testing.TB, dialect string) *sqlstore.Store {
 	t.Helper()
-	var dsn string
-	switch dialect {
-	case "sqlite":
-		dsn = filepath.Join(t.TempDir(), "test.db")
-	case "postgres":
-		dsn = NewPostgresDatabase(t)
-	default:
-		t.Fatalf("storetest: unknown dialect %q", dialect)
-	}
-	ctx := context.Background()
-	store, err := sqlstore.Open(ctx, dsn, sqlstore.Options{CallTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatalf("storetest: open %s: %v", dialect, err)
-	}
-	t.Cleanup(func() { store.Close() })
-	if err := store.Migrate(ctx, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		t.Fatalf("storetest: migrate %s: %v", dialect, err)
-	}
-	return store
+	return OpenDSN(t, NewDSN(t, dialect))
 }
 
 // Each runs fn as a subtest once per dialect, each with a fresh store.
@@ -130,4 +142,38 @@ func Each(t *testing.T, fn func(t *testing.T, store *sqlstore.Store)) {
 	for _, d := range []string{"sqlite", "postgres"} {
 		t.Run(d, func(t *testing.T) { fn(t, Open(t, d)) })
 	}
+}
+
+// RawEvents reads a group's stored events straight from the database at
+// dsn, bypassing the store: event id -> student id.
+func RawEvents(t testing.TB, dsn, groupID string) map[string]string {
+	t.Helper()
+	driver, query := "sqlite3", `SELECT event_id, student_id FROM events WHERE group_id = ?`
+	if sqlstore.IsPostgres(dsn) {
+		driver, query = "pgx", `SELECT event_id, student_id FROM events WHERE group_id = $1`
+	} else {
+		dsn = "file:" + dsn + "?mode=ro&_busy_timeout=10000"
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(query, groupID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	events := map[string]string{}
+	for rows.Next() {
+		var id, student string
+		if err := rows.Scan(&id, &student); err != nil {
+			t.Fatal(err)
+		}
+		events[id] = student
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return events
 }
