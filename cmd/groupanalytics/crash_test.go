@@ -155,6 +155,7 @@ func TestCrashLosesNoAcknowledgedEvent(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	db := filepath.Join(t.TempDir(), "crash.db")
+	runBinary(t, bin, "migrate", "--db", db)
 	runBinary(t, bin, "group", "create", "--db", db, "--id", "crash")
 	runBinary(t, bin, "plan", "set", "--db", db, "--group", "crash", "--start", "2025-01-01")
 	key := regexp.MustCompile(`gak_\w+`).FindString(runBinary(t, bin, "key", "create", "--db", db, "--group", "crash"))

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/sqlstore"
 	"groupanalytics/internal/sqlstore/storetest"
@@ -510,7 +511,9 @@ func TestR2_ReportCap(t *testing.T) {
 			t.Errorf("9,497 daily group reports: %d, want 400", resp.status)
 		}
 	}
-	storetest.Each(t, func(t *testing.T, store *sqlstore.Store) { storeTest(t, newEnvWith(t, store, 1000)) })
+	storetest.Each(t, func(t *testing.T, store *sqlstore.Store) {
+		storeTest(t, newEnvWith(t, store, func(c *httpapi.Config) { c.MaxReports = 1000 }))
+	})
 }
 
 // TestR3_BodyParams: the three fields (and interval) from a JSON body; the query string wins.

@@ -58,21 +58,23 @@ type testEnv struct {
 }
 
 func newEnv(t *testing.T, store *sqlstore.Store) *testEnv {
-	return newEnvWith(t, store, 0)
+	return newEnvWith(t, store, func(*httpapi.Config) {})
 }
 
-func newEnvWith(t *testing.T, store *sqlstore.Store, maxReports int) *testEnv {
+// newEnvWith is newEnv with the server's configuration changed by tune.
+func newEnvWith(t *testing.T, store *sqlstore.Store, tune func(*httpapi.Config)) *testEnv {
 	e := &testEnv{t: t, store: store, clock: &clock{t: testNow}, logs: &syncBuffer{}}
 	e.platform = platform.New(store, store)
 	e.platform.Now = e.clock.Now
-	e.server = httptest.NewServer(httpapi.New(httpapi.Config{
-		Directory:  store,
-		Usage:      store,
-		Ready:      store.Ping,
-		Log:        slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:        e.clock.Now,
-		MaxReports: maxReports,
-	}))
+	cfg := httpapi.Config{
+		Directory: store,
+		Usage:     store,
+		Ready:     store.Ping,
+		Log:       slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:       e.clock.Now,
+	}
+	tune(&cfg)
+	e.server = httptest.NewServer(httpapi.New(cfg))
 	t.Cleanup(e.server.Close)
 	return e
 }

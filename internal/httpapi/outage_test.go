@@ -1,8 +1,6 @@
 package httpapi_test
 
 import (
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,14 +14,40 @@ import (
 )
 
 // tcpProxy forwards a local address to a target, and can cut every
-// connection and refuse new ones, as a database outage would.
+// connection and refuse new ones, as a database outage would, or hold
+// every byte without a word, as a network that drops packets would.
 type tcpProxy struct {
 	target string
 	addr   string
 	mu     sync.Mutex
 	ln     net.Listener
 	conns  []net.Conn
+	gate   sync.RWMutex // held for writing while the path drops packets
 }
+
+// forward copies src to dst, waiting at the gate before each write.
+func (p *tcpProxy) forward(dst, src net.Conn) {
+	defer dst.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.gate.RLock()
+			p.gate.RUnlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// drop holds every byte in both directions until restore: to both ends
+// the other simply stops answering.
+func (p *tcpProxy) drop()    { p.gate.Lock() }
+func (p *tcpProxy) restore() { p.gate.Unlock() }
 
 func (p *tcpProxy) start(t *testing.T) {
 	t.Helper()
@@ -44,6 +68,8 @@ func (p *tcpProxy) start(t *testing.T) {
 			if err != nil {
 				return
 			}
+			p.gate.RLock() // a new connection's handshake is dropped too
+			p.gate.RUnlock()
 			server, err := net.Dial("tcp", p.target)
 			if err != nil {
 				client.Close()
@@ -52,8 +78,8 @@ func (p *tcpProxy) start(t *testing.T) {
 			p.mu.Lock()
 			p.conns = append(p.conns, client, server)
 			p.mu.Unlock()
-			go func() { io.Copy(server, client); server.Close() }()
-			go func() { io.Copy(client, server); client.Close() }()
+			go p.forward(server, client)
+			go p.forward(client, server)
 		}
 	}()
 }
@@ -80,14 +106,7 @@ func TestPostgresOutage(t *testing.T) {
 	proxy.start(t)
 	t.Cleanup(proxy.cut)
 	dbURL.Host = proxy.addr
-	store, err := sqlstore.Open(ctx, dbURL.String(), sqlstore.Options{CallTimeout: 3 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	if err := store.Migrate(ctx, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		t.Fatal(err)
-	}
+	store := storetest.OpenWith(t, dbURL.String(), sqlstore.Options{CallTimeout: 3 * time.Second})
 	e := newEnv(t, store)
 	key := e.school("north", "UTC")
 	token := e.token()
@@ -116,6 +135,9 @@ func TestPostgresOutage(t *testing.T) {
 		if msg := resp.errorMessage(t); msg != "Service unavailable" && msg != "Not ready: the store cannot be reached" {
 			t.Errorf("%s %s: message %q", req.method, req.path, msg)
 		}
+		if h := resp.header.Get("WWW-Authenticate"); h != "" {
+			t.Errorf("%s %s: a 503 with WWW-Authenticate %q: the token was not at fault", req.method, req.path, h)
+		}
 		if d := time.Since(start); d > 8*time.Second {
 			t.Errorf("%s %s took %s: a 503 must come quickly, not after a hang", req.method, req.path, d)
 		}
@@ -143,4 +165,66 @@ func TestPostgresOutage(t *testing.T) {
 		t.Errorf("the outage was not logged:\n%s", logs)
 	}
 
+}
+
+// TestPostgresSilentDrop: when the path to the database drops packets
+// rather than refusing them, every request still answers within a bounded
+// time (a 503, after the store's call timeout), and the service recovers
+// by itself when the path comes back, with nothing acknowledged lost.
+func TestPostgresSilentDrop(t *testing.T) {
+	dbURL, err := url.Parse(storetest.NewPostgresDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &tcpProxy{target: dbURL.Host}
+	proxy.start(t)
+	t.Cleanup(proxy.cut)
+	dbURL.Host = proxy.addr
+	store := storetest.OpenWith(t, dbURL.String(), sqlstore.Options{CallTimeout: 3 * time.Second})
+	e := newEnv(t, store)
+	key := e.school("north", "UTC")
+	token := e.token()
+	e.send(session("north", "s1", "2026-11-20T10:00:00Z"))
+
+	proxy.drop()
+	var wg sync.WaitGroup
+	for _, req := range []struct{ method, path, key, token, body string }{
+		{"POST", "/api/groups/live-lecture", key, "", ""},
+		{"POST", "/api/groups/chat", key, "", "{\"students\": true}"},
+		{"POST", "/v1/events", "", token, eventsJSON(session("north", "s1", "2026-11-20T11:00:00Z"))},
+		{"GET", "/v1/admin/groups", "", token, ""},
+		{"DELETE", "/v1/admin/groups/north/students/s1", "", token, ""},
+		{"GET", "/readyz", "", "", ""},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			var header []string
+			if req.token != "" {
+				header = []string{"Authorization", "Bearer " + req.token}
+			}
+			resp := e.do(req.method, req.path, req.key, req.body, header...)
+			if resp.status != http.StatusServiceUnavailable {
+				t.Errorf("%s %s while packets drop: %d %s, want 503", req.method, req.path, resp.status, resp.body)
+			}
+			// The store's call timeout is 3s; the answer must come with it.
+			if d := time.Since(start); d > 8*time.Second {
+				t.Errorf("%s %s took %s", req.method, req.path, d)
+			}
+		}()
+	}
+	wg.Wait()
+	proxy.restore()
+	deadline := time.Now().Add(30 * time.Second)
+	for e.do("GET", "/readyz", "", "").status != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("the service did not recover within 30s of the path coming back")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	e.send(session("north", "s1", "2026-11-20T11:00:00Z"), session("north", "s1", "2026-11-20T12:00:00Z"))
+	if got := e.reports("live-lecture", key, "")[0].value("Sessions Made"); got != 3 {
+		t.Errorf("after the drop: %d sessions, want 3", got)
+	}
 }

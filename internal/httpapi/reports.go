@@ -30,11 +30,6 @@ var reportParams = []string{"startDate", "endDate", "students", "interval"}
 // costs a guesser at least this long.
 const unauthorizedQuantum = 5 * time.Millisecond
 
-// streamWriteTimeout is how long a client may take to accept each part of
-// a report as it streams. One that stops reading is cut off after it,
-// rather than hold its connection for good.
-const streamWriteTimeout = 20 * time.Second
-
 // reports serves one report endpoint: the key first, then the parameters,
 // then the reports, streamed as they are computed.
 func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
@@ -54,7 +49,7 @@ func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		out := &reportWriter{w: w, ep: ep}
+		out := &reportWriter{w: w, ep: ep, writeTimeout: s.streamWriteTimeout}
 		if err := s.engine.Run(r.Context(), group, ep, q, now, out.write); err != nil {
 			if out.started {
 				// The status is sent: cut the response short rather than
@@ -205,29 +200,31 @@ func isReportParam(name string) bool {
 // is sent until the first report, so errors found before it still get
 // their own status.
 type reportWriter struct {
-	w       http.ResponseWriter
-	buf     *bufio.Writer
-	ep      *report.Endpoint
-	started bool
-	scratch []byte
+	w            http.ResponseWriter
+	writeTimeout time.Duration // of each write to the client
+	buf          *bufio.Writer
+	ep           *report.Endpoint
+	started      bool
+	scratch      []byte
 }
 
 func (rw *reportWriter) start() {
 	rw.started = true
 	rw.w.Header().Set("Content-Type", "application/json")
 	rw.w.WriteHeader(http.StatusOK)
-	rw.buf = bufio.NewWriterSize(deadlineWriter{rw.w, http.NewResponseController(rw.w)}, 64<<10)
+	rw.buf = bufio.NewWriterSize(deadlineWriter{rw.w, http.NewResponseController(rw.w), rw.writeTimeout}, 64<<10)
 	rw.buf.WriteString(`{"success":true,"reports":[`)
 }
 
-// deadlineWriter gives each write to the client streamWriteTimeout.
+// deadlineWriter gives each write to the client a deadline of its own.
 type deadlineWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
 }
 
 func (d deadlineWriter) Write(p []byte) (int, error) {
-	_ = d.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
 	return d.w.Write(p)
 }
 

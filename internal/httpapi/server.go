@@ -31,6 +31,10 @@ type Server struct {
 	log       *slog.Logger
 	now       func() time.Time
 	handler   http.Handler
+	// streamWriteTimeout is how long a client may take to accept each
+	// part of a report as it streams; one that stops reading is cut off
+	// after it, rather than hold its connection for good.
+	streamWriteTimeout time.Duration
 }
 
 // Config is what a Server is made of.
@@ -44,6 +48,9 @@ type Config struct {
 	Now func() time.Time
 	// MaxReports caps the reports of one response; 0 means the default.
 	MaxReports int
+	// StreamWriteTimeout bounds each write of a streamed report; 0 means
+	// 20 seconds.
+	StreamWriteTimeout time.Duration
 }
 
 // New returns a Server for cfg.
@@ -55,6 +62,8 @@ func New(cfg Config) *Server {
 		ready:     cfg.Ready,
 		log:       cfg.Log,
 		now:       cfg.Now,
+
+		streamWriteTimeout: cmp.Or(cfg.StreamWriteTimeout, 20*time.Second),
 	}
 	if s.now == nil {
 		s.now = time.Now

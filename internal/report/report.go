@@ -109,16 +109,24 @@ func (e *Engine) studentTotals(ctx context.Context, groupID string, p analytics.
 	segs := analytics.Segments(p)
 	parts := make([]map[string]*analytics.Counts, len(segs))
 	errs := make([]error, len(segs))
+	panics := make([]any, len(segs))
 	var wg sync.WaitGroup
 	for i, seg := range segs {
 		parts[i] = map[string]*analytics.Counts{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A panic here would end the process: hand it to the caller.
+			defer func() { panics[i] = recover() }()
 			errs[i] = e.Usage.StudentTotals(ctx, groupID, seg, parts[i])
 		}()
 	}
 	wg.Wait()
+	for _, v := range panics {
+		if v != nil {
+			panic(v)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

@@ -118,8 +118,14 @@ func NewDSN(t testing.TB, dialect string) string {
 // Opened twice, a database is shared as by two server processes.
 func OpenDSN(t testing.TB, dsn string) *sqlstore.Store {
 	t.Helper()
+	return OpenWith(t, dsn, sqlstore.Options{CallTimeout: 30 * time.Second})
+}
+
+// OpenWith is OpenDSN with options of the test's own.
+func OpenWith(t testing.TB, dsn string, opts sqlstore.Options) *sqlstore.Store {
+	t.Helper()
 	ctx := context.Background()
-	store, err := sqlstore.Open(ctx, dsn, sqlstore.Options{CallTimeout: 30 * time.Second})
+	store, err := sqlstore.Open(ctx, dsn, opts)
 	if err != nil {
 		t.Fatalf("storetest: open %s: %v", dsn, err)
 	}
