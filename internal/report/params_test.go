@@ -1,6 +1,8 @@
 package report
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,4 +162,59 @@ func TestCutIntoPeriods(t *testing.T) {
 	if n := len(cut(r, Daily)); n != r.Len() || countPeriods(r, Daily) != n {
 		t.Errorf("daily: %d periods, want %d", n, r.Len())
 	}
+}
+
+// echoed is the form of every bound a report echoes (the OpenAPI pattern).
+var echoed = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$`)
+
+// FuzzParseDate: any value is either refused with an Invalid error naming
+// the parameter, or names a day whose bounds echo as four-digit-year UTC
+// timestamps in every zone.
+func FuzzParseDate(f *testing.F) {
+	for _, seed := range []string{"2025-03-07", "2025-03-07T10:15:00Z", "2025-03-07T23:30:00 01:00", "0001-01-01",
+		"9998-12-31T23:59:59.999999999-23:59", "0000-01-01", "9999-12-31", "2025-02-29", "2025-03-07T24:00:00Z",
+		"2025-03-07T10:00:00+24:00", "2025-03-07T10:00", "\x00", "2025-03-07T10:15:00.1234567890Z"} {
+		f.Add(seed)
+	}
+	zones := []string{"UTC", "Pacific/Kiritimati", "Pacific/Pago_Pago", "Asia/Tokyo", "America/Santiago", "Asia/Amman"}
+	f.Fuzz(func(t *testing.T, value string) {
+		d, err := ParseDate("startDate", value)
+		if err != nil {
+			if analytics.ErrorCode(err) != analytics.Invalid || !strings.HasPrefix(err.Error(), "Invalid startDate: ") {
+				t.Fatalf("ParseDate(%q): %v", value, err)
+			}
+			return
+		}
+		for _, zone := range zones {
+			loc, _ := analytics.LoadZone(zone)
+			day := d.Day(loc)
+			for _, bound := range []string{FormatTime(day.Start(loc)), FormatTime(day.End(loc))} {
+				if !echoed.MatchString(bound) {
+					t.Fatalf("ParseDate(%q) in %s echoes %q", value, zone, bound)
+				}
+			}
+		}
+	})
+}
+
+// FuzzParseTimestamp: any value is refused with an Invalid error, or is an
+// instant in the years 0001 to 9998 that formats back to itself.
+func FuzzParseTimestamp(f *testing.F) {
+	for _, seed := range []string{"2025-03-07T10:15:00Z", "2025-03-07T10:15:00.123+02:00", "2025-03-07T10:15:00+24:00",
+		"2025-03-07T10:15:00.1234567890Z", "0000-01-01T00:00:00Z", "2025-03-07t10:15:00z"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		at, err := ParseTimestamp("occurredAt", value)
+		if err != nil {
+			if analytics.ErrorCode(err) != analytics.Invalid || !strings.HasPrefix(err.Error(), "Invalid occurredAt: ") {
+				t.Fatalf("ParseTimestamp(%q): %v", value, err)
+			}
+			return
+		}
+		back, perr := time.Parse(time.RFC3339Nano, strings.ToUpper(value))
+		if perr != nil || !back.Equal(at) {
+			t.Fatalf("ParseTimestamp(%q) = %s; Go reads it as %s (%v)", value, at, back, perr)
+		}
+	})
 }
