@@ -94,10 +94,9 @@ func (p *tcpProxy) cut() {
 	p.conns = nil
 }
 
-// TestPostgresOutage: while the database is unreachable every request gets
-// a quick 503 and /readyz fails; when it is back the service answers again
-// by itself, with nothing lost.
-func TestPostgresOutage(t *testing.T) {
+// behindProxy returns a server on a fresh PostgreSQL database reached
+// through a proxy, with a call timeout of 3 s.
+func behindProxy(t *testing.T) (*testEnv, *tcpProxy) {
 	dbURL, err := url.Parse(storetest.NewPostgresDatabase(t))
 	if err != nil {
 		t.Fatal(err)
@@ -106,8 +105,14 @@ func TestPostgresOutage(t *testing.T) {
 	proxy.start(t)
 	t.Cleanup(proxy.cut)
 	dbURL.Host = proxy.addr
-	store := storetest.OpenWith(t, dbURL.String(), sqlstore.Options{CallTimeout: 3 * time.Second})
-	e := newEnv(t, store)
+	return newEnv(t, storetest.OpenWith(t, dbURL.String(), sqlstore.Options{CallTimeout: 3 * time.Second})), proxy
+}
+
+// TestPostgresOutage: while the database is unreachable every request gets
+// a quick 503 and /readyz fails; when it is back the service answers again
+// by itself, with nothing lost.
+func TestPostgresOutage(t *testing.T) {
+	e, proxy := behindProxy(t)
 	key := e.school("north", "UTC")
 	token := e.token()
 	e.send(session("north", "s1", "2026-11-20T10:00:00Z"))
@@ -172,16 +177,7 @@ func TestPostgresOutage(t *testing.T) {
 // time (a 503, after the store's call timeout), and the service recovers
 // by itself when the path comes back, with nothing acknowledged lost.
 func TestPostgresSilentDrop(t *testing.T) {
-	dbURL, err := url.Parse(storetest.NewPostgresDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := &tcpProxy{target: dbURL.Host}
-	proxy.start(t)
-	t.Cleanup(proxy.cut)
-	dbURL.Host = proxy.addr
-	store := storetest.OpenWith(t, dbURL.String(), sqlstore.Options{CallTimeout: 3 * time.Second})
-	e := newEnv(t, store)
+	e, proxy := behindProxy(t)
 	key := e.school("north", "UTC")
 	token := e.token()
 	e.send(session("north", "s1", "2026-11-20T10:00:00Z"))
