@@ -94,6 +94,14 @@ func (p *tcpProxy) cut() {
 	p.conns = nil
 }
 
+// bearer is the header of a platform token, or none for "".
+func bearer(token string) []string {
+	if token == "" {
+		return nil
+	}
+	return []string{"Authorization", "Bearer " + token}
+}
+
 // behindProxy returns a server on a fresh PostgreSQL database reached
 // through a proxy, with a call timeout of 3 s.
 func behindProxy(t *testing.T) (*testEnv, *tcpProxy) {
@@ -129,11 +137,7 @@ func TestPostgresOutage(t *testing.T) {
 		{"GET", "/readyz", "", "", ""},
 	} {
 		start := time.Now()
-		var header []string
-		if req.token != "" {
-			header = []string{"Authorization", "Bearer " + req.token}
-		}
-		resp := e.do(req.method, req.path, req.key, req.body, header...)
+		resp := e.do(req.method, req.path, req.key, req.body, bearer(req.token)...)
 		if resp.status != http.StatusServiceUnavailable {
 			t.Errorf("%s %s during the outage: %d %s, want 503", req.method, req.path, resp.status, resp.body)
 		}
@@ -196,11 +200,7 @@ func TestPostgresSilentDrop(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			var header []string
-			if req.token != "" {
-				header = []string{"Authorization", "Bearer " + req.token}
-			}
-			resp := e.do(req.method, req.path, req.key, req.body, header...)
+			resp := e.do(req.method, req.path, req.key, req.body, bearer(req.token)...)
 			if resp.status != http.StatusServiceUnavailable {
 				t.Errorf("%s %s while packets drop: %d %s, want 503", req.method, req.path, resp.status, resp.body)
 			}

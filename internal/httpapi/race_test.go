@@ -109,6 +109,15 @@ func runRaceRound(t *testing.T, envs []*testEnv, log *raceLog, token string, rou
 		op.end = time.Now()
 		log.add(op)
 	}
+	erase := func(e *testEnv, student string) {
+		timed(raceOp{kind: "erase", student: student}, func() bool {
+			resp := e.do("DELETE", "/v1/admin/groups/race/students/"+student, "", "", auth...)
+			if resp.status != http.StatusNoContent && resp.status != http.StatusNotFound {
+				t.Errorf("DELETE %s: %d %s", student, resp.status, resp.body)
+			}
+			return true
+		})
+	}
 	// Ingestion: four clients, alternating servers; some ids re-sent from
 	// earlier rounds, every copy with a name of its own or none.
 	for c := range 4 {
@@ -177,13 +186,7 @@ func runRaceRound(t *testing.T, envs []*testEnv, log *raceLog, token string, rou
 		defer wg.Done()
 		for i := range 6 {
 			time.Sleep(time.Duration(i%3) * time.Millisecond)
-			timed(raceOp{kind: "erase", student: contestant}, func() bool {
-				resp := envs[i%2].do("DELETE", "/v1/admin/groups/race/students/"+contestant, "", "", auth...)
-				if resp.status != http.StatusNoContent && resp.status != http.StatusNotFound {
-					t.Errorf("DELETE %s: %d %s", contestant, resp.status, resp.body)
-				}
-				return true
-			})
+			erase(envs[i%2], contestant)
 		}
 	}()
 	// Erasure, and enrolment again.
@@ -195,13 +198,7 @@ func runRaceRound(t *testing.T, envs []*testEnv, log *raceLog, token string, rou
 			time.Sleep(time.Duration(rng.IntN(15)) * time.Millisecond)
 			student := raceStudent(rng.IntN(raceStudents))
 			e := envs[i%2]
-			timed(raceOp{kind: "erase", student: student}, func() bool {
-				resp := e.do("DELETE", "/v1/admin/groups/race/students/"+student, "", "", auth...)
-				if resp.status != http.StatusNoContent && resp.status != http.StatusNotFound {
-					t.Errorf("DELETE %s: %d %s", student, resp.status, resp.body)
-				}
-				return true
-			})
+			erase(e, student)
 			if rng.IntN(2) == 0 {
 				timed(raceOp{kind: "enrol", student: student}, func() bool {
 					resp := e.do("POST", "/v1/admin/groups/race/students", "", `{"id": "`+student+`", "name": "Again"}`, auth...)
