@@ -110,7 +110,8 @@ func IsPostgres(dsn string) bool {
 func (s *Store) Dialect() string { return s.dialect.name }
 
 // Close refuses new calls, lets the writers finish what is queued, and
-// closes every connection. Calls made after it fail with ErrClosed.
+// closes every connection. Calls made after it fail as unavailable (an
+// append with ErrClosed).
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {

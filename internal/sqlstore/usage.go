@@ -210,7 +210,7 @@ func (s *Store) appendMerged(calls []*appendCall) ([]analytics.AppendResult, err
 // cannot deadlock; on SQLite the write transaction itself, which is
 // exclusive.
 func (s *Store) lockGroups(ctx context.Context, tx *txn, groupIDs []string) error {
-	if !s.dialect.numbered || len(groupIDs) == 0 {
+	if s.dialect.name != "postgres" || len(groupIDs) == 0 {
 		return nil
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT group_id FROM groups WHERE group_id = ANY($1) ORDER BY group_id FOR NO KEY UPDATE`, groupIDs)
