@@ -141,7 +141,7 @@ func (p *Platform) CancelPlan(ctx context.Context, groupID string, planID int64)
 
 // Plans lists a group's plans.
 func (p *Platform) Plans(ctx context.Context, groupID string) ([]analytics.Plan, error) {
-	if _, err := p.Group(ctx, groupID); err != nil {
+	if err := knownGroup(groupID); err != nil {
 		return nil, err
 	}
 	return p.Directory.Plans(ctx, groupID)
