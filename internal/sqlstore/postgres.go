@@ -66,8 +66,21 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	return &Store{write: db, read: db, dialect: postgresDialect, pool: pool,
-		closers: []func() error{db.Close, func() error { pool.Close(); return nil }}}, nil
+	s := &Store{write: db, read: db, dialect: postgresDialect, pool: pool,
+		closers: []func() error{db.Close, func() error { pool.Close(); return nil }}}
+	// Marks (placements and intents) commit while their writer holds a
+	// group's lock in a transaction. Were they to take connections from
+	// the pool, the writers waiting for that lock could hold them all.
+	markCfg := cfg.Copy()
+	markCfg.MaxConns = 4
+	marks, err := pgxpool.NewWithConfig(ctx, markCfg)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	s.marks = stdlib.OpenDBFromPool(marks)
+	s.closers = append(s.closers, s.marks.Close, func() error { marks.Close(); return nil })
+	return s, nil
 }
 
 // redactURL keeps a connection URL (and its password) out of an error.

@@ -31,6 +31,7 @@ type Store struct {
 	read    *sql.DB // the connections that only read
 	dialect dialect
 	pool    *pgxpool.Pool // PostgreSQL only: for COPY
+	marks   *sql.DB       // PostgreSQL only: for the marks of groupLock
 	closers []func() error
 	timeout time.Duration // of every call whose context has no deadline; 0: none
 

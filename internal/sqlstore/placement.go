@@ -1,0 +1,158 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+var _ analytics.UsageLocks = (*Store)(nil)
+
+// WithGroupLock runs fn once in a transaction holding the group's write
+// lock. It does not retry: fn writes to another database, which a retry
+// would write to twice.
+func (s *Store) WithGroupLock(ctx context.Context, groupID string, fn func(tx analytics.GroupLock) error) error {
+	if s.marks == nil {
+		return fmt.Errorf("WithGroupLock: a sharded usage store needs a PostgreSQL directory, not %s", s.dialect.name)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return s.wrap("WithGroupLock", s.transactOnce(ctx, func(tx *txn) error {
+		// FOR NO KEY UPDATE, which lets Place's foreign key check through.
+		if err := s.lockGroups(ctx, tx, []string{groupID}); err != nil {
+			return err
+		}
+		return fn(&groupLock{s: s, tx: tx, groupID: groupID})
+	}))
+}
+
+// groupLock is a transaction holding one group's write lock.
+type groupLock struct {
+	s       *Store
+	tx      *txn
+	groupID string
+}
+
+func (g *groupLock) Placement(ctx context.Context) (analytics.Placement, bool, error) {
+	return g.s.placement(ctx, g.tx, g.groupID)
+}
+
+func (g *groupLock) GroupsPerShard(ctx context.Context) (map[string]int, error) {
+	rows, err := g.tx.QueryContext(ctx, `SELECT shard, COUNT(*) FROM usage_placements GROUP BY shard`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	groups := map[string]int{}
+	for rows.Next() {
+		var shard string
+		var n int
+		if err := rows.Scan(&shard, &n); err != nil {
+			return nil, err
+		}
+		groups[shard] = n
+	}
+	return groups, rows.Err()
+}
+
+func (g *groupLock) Location(ctx context.Context) (*time.Location, error) {
+	var zone string
+	if err := g.tx.QueryRowContext(ctx, g.s.q(`SELECT time_zone FROM groups WHERE group_id = ?`), g.groupID).Scan(&zone); err != nil {
+		return nil, err
+	}
+	return analytics.LoadZone(zone)
+}
+
+// Place and MarkIntent write outside the transaction, on connections of
+// their own, so that what they record is committed at once. The row they
+// write is the placement's, not the group's, so the lock the transaction
+// holds does not stand in their way.
+func (g *groupLock) Place(ctx context.Context, shard string) (analytics.Placement, error) {
+	if _, err := g.s.marks.ExecContext(ctx, g.s.q(`INSERT INTO usage_placements (group_id, shard) VALUES (?, ?)
+		ON CONFLICT (group_id) DO NOTHING`), g.groupID, shard); err != nil {
+		return analytics.Placement{}, err
+	}
+	p, _, err := g.s.placement(ctx, g.s.marks, g.groupID)
+	return p, err
+}
+
+func (g *groupLock) MarkIntent(ctx context.Context, intent []byte) (int64, error) {
+	var seq int64
+	err := g.s.marks.QueryRowContext(ctx, g.s.q(`UPDATE usage_placements SET seq = seq + 1, intent = ?
+		WHERE group_id = ? RETURNING seq`), string(intent), g.groupID).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, analytics.Errorf(analytics.NotFound, "Group %q has no placement", g.groupID)
+	}
+	return seq, err
+}
+
+func (g *groupLock) ClearIntent(ctx context.Context) error {
+	_, err := g.tx.ExecContext(ctx, g.s.q(`UPDATE usage_placements SET intent = NULL WHERE group_id = ? AND intent IS NOT NULL`), g.groupID)
+	return err
+}
+
+func (g *groupLock) SaveStudents(ctx context.Context, updates []analytics.StudentUpdate) error {
+	return g.s.saveStudents(ctx, g.tx, g.groupID, updates)
+}
+
+func (g *groupLock) DeleteStudent(ctx context.Context, studentID string) (bool, error) {
+	res, err := g.tx.ExecContext(ctx, g.s.q(`DELETE FROM students WHERE group_id = ? AND student_id = ?`), g.groupID, studentID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// querier is what placement reads through: the pool or a transaction.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (s *Store) placement(ctx context.Context, q querier, groupID string) (analytics.Placement, bool, error) {
+	p := analytics.Placement{GroupID: groupID}
+	var intent sql.NullString
+	err := q.QueryRowContext(ctx, s.q(`SELECT shard, seq, intent FROM usage_placements WHERE group_id = ?`), groupID).
+		Scan(&p.Shard, &p.Seq, &intent)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, false, nil
+	}
+	if intent.Valid {
+		p.Intent = []byte(intent.String)
+	}
+	return p, err == nil, err
+}
+
+func (s *Store) Placement(ctx context.Context, groupID string) (analytics.Placement, bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	p, ok, err := s.placement(ctx, s.read, groupID)
+	return p, ok, s.wrap("Placement", err)
+}
+
+func (s *Store) Placements(ctx context.Context) ([]analytics.Placement, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.read.QueryContext(ctx, `SELECT group_id, shard, seq, intent FROM usage_placements ORDER BY group_id`)
+	if err != nil {
+		return nil, s.wrap("Placements", err)
+	}
+	defer rows.Close()
+	var list []analytics.Placement
+	for rows.Next() {
+		var p analytics.Placement
+		var intent sql.NullString
+		if err := rows.Scan(&p.GroupID, &p.Shard, &p.Seq, &intent); err != nil {
+			return nil, s.wrap("Placements", err)
+		}
+		if intent.Valid {
+			p.Intent = []byte(intent.String)
+		}
+		list = append(list, p)
+	}
+	return list, s.wrap("Placements", rows.Err())
+}
