@@ -13,7 +13,6 @@ import (
 
 	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore"
 	"groupanalytics/internal/sqlstore/storetest"
 )
 
@@ -511,8 +510,8 @@ func TestR2_ReportCap(t *testing.T) {
 			t.Errorf("9,497 daily group reports: %d, want 400", resp.status)
 		}
 	}
-	storetest.Each(t, func(t *testing.T, store *sqlstore.Store) {
-		storeTest(t, newEnvWith(t, store, func(c *httpapi.Config) { c.MaxReports = 1000 }))
+	storetest.Each(t, func(t *testing.T, stores storetest.Stores) {
+		storeTest(t, newEnvWith(t, stores, func(c *httpapi.Config) { c.MaxReports = 1000 }))
 	})
 }
 

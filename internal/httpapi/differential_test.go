@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore"
 	"groupanalytics/internal/sqlstore/storetest"
 )
 
@@ -216,8 +215,8 @@ func randomTime(rng *rand.Rand, loc *time.Location) time.Time {
 func TestDifferentialAgainstBruteForce(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			storetest.Each(t, func(t *testing.T, store *sqlstore.Store) {
-				runDifferential(t, newEnv(t, store), rand.New(rand.NewPCG(seed, 42)))
+			storetest.Each(t, func(t *testing.T, stores storetest.Stores) {
+				runDifferential(t, newEnv(t, stores), rand.New(rand.NewPCG(seed, 42)))
 			})
 		})
 	}

@@ -57,19 +57,19 @@ type testEnv struct {
 	nextID   int
 }
 
-func newEnv(t *testing.T, store *sqlstore.Store) *testEnv {
-	return newEnvWith(t, store, func(*httpapi.Config) {})
+func newEnv(t *testing.T, stores storetest.Stores) *testEnv {
+	return newEnvWith(t, stores, func(*httpapi.Config) {})
 }
 
 // newEnvWith is newEnv with the server's configuration changed by tune.
-func newEnvWith(t *testing.T, store *sqlstore.Store, tune func(*httpapi.Config)) *testEnv {
-	e := &testEnv{t: t, store: store, clock: &clock{t: testNow}, logs: &syncBuffer{}}
-	e.platform = platform.New(store, store)
+func newEnvWith(t *testing.T, stores storetest.Stores, tune func(*httpapi.Config)) *testEnv {
+	e := &testEnv{t: t, store: stores.Directory, clock: &clock{t: testNow}, logs: &syncBuffer{}}
+	e.platform = platform.New(stores.Directory, stores.Usage)
 	e.platform.Now = e.clock.Now
 	cfg := httpapi.Config{
-		Directory: store,
-		Usage:     store,
-		Ready:     store.Ping,
+		Directory: stores.Directory,
+		Usage:     stores.Usage,
+		Ready:     stores.Ping,
 		Log:       slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:       e.clock.Now,
 	}
@@ -81,7 +81,7 @@ func newEnvWith(t *testing.T, store *sqlstore.Store, tune func(*httpapi.Config))
 
 // forEachStore runs a test once per store kind, each with a fresh store.
 func forEachStore(t *testing.T, fn func(t *testing.T, e *testEnv)) {
-	storetest.Each(t, func(t *testing.T, store *sqlstore.Store) { fn(t, newEnv(t, store)) })
+	storetest.Each(t, func(t *testing.T, s storetest.Stores) { fn(t, newEnv(t, s)) })
 }
 
 var ctx = context.Background()

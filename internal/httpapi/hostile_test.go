@@ -15,7 +15,6 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/httpapi"
-	"groupanalytics/internal/sqlstore"
 	"groupanalytics/internal/sqlstore/storetest"
 )
 
@@ -185,7 +184,7 @@ func TestR2_RepeatedMidnight(t *testing.T) {
 // is free.
 func TestReadNotFailedByWrite(t *testing.T) {
 	dsn := storetest.NewDSN(t, "sqlite")
-	e := newEnv(t, storetest.OpenDSN(t, dsn))
+	e := newEnv(t, storetest.SQL(storetest.OpenDSN(t, dsn)))
 	key := e.school("north", "UTC")
 	token := e.token()
 	db, err := sql.Open("sqlite3", "file:"+dsn)
@@ -325,8 +324,8 @@ func TestGoAnswersInJSON(t *testing.T) {
 // TestSlowClients: a client without a key that trickles a body gets its
 // 403 at once; one that never reads a large report is cut off.
 func TestSlowClients(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, store *sqlstore.Store) {
-		e := newEnvWith(t, store, func(c *httpapi.Config) { c.StreamWriteTimeout = 300 * time.Millisecond })
+	storetest.Each(t, func(t *testing.T, stores storetest.Stores) {
+		e := newEnvWith(t, stores, func(c *httpapi.Config) { c.StreamWriteTimeout = 300 * time.Millisecond })
 		key := e.school("north", "UTC")
 		got, took := e.rawRequest("POST /api/groups/chat HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{", 5*time.Second)
 		if !strings.HasPrefix(got, "403 application/json close") || took > time.Second {
@@ -336,7 +335,7 @@ func TestSlowClients(t *testing.T) {
 		for i := range updates {
 			updates[i] = analytics.StudentUpdate{ID: fmt.Sprintf("s%04d", i), Name: "A rather long student name to fill the report"}
 		}
-		if err := store.SaveStudents(ctx, "north", updates); err != nil {
+		if err := stores.Directory.SaveStudents(ctx, "north", updates); err != nil {
 			t.Fatal(err)
 		}
 		conn, err := net.Dial("tcp", strings.TrimPrefix(e.server.URL, "http://"))
@@ -377,7 +376,7 @@ func (p *panicky) StudentTotals(ctx context.Context, groupID string, seg analyti
 func TestPanicMidStreamAborts(t *testing.T) {
 	store := storetest.Open(t, "sqlite")
 	for _, at := range []int{1, 40} {
-		e := newEnvWith(t, store, func(c *httpapi.Config) { c.Usage = &panicky{UsageStore: store, at: at} })
+		e := newEnvWith(t, storetest.SQL(store), func(c *httpapi.Config) { c.Usage = &panicky{UsageStore: store, at: at} })
 		var key string
 		if at == 1 {
 			key = e.school("north", "UTC")

@@ -113,7 +113,7 @@ func behindProxy(t *testing.T) (*testEnv, *tcpProxy) {
 	proxy.start(t)
 	t.Cleanup(proxy.cut)
 	dbURL.Host = proxy.addr
-	return newEnv(t, storetest.OpenWith(t, dbURL.String(), sqlstore.Options{CallTimeout: 3 * time.Second})), proxy
+	return newEnv(t, storetest.SQL(storetest.OpenWith(t, dbURL.String(), sqlstore.Options{CallTimeout: 3 * time.Second}))), proxy
 }
 
 // TestPostgresOutage: while the database is unreachable every request gets

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore"
 	"groupanalytics/internal/sqlstore/storetest"
 )
 
@@ -77,11 +76,21 @@ func (l *raceLog) add(op raceOp) {
 }
 
 func TestRacingWritersStayExact(t *testing.T) {
-	for _, dialect := range []string{"sqlite", "postgres"} {
-		t.Run(dialect, func(t *testing.T) {
-			dsn := storetest.NewDSN(t, dialect)
-			stores := []*sqlstore.Store{storetest.OpenDSN(t, dsn), storetest.OpenDSN(t, dsn)}
-			envs := []*testEnv{newEnv(t, stores[0]), newEnv(t, stores[1])}
+	for _, kind := range storetest.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			// Two processes' stores on one database.
+			var open func() storetest.Stores
+			var raw func() map[string]string
+			if kind == "clickhouse" {
+				dsn, usage := storetest.NewPostgresDatabase(t), storetest.NewClickHouseURL(t)
+				open = func() storetest.Stores { return storetest.OpenClickHouse(t, dsn, usage) }
+				raw = func() map[string]string { return storetest.RawClickHouseEvents(t, usage, "race") }
+			} else {
+				dsn := storetest.NewDSN(t, kind)
+				open = func() storetest.Stores { return storetest.SQL(storetest.OpenDSN(t, dsn)) }
+				raw = func() map[string]string { return storetest.RawEvents(t, dsn, "race") }
+			}
+			envs := []*testEnv{newEnv(t, open()), newEnv(t, open())}
 			key := envs[0].school("race", "UTC")
 			token := envs[0].token()
 			log := &raceLog{ids: map[int]string{}}
@@ -89,7 +98,7 @@ func TestRacingWritersStayExact(t *testing.T) {
 			rounds := 0
 			for round := 0; round < 8 && time.Now().Before(deadline); round++ {
 				runRaceRound(t, envs, log, token, round)
-				checkRace(t, envs[round%2], dsn, key, token, log)
+				checkRace(t, envs[round%2], raw, key, token, log)
 				rounds++
 				if t.Failed() {
 					t.Fatalf("round %d failed", round)
@@ -238,7 +247,7 @@ func runRaceRound(t *testing.T, envs []*testEnv, log *raceLog, token string, rou
 // when an erasure of its student began after every request that sent it
 // had answered. Otherwise the two overlapped and either is right: the
 // database's raw rows say which happened, and the reports must agree.
-func checkRace(t *testing.T, e *testEnv, dsn, key, token string, log *raceLog) {
+func checkRace(t *testing.T, e *testEnv, rawEvents func() map[string]string, key, token string, log *raceLog) {
 	t.Helper()
 	sends := map[int][]raceOp{}
 	erasures := map[string][]raceOp{}
@@ -252,7 +261,7 @@ func checkRace(t *testing.T, e *testEnv, dsn, key, token string, log *raceLog) {
 			erasures[op.student] = append(erasures[op.student], op)
 		}
 	}
-	raw := storetest.RawEvents(t, dsn, "race")
+	raw := rawEvents()
 	stored := map[int]bool{}
 	for n, id := range log.ids {
 		student := raceStudent(n)

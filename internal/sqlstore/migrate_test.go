@@ -55,7 +55,7 @@ func TestReplicasMigrateTogether(t *testing.T) {
 
 // TestMigrateIsIdempotent: a second start finds nothing to do, on both stores.
 func TestMigrateIsIdempotent(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, store *sqlstore.Store) {
+	storetest.EachSQL(t, func(t *testing.T, store *sqlstore.Store) {
 		if err := store.Migrate(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 			t.Fatal(err)
 		}

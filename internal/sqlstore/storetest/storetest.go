@@ -1,22 +1,28 @@
 // Package storetest gives tests a fresh, migrated store of each kind: an
-// SQLite file, and a throwaway PostgreSQL database dropped when the test
-// ends.
+// SQLite file, a throwaway PostgreSQL database dropped when the test ends,
+// and such a database as directory with a throwaway ClickHouse database on
+// two shards as usage store.
 //
 // PostgreSQL is found at GROUPANALYTICS_TEST_POSTGRES (default
-// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable). Where none
-// answers, PostgreSQL tests are skipped with a warning on stderr, unless CI
-// is set: in CI they fail.
+// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable), ClickHouse
+// at GROUPANALYTICS_TEST_CLICKHOUSE (default the two shards that
+// deploy/clickhouse/cluster starts). Where a server does not answer, its
+// tests are skipped with a warning on stderr, unless CI is set: in CI they
+// fail.
 package storetest
 
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +30,8 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the pgx driver for database/sql
 
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/chstore"
 	"groupanalytics/internal/sqlstore"
 )
 
@@ -143,11 +151,114 @@ func Open(t testing.TB, dialect string) *sqlstore.Store {
 	return OpenDSN(t, NewDSN(t, dialect))
 }
 
-// Each runs fn as a subtest once per dialect, each with a fresh store.
-func Each(t *testing.T, fn func(t *testing.T, store *sqlstore.Store)) {
-	for _, d := range []string{"sqlite", "postgres"} {
-		t.Run(d, func(t *testing.T) { fn(t, Open(t, d)) })
+// Stores is a directory and the usage store a service runs with it.
+type Stores struct {
+	Directory *sqlstore.Store
+	Usage     analytics.UsageStore
+	Ping      func(context.Context) error // both answer
+}
+
+// Kinds are the store kinds Each runs on: SQLite, PostgreSQL, and
+// PostgreSQL with ClickHouse.
+var Kinds = []string{"sqlite", "postgres", "clickhouse"}
+
+// SQL is a SQL store serving as both directory and usage store.
+func SQL(store *sqlstore.Store) Stores {
+	return Stores{Directory: store, Usage: store, Ping: store.Ping}
+}
+
+// OpenKind returns fresh stores of a kind of Kinds.
+func OpenKind(t testing.TB, kind string) Stores {
+	t.Helper()
+	if kind == "clickhouse" {
+		return OpenClickHouse(t, NewPostgresDatabase(t), NewClickHouseURL(t))
 	}
+	return SQL(Open(t, kind))
+}
+
+// Each runs fn as a subtest once per kind of Kinds, each with fresh stores.
+func Each(t *testing.T, fn func(t *testing.T, s Stores)) {
+	for _, kind := range Kinds {
+		t.Run(kind, func(t *testing.T) { fn(t, OpenKind(t, kind)) })
+	}
+}
+
+// ClickHouseShards is the test cluster's shards, host:port each.
+func ClickHouseShards() []string {
+	if u := os.Getenv("GROUPANALYTICS_TEST_CLICKHOUSE"); u != "" {
+		return strings.Split(u, ",")
+	}
+	return []string{"127.0.0.1:19101", "127.0.0.1:19102"}
+}
+
+var (
+	chProbeOnce sync.Once
+	chProbeErr  error
+)
+
+// RequireClickHouse skips the test (loudly) or, in CI, fails it, when a
+// shard of the test cluster does not answer.
+func RequireClickHouse(t testing.TB) {
+	t.Helper()
+	chProbeOnce.Do(func() {
+		for _, addr := range ClickHouseShards() {
+			conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+			if err != nil {
+				chProbeErr = err
+				break
+			}
+			conn.Close()
+		}
+		if chProbeErr != nil && os.Getenv("CI") == "" {
+			fmt.Fprintf(os.Stderr, "\n*** WARNING: no ClickHouse cluster at %v (%v): ClickHouse tests are SKIPPED. Run deploy/clickhouse/cluster start, or .ci/run. ***\n\n",
+				ClickHouseShards(), chProbeErr)
+		}
+	})
+	if chProbeErr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("ClickHouse is required in CI: %v", chProbeErr)
+		}
+		t.Skipf("SKIPPED: no ClickHouse cluster (%v)", chProbeErr)
+	}
+}
+
+// NewClickHouseURL names a database of the test's own on the test
+// cluster's shards, dropped when the test ends.
+func NewClickHouseURL(t testing.TB) string {
+	t.Helper()
+	RequireClickHouse(t)
+	name := fmt.Sprintf("groupanalytics_test_%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e6, dbCounter.Add(1))
+	raw := "clickhouse://" + strings.Join(ClickHouseShards(), ",") + "/" + name
+	t.Cleanup(func() {
+		s, err := chstore.Open(context.Background(), raw, nil, chstore.Options{})
+		if err == nil {
+			err = s.DropDatabase(context.Background())
+			s.Close()
+		}
+		if err != nil {
+			t.Errorf("drop clickhouse database %s: %v", name, err)
+		}
+	})
+	return raw
+}
+
+// OpenClickHouse opens the directory at dirDSN and the ClickHouse usage
+// store at usageURL on it, migrated, closed when the test ends. Opened
+// twice, they are shared as by two server processes.
+func OpenClickHouse(t testing.TB, dirDSN, usageURL string) Stores {
+	t.Helper()
+	dir := OpenDSN(t, dirDSN)
+	usage, err := chstore.Open(context.Background(), usageURL, dir, chstore.Options{CallTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("storetest: open %s: %v", usageURL, err)
+	}
+	t.Cleanup(func() { usage.Close() })
+	if err := usage.Migrate(context.Background()); err != nil {
+		t.Fatalf("storetest: migrate %s: %v", usageURL, err)
+	}
+	return Stores{Directory: dir, Usage: usage, Ping: func(ctx context.Context) error {
+		return errors.Join(dir.Ping(ctx), usage.Ping(ctx))
+	}}
 }
 
 // RawEvents reads a group's stored events straight from the database at
@@ -182,4 +293,29 @@ func RawEvents(t testing.TB, dsn, groupID string) map[string]string {
 		t.Fatal(err)
 	}
 	return events
+}
+
+// RawClickHouseEvents reads a group's stored events straight from every
+// shard of the ClickHouse store at usageURL, bypassing the store: event id
+// -> student id. An id stored twice fails the test.
+func RawClickHouseEvents(t testing.TB, usageURL, groupID string) map[string]string {
+	t.Helper()
+	s, err := chstore.Open(context.Background(), usageURL, nil, chstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	events, err := s.RawEvents(context.Background(), groupID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
+// EachSQL runs fn as a subtest once per SQL dialect, each with a fresh
+// store: for tests of the SQL store itself.
+func EachSQL(t *testing.T, fn func(t *testing.T, store *sqlstore.Store)) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		t.Run(d, func(t *testing.T) { fn(t, Open(t, d)) })
+	}
 }

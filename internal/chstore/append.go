@@ -1,0 +1,451 @@
+package chstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"groupanalytics/internal/analytics"
+)
+
+// intent is what a write of a group's usage means to do, recorded in the
+// directory before it writes a row: should it die half way, the next
+// write (or read) of the group repairs what it left from the raw events.
+type intent struct {
+	// Months are the first days of the months whose rollups it changes.
+	Months []analytics.Day `json:"months,omitempty"`
+	// Students are the enrolments and names of its new events.
+	Students []analytics.StudentUpdate `json:"students,omitempty"`
+	// Erase is the student it erases.
+	Erase string `json:"erase,omitempty"`
+	// All: it recomputes every rollup of the group (a rebuild).
+	All bool `json:"all,omitempty"`
+}
+
+// AppendEvents writes each group's events in a write of its own, under the
+// group's lock. A group whose shard is down fails the call, but the groups
+// written before it stay written: sent again, their events count once.
+func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (analytics.AppendResult, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	byGroup := map[string][]analytics.Event{}
+	var groups []string
+	for _, e := range events {
+		if _, ok := byGroup[e.GroupID]; !ok {
+			groups = append(groups, e.GroupID)
+		}
+		byGroup[e.GroupID] = append(byGroup[e.GroupID], e)
+	}
+	slices.Sort(groups)
+	var res analytics.AppendResult
+	for _, g := range groups {
+		accepted, err := s.appendGroup(ctx, g, byGroup[g])
+		if err != nil {
+			return analytics.AppendResult{}, s.wrap("AppendEvents", err)
+		}
+		res.Accepted += accepted
+		res.Duplicates += len(byGroup[g]) - accepted
+	}
+	return res, nil
+}
+
+// appendGroup stores the events of one group whose ids are new, and
+// returns how many there were.
+func (s *Store) appendGroup(ctx context.Context, groupID string, events []analytics.Event) (int, error) {
+	var accepted int
+	err := s.locked(ctx, groupID, func(tx analytics.GroupLock) error {
+		accepted = 0
+		sh, err := s.placeForWrite(ctx, tx)
+		if err != nil {
+			return err
+		}
+		// The first copy of an id in the batch is the one that counts.
+		ids := make([]string, 0, len(events))
+		first := map[string]bool{}
+		for _, e := range events {
+			if !first[e.ID] {
+				first[e.ID] = true
+				ids = append(ids, e.ID)
+			}
+		}
+		stored, err := s.storedIDs(ctx, sh, groupID, ids)
+		if err != nil {
+			return err
+		}
+		var fresh []analytics.Event
+		for _, e := range events {
+			if first[e.ID] && !stored[e.ID] {
+				first[e.ID] = false
+				fresh = append(fresh, e)
+			}
+		}
+		if len(fresh) == 0 {
+			return nil
+		}
+		var in intent
+		delta := analytics.NewRollupDelta()
+		for _, e := range fresh {
+			delta.Add(e)
+			in.Students = append(in.Students, analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
+			if m := e.Day.MonthStart(); !slices.Contains(in.Months, m) {
+				in.Months = append(in.Months, m)
+			}
+		}
+		seq, err := markIntent(ctx, tx, in)
+		if err != nil {
+			return err
+		}
+		if err := s.insertEvents(ctx, sh, fresh, seq); err != nil {
+			return err
+		}
+		if err := s.addDelta(ctx, sh, groupID, delta, seq); err != nil {
+			return err
+		}
+		if err := tx.SaveStudents(ctx, in.Students); err != nil {
+			return err
+		}
+		accepted = len(fresh)
+		return nil
+	})
+	return accepted, err
+}
+
+// locked runs fn holding the group's write lock and, when fn succeeds,
+// clears the group's intent with the commit: whatever fn (or a repair on
+// its way) meant to do is done.
+//
+// The writers of one process take turns at a turnstile first, so that at
+// most one of them holds a directory connection waiting for the lock.
+func (s *Store) locked(ctx context.Context, groupID string, fn func(tx analytics.GroupLock) error) error {
+	turn := s.turnstiles[maphash.String(turnstileSeed, groupID)%uint64(len(s.turnstiles))]
+	select {
+	case turn <- struct{}{}:
+		defer func() { <-turn }()
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the group's turn: %w", ctx.Err())
+	}
+	return s.dir.WithGroupLock(ctx, groupID, func(tx analytics.GroupLock) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.ClearIntent(ctx)
+	})
+}
+
+func markIntent(ctx context.Context, tx analytics.GroupLock, in intent) (int64, error) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return 0, err
+	}
+	return tx.MarkIntent(ctx, b)
+}
+
+// placeForWrite returns the group's shard, placing a new group on the
+// least loaded one, after repairing what an unfinished write left.
+func (s *Store) placeForWrite(ctx context.Context, tx analytics.GroupLock) (*shard, error) {
+	p, ok, err := tx.Placement(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		name, err := s.leastLoaded(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
+		if p, err = tx.Place(ctx, name); err != nil {
+			return nil, err
+		}
+	}
+	sh, err := s.shardOf(p)
+	if err != nil {
+		return nil, err
+	}
+	if p.Intent != nil {
+		if err := s.repair(ctx, tx, sh, p); err != nil {
+			return nil, fmt.Errorf("repair: %w", err)
+		}
+	}
+	return sh, nil
+}
+
+func (s *Store) shardOf(p analytics.Placement) (*shard, error) {
+	sh := s.byName[p.Shard]
+	if sh == nil {
+		return nil, fmt.Errorf("group %s is placed on shard %s, which the usage URL does not name: %w",
+			p.GroupID, p.Shard, analytics.ErrUnavailable)
+	}
+	return sh, nil
+}
+
+// leastLoaded returns the shard holding the fewest events, among those that
+// answer; the fewest groups breaks ties (and decides between empty shards).
+func (s *Store) leastLoaded(ctx context.Context, tx analytics.GroupLock) (string, error) {
+	groups, err := tx.GroupsPerShard(ctx)
+	if err != nil {
+		return "", err
+	}
+	best, bestEvents := "", uint64(0)
+	var errs []string
+	for _, sh := range s.shards {
+		var events uint64
+		err := sh.conn.QueryRow(ctx, `SELECT toUInt64(sum(rows)) FROM system.parts WHERE active AND database = ? AND table = 'events'`,
+			s.database).Scan(&events)
+		if err != nil {
+			errs = append(errs, sh.name)
+			continue
+		}
+		if best == "" || events < bestEvents || events == bestEvents && groups[sh.name] < groups[best] {
+			best, bestEvents = sh.name, events
+		}
+	}
+	if best == "" {
+		return "", fmt.Errorf("no shard answers (%s): %w", strings.Join(errs, ", "), analytics.ErrUnavailable)
+	}
+	return best, nil
+}
+
+// idChunk bounds the ids of one lookup, so that its query stays small.
+const idChunk = 5000
+
+// storedIDs returns which of ids the group already holds.
+func (s *Store) storedIDs(ctx context.Context, sh *shard, groupID string, ids []string) (map[string]bool, error) {
+	stored := map[string]bool{}
+	for chunk := range slices.Chunk(ids, idChunk) {
+		rows, err := sh.conn.Query(ctx, `SELECT event_id FROM `+s.table("events")+` WHERE group_id = ? AND event_id IN ?`,
+			groupID, set(chunk))
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			stored[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return stored, nil
+}
+
+// set binds strings as a tuple for IN.
+func set(values []string) clickhouse.GroupSet {
+	v := make([]any, len(values))
+	for i, s := range values {
+		v[i] = s
+	}
+	return clickhouse.GroupSet{Value: v}
+}
+
+func (s *Store) insertEvents(ctx context.Context, sh *shard, events []analytics.Event, seq int64) error {
+	batch, err := sh.conn.PrepareBatch(ctx, `INSERT INTO `+s.table("events")+` (group_id, event_id, student_id, occurred_at, metric, seq)`)
+	if err != nil {
+		return err
+	}
+	defer batch.Abort()
+	for _, e := range events {
+		if err := batch.Append(e.GroupID, e.ID, e.StudentID, e.OccurredAt.UnixMilli(), uint8(e.Metric), uint64(seq)); err != nil {
+			return err
+		}
+	}
+	return batch.Send()
+}
+
+// addDelta adds delta to the rollups: the student counts as rows that
+// merges add up, the group rows as their new state, numbered seq.
+func (s *Store) addDelta(ctx context.Context, sh *shard, groupID string, delta *analytics.RollupDelta, seq int64) error {
+	ordinals, err := s.ordinals(ctx, sh, groupID, delta.StudentIDs()[groupID])
+	if err != nil {
+		return err
+	}
+	keys := delta.GroupKeys()
+	current, err := s.groupRows(ctx, sh, groupID, keys)
+	if err != nil {
+		return err
+	}
+	rows := make([]analytics.GroupRollup, len(keys))
+	for i, k := range keys {
+		r := current[k]
+		r.Key = k.Key
+		d := delta.Groups[k]
+		r.Counts.Add(&d.Counts)
+		for id := range d.LiveLectureUsers {
+			r.LiveLectureUsers.Add(ordinals[id])
+		}
+		for id := range d.ChatUsers {
+			r.ChatUsers.Add(ordinals[id])
+		}
+		rows[i] = r
+	}
+	if err := s.insertStudentRows(ctx, sh, delta.StudentKeys(), delta.Students); err != nil {
+		return err
+	}
+	return s.insertGroupRows(ctx, sh, keys, rows, seq)
+}
+
+func (s *Store) insertStudentRows(ctx context.Context, sh *shard, keys []analytics.StudentRollupKey, counts map[analytics.StudentRollupKey]*analytics.Counts) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	batch, err := sh.conn.PrepareBatch(ctx, `INSERT INTO `+s.table("student_rollups")+` (group_id, span, period, student_id, `+metricList+`)`)
+	if err != nil {
+		return err
+	}
+	defer batch.Abort()
+	for _, k := range keys {
+		c := counts[k]
+		if err := batch.Append(k.GroupID, uint8(k.Span), int32(k.Key), k.StudentID, c[0], c[1], c[2], c[3], c[4], c[5], c[6]); err != nil {
+			return err
+		}
+	}
+	return batch.Send()
+}
+
+// insertGroupRows writes rows as the new state of keys (same order).
+func (s *Store) insertGroupRows(ctx context.Context, sh *shard, keys []analytics.GroupRollupKey, rows []analytics.GroupRollup, seq int64) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	batch, err := sh.conn.PrepareBatch(ctx, `INSERT INTO `+s.table("group_rollups")+` (group_id, span, period, `+metricList+`, live_lecture_users, chat_users, version)`)
+	if err != nil {
+		return err
+	}
+	defer batch.Abort()
+	for i, k := range keys {
+		c := &rows[i].Counts
+		if err := batch.Append(k.GroupID, uint8(k.Span), int32(k.Key), c[0], c[1], c[2], c[3], c[4], c[5], c[6],
+			string(rows[i].LiveLectureUsers.Bytes()), string(rows[i].ChatUsers.Bytes()), uint64(seq)); err != nil {
+			return err
+		}
+	}
+	return batch.Send()
+}
+
+// metricList is the count columns, in analytics.Metric order.
+const metricList = `sessions, tutor_me, test, flashcard, material, live_lecture, main`
+
+// groupColumns reads a group rollup's current state: the row of the
+// highest version.
+const groupColumns = `argMax(sessions, version), argMax(tutor_me, version), argMax(test, version),
+	argMax(flashcard, version), argMax(material, version), argMax(live_lecture, version), argMax(main, version),
+	argMax(live_lecture_users, version), argMax(chat_users, version)`
+
+// groupRows reads the current state of the group's rollups of keys.
+func (s *Store) groupRows(ctx context.Context, sh *shard, groupID string, keys []analytics.GroupRollupKey) (map[analytics.GroupRollupKey]analytics.GroupRollup, error) {
+	current := map[analytics.GroupRollupKey]analytics.GroupRollup{}
+	var days, months []any
+	for _, k := range keys {
+		if k.Span == analytics.SpanDay {
+			days = append(days, int32(k.Key))
+		} else {
+			months = append(months, int32(k.Key))
+		}
+	}
+	var spans []string
+	args := []any{groupID}
+	for span, periods := range [][]any{days, months} {
+		if len(periods) > 0 {
+			spans = append(spans, fmt.Sprintf("span = %d AND period IN ?", span))
+			args = append(args, clickhouse.GroupSet{Value: periods})
+		}
+	}
+	if len(spans) == 0 {
+		return current, nil
+	}
+	rows, err := sh.conn.Query(ctx, `SELECT span, period, `+groupColumns+` FROM `+s.table("group_rollups")+`
+		WHERE group_id = ? AND (`+strings.Join(spans, " OR ")+`) GROUP BY span, period`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var span uint8
+		var period int32
+		r, err := scanGroupRow(rows, &span, &period)
+		if err != nil {
+			return nil, err
+		}
+		current[analytics.GroupRollupKey{GroupID: groupID, Span: analytics.Span(span), Key: analytics.Day(period)}] = r
+	}
+	return current, rows.Err()
+}
+
+// scanner is a row of a query's result.
+type scanner interface{ Scan(dest ...any) error }
+
+// scanGroupRow reads the leading columns into lead, then groupColumns.
+func scanGroupRow(row scanner, lead ...any) (analytics.GroupRollup, error) {
+	var r analytics.GroupRollup
+	var ll, chat string
+	dest := lead
+	for i := range r.Counts {
+		dest = append(dest, &r.Counts[i])
+	}
+	if err := row.Scan(append(dest, &ll, &chat)...); err != nil {
+		return r, err
+	}
+	r.LiveLectureUsers, r.ChatUsers = analytics.StudentSetFromBytes([]byte(ll)), analytics.StudentSetFromBytes([]byte(chat))
+	return r, nil
+}
+
+// ordinals returns the ordinals of the students, numbering those the group
+// has not numbered yet after its highest.
+func (s *Store) ordinals(ctx context.Context, sh *shard, groupID string, studentIDs []string) (map[string]int, error) {
+	ordinals := map[string]int{}
+	for chunk := range slices.Chunk(studentIDs, idChunk) {
+		rows, err := sh.conn.Query(ctx, `SELECT student_id, min(ordinal) FROM `+s.table("students")+`
+			WHERE group_id = ? AND student_id IN ? GROUP BY student_id`, groupID, set(chunk))
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id string
+			var n uint32
+			if err := rows.Scan(&id, &n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			ordinals[id] = int(n)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	var missing []string
+	for _, id := range studentIDs {
+		if _, ok := ordinals[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return ordinals, nil
+	}
+	var next uint32
+	if err := sh.conn.QueryRow(ctx, `SELECT toUInt32(if(count() = 0, 0, max(ordinal) + 1)) FROM `+s.table("students")+` WHERE group_id = ?`,
+		groupID).Scan(&next); err != nil {
+		return nil, err
+	}
+	batch, err := sh.conn.PrepareBatch(ctx, `INSERT INTO `+s.table("students")+` (group_id, student_id, ordinal)`)
+	if err != nil {
+		return nil, err
+	}
+	defer batch.Abort()
+	for i, id := range missing {
+		n := next + uint32(i)
+		if err := batch.Append(groupID, id, n); err != nil {
+			return nil, err
+		}
+		ordinals[id] = int(n)
+	}
+	return ordinals, batch.Send()
+}

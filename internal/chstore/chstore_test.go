@@ -1,0 +1,148 @@
+package chstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/chstore"
+	"groupanalytics/internal/sqlstore/storetest"
+)
+
+var ctx = context.Background()
+
+// fixture is a directory on PostgreSQL and a ClickHouse usage store on the
+// test cluster's two shards.
+type fixture struct {
+	t     *testing.T
+	dir   analytics.Directory
+	locks analytics.UsageLocks
+	usage *chstore.Store
+	url   string
+}
+
+func newFixture(t *testing.T) *fixture {
+	url := storetest.NewClickHouseURL(t)
+	s := storetest.OpenClickHouse(t, storetest.NewPostgresDatabase(t), url)
+	return &fixture{t: t, dir: s.Directory, locks: s.Directory, usage: s.Usage.(*chstore.Store), url: url}
+}
+
+func (f *fixture) group(id string) {
+	f.t.Helper()
+	if err := f.dir.CreateGroup(ctx, analytics.Group{ID: id, Name: id, TimeZone: "UTC", Created: time.Now()}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func event(group, id, student string, at time.Time, m analytics.Metric) analytics.Event {
+	return analytics.Event{GroupID: group, ID: id, StudentID: student, OccurredAt: at, Metric: m, Day: analytics.DayOf(at, time.UTC)}
+}
+
+var day = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+
+func (f *fixture) dayRollup(group string) analytics.GroupRollup {
+	f.t.Helper()
+	d := analytics.DayOf(day, time.UTC)
+	rows, err := f.usage.GroupRollups(ctx, group, analytics.Segment{Span: analytics.SpanDay, Keys: analytics.DayRange{First: d, Last: d}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if len(rows) != 1 {
+		f.t.Fatalf("%d day rollups of %s, want 1", len(rows), group)
+	}
+	return rows[0]
+}
+
+// TestNewGroupsSpreadOverShards: new groups go to the least loaded shard,
+// so that groups fill both shards, and each group's events sit on its own
+// shard only.
+func TestNewGroupsSpreadOverShards(t *testing.T) {
+	f := newFixture(t)
+	for i := range 4 {
+		g := fmt.Sprintf("g%d", i)
+		f.group(g)
+		if _, err := f.usage.AppendEvents(ctx, []analytics.Event{event(g, "e1", "s1", day, analytics.SessionsCreated)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	placements, err := f.locks.Placements(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perShard := map[string]int{}
+	for _, p := range placements {
+		perShard[p.Shard]++
+	}
+	if len(placements) != 4 || len(perShard) != 2 || perShard[f.usage.Shards()[0]] != 2 {
+		t.Errorf("placements %v: want two groups on each shard", perShard)
+	}
+	for i := range 4 {
+		if raw, err := f.usage.RawEvents(ctx, fmt.Sprintf("g%d", i)); err != nil || len(raw) != 1 {
+			t.Errorf("g%d: %v %v, want one event on one shard", i, raw, err)
+		}
+	}
+}
+
+// TestUnfinishedWriteIsRepaired: a write that died after storing events
+// but before its rollups and enrolment (its intent left in the directory)
+// is repaired by the next read, from the raw events: they count once, and
+// their students are enrolled.
+func TestUnfinishedWriteIsRepaired(t *testing.T) {
+	f := newFixture(t)
+	f.group("north")
+	ev := event("north", "e1", "s1", day, analytics.TutorMeMessages)
+	ev.StudentName = "Ada"
+	if _, err := f.usage.AppendEvents(ctx, []analytics.Event{ev}); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := f.locks.Placement(ctx, "north")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The dead write: intent recorded, two events stored, then nothing.
+	died := errors.New("died")
+	err = f.locks.WithGroupLock(ctx, "north", func(tx analytics.GroupLock) error {
+		intent := fmt.Sprintf(`{"months":[%d],"students":[{"ID":"s2","Name":"Grace"},{"ID":"s3","Name":"Never stored"}]}`,
+			analytics.DayOf(day, time.UTC).MonthStart())
+		if _, err := tx.MarkIntent(ctx, []byte(intent)); err != nil {
+			return err
+		}
+		err := f.usage.InsertRawEvents(ctx, p, []analytics.Event{
+			event("north", "e2", "s2", day, analytics.TutorMeMessages),
+			event("north", "e3", "s2", day.Add(time.Hour), analytics.SessionsCreated),
+		})
+		return errors.Join(err, died)
+	})
+	if !errors.Is(err, died) {
+		t.Fatal(err)
+	}
+	if p, _, _ := f.locks.Placement(ctx, "north"); p.Intent == nil {
+		t.Fatal("the dead write left no intent")
+	}
+	r := f.dayRollup("north")
+	if r.Counts[analytics.TutorMeMessages] != 2 || r.Counts[analytics.SessionsCreated] != 1 ||
+		r.ChatUsers.Len() != 2 || r.LiveLectureUsers.Len() != 1 {
+		t.Errorf("after repair: %+v, want 2 tutor_me, 1 session, 2 chat users, 1 live lecture user", r)
+	}
+	if p, _, _ := f.locks.Placement(ctx, "north"); p.Intent != nil {
+		t.Errorf("intent %s left after repair", p.Intent)
+	}
+	students, err := f.dir.Students(ctx, "north")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(students) != "[{north s1 Ada} {north s2 Grace}]" {
+		t.Errorf("students %v: want s1 Ada and s2 Grace (s3's events never landed)", students)
+	}
+	res, err := f.usage.AppendEvents(ctx, []analytics.Event{event("north", "e2", "s2", day, analytics.TutorMeMessages),
+		event("north", "e4", "s1", day, analytics.TutorMeMessages)})
+	if err != nil || res.Accepted != 1 || res.Duplicates != 1 {
+		t.Errorf("re-sent: %+v %v, want 1 accepted, 1 duplicate", res, err)
+	}
+	if got := f.dayRollup("north").Counts[analytics.TutorMeMessages]; got != 3 {
+		t.Errorf("tutor_me %d, want 3", got)
+	}
+}

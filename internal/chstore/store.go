@@ -1,0 +1,293 @@
+// Package chstore keeps the usage store (events and the rollups reports
+// read) on ClickHouse, spread over shards, while the directory stays in
+// PostgreSQL. Each group lives on one shard, as the directory's placement
+// says; every write of a group holds the group's write lock in the
+// directory, which serialises the group's writers across processes and
+// stands in for the unique keys and transactions ClickHouse lacks (see
+// the README's "Scaling out").
+package chstore
+
+import (
+	"context"
+	sqldriver "database/sql/driver"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"groupanalytics/internal/analytics"
+)
+
+// Directory is what the store needs of the directory: the groups' write
+// locks and placements.
+type Directory = analytics.UsageLocks
+
+// Store implements analytics.UsageStore on ClickHouse shards.
+type Store struct {
+	dir      Directory
+	database string
+	shards   []*shard // in the URL's order
+	byName   map[string]*shard
+	timeout  time.Duration
+	// turnstiles serialise the process's writers per group (by hash: two
+	// groups may share one).
+	turnstiles [64]chan struct{}
+}
+
+var turnstileSeed = maphash.MakeSeed()
+
+var _ analytics.UsageStore = (*Store)(nil)
+
+// shard is one ClickHouse server (or, in production, a load balancer in
+// front of a shard's replicas).
+type shard struct {
+	name string // host:port, as placements record it
+	conn driver.Conn
+}
+
+// Options tune a store.
+type Options struct {
+	// CallTimeout bounds each call whose context has no deadline of its
+	// own; zero: no bound.
+	CallTimeout time.Duration
+}
+
+// Config is what a clickhouse:// URL names.
+type Config struct {
+	Shards   []string // host:port of each shard
+	Database string
+	User     string
+	Password string
+}
+
+var databaseName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// IsClickHouse reports whether raw names a ClickHouse usage store.
+func IsClickHouse(raw string) bool { return strings.HasPrefix(raw, "clickhouse://") }
+
+// ParseURL reads clickhouse://[user[:password]@]host:port[,host:port…]/database.
+// Each host is one shard.
+func ParseURL(raw string) (Config, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "clickhouse" {
+		return Config{}, fmt.Errorf("usage URL: want clickhouse://host:port[,host:port…]/database")
+	}
+	c := Config{Database: strings.TrimPrefix(u.Path, "/")}
+	if c.Database == "" {
+		c.Database = "groupanalytics"
+	}
+	if !databaseName.MatchString(c.Database) {
+		return Config{}, fmt.Errorf("usage URL: database name %q: use letters, digits and _", c.Database)
+	}
+	if u.User != nil {
+		c.User = u.User.Username()
+		c.Password, _ = u.User.Password()
+	}
+	seen := map[string]bool{}
+	for _, h := range strings.Split(u.Host, ",") {
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			return Config{}, fmt.Errorf("usage URL: shard %q: want host:port", h)
+		}
+		if seen[h] {
+			return Config{}, fmt.Errorf("usage URL: shard %s named twice", h)
+		}
+		seen[h] = true
+		c.Shards = append(c.Shards, h)
+	}
+	return c, nil
+}
+
+// Open connects to the shards that raw names. It does not migrate. A shard
+// that does not answer does not stop it: its groups fail until it does.
+func Open(ctx context.Context, raw string, dir Directory, opts Options) (*Store, error) {
+	cfg, err := ParseURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{dir: dir, database: cfg.Database, byName: map[string]*shard{}, timeout: opts.CallTimeout}
+	for i := range s.turnstiles {
+		s.turnstiles[i] = make(chan struct{}, 1)
+	}
+	for _, addr := range cfg.Shards {
+		conn, err := clickhouse.Open(&clickhouse.Options{
+			Addr:         []string{addr},
+			Auth:         clickhouse.Auth{Database: "default", Username: cfg.User, Password: cfg.Password},
+			DialTimeout:  3 * time.Second,
+			MaxOpenConns: 16,
+			MaxIdleConns: 8,
+			Settings:     clickhouse.Settings{"max_query_size": 4 << 20},
+		})
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("clickhouse shard %s: %w", addr, err)
+		}
+		sh := &shard{name: addr, conn: conn}
+		s.shards = append(s.shards, sh)
+		s.byName[addr] = sh
+	}
+	return s, nil
+}
+
+// Shards returns the shards' names, in the URL's order.
+func (s *Store) Shards() []string {
+	names := make([]string, len(s.shards))
+	for i, sh := range s.shards {
+		names[i] = sh.name
+	}
+	return names
+}
+
+// Close closes the connections.
+func (s *Store) Close() error {
+	var errs []error
+	for _, sh := range s.shards {
+		errs = append(errs, sh.conn.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Ping answers whether the usage tier can serve: nil while at least one
+// shard answers, so that one shard down does not take the service out of
+// its load balancer (the groups of the other shards still work).
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var errs []error
+	for _, sh := range s.shards {
+		err := sh.conn.Ping(ctx)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("shard %s: %w", sh.name, err))
+	}
+	return s.wrap("Ping", errors.Join(errs...))
+}
+
+// tables is the schema of every shard. Events are ordered by (group,
+// id), so that a group's events sit together and an id is found by the
+// primary index; the rollups are ordered as reports read them. No table is
+// partitioned: a write's rows for one table are one INSERT, hence one part,
+// which readers see whole or not at all.
+var tables = []string{
+	`CREATE TABLE IF NOT EXISTS %s.events (
+		group_id String, event_id String, student_id String,
+		occurred_at Int64, metric UInt8, seq UInt64
+	) ENGINE = MergeTree() ORDER BY (group_id, event_id)`,
+	// Counts per student and period, as deltas that merges add up.
+	`CREATE TABLE IF NOT EXISTS %s.student_rollups (
+		group_id String, span UInt8, period Int32, student_id String,
+		sessions Int64, tutor_me Int64, test Int64, flashcard Int64,
+		material Int64, live_lecture Int64, main Int64
+	) ENGINE = SummingMergeTree() ORDER BY (group_id, span, period, student_id)`,
+	// The group's counts and student sets per period: each write inserts
+	// the new state of the rows it changes, numbered by the group's write
+	// sequence; the highest number is the current row.
+	`CREATE TABLE IF NOT EXISTS %s.group_rollups (
+		group_id String, span UInt8, period Int32,
+		sessions Int64, tutor_me Int64, test Int64, flashcard Int64,
+		material Int64, live_lecture Int64, main Int64,
+		live_lecture_users String, chat_users String, version UInt64
+	) ENGINE = ReplacingMergeTree(version) ORDER BY (group_id, span, period)`,
+	// The students' ordinals: their places in the group rollups' sets.
+	`CREATE TABLE IF NOT EXISTS %s.students (
+		group_id String, student_id String, ordinal UInt32
+	) ENGINE = ReplacingMergeTree() ORDER BY (group_id, student_id)`,
+}
+
+// Migrate creates the database and its tables on every shard.
+func (s *Store) Migrate(ctx context.Context) error {
+	for _, sh := range s.shards {
+		if err := sh.conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+s.database); err != nil {
+			return s.wrap("Migrate", fmt.Errorf("shard %s: %w", sh.name, err))
+		}
+		for _, t := range tables {
+			if err := sh.conn.Exec(ctx, fmt.Sprintf(t, s.database)); err != nil {
+				return s.wrap("Migrate", fmt.Errorf("shard %s: %w", sh.name, err))
+			}
+		}
+	}
+	return nil
+}
+
+// DropDatabase drops the store's database on every shard: for tests and
+// the benchmark.
+func (s *Store) DropDatabase(ctx context.Context) error {
+	var errs []error
+	for _, sh := range s.shards {
+		errs = append(errs, sh.conn.Exec(ctx, "DROP DATABASE IF EXISTS "+s.database))
+	}
+	return errors.Join(errs...)
+}
+
+// table returns the qualified name of one of the store's tables.
+func (s *Store) table(name string) string { return s.database + "." + name }
+
+// bound gives ctx the store's call timeout unless it has a deadline.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok || s.timeout == 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// wrap names the operation and marks errors of a shard that cannot be
+// reached (or a call out of time) as unavailable.
+func (s *Store) wrap(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case analytics.ErrorCode(err) != analytics.Internal:
+		return fmt.Errorf("%s: %w", op, err)
+	case unreachable(err):
+		return fmt.Errorf("%s: %w: %w", op, analytics.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func unreachable(err error) bool {
+	var netErr net.Error
+	var opErr *net.OpError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, clickhouse.ErrAcquireConnTimeout) ||
+		errors.As(err, &netErr) || errors.As(err, &opErr)
+}
+
+// RawEvents reads the group's events from every shard: event id -> student
+// id. An id found twice is an error. For tests, which check the store
+// against what it was sent.
+func (s *Store) RawEvents(ctx context.Context, groupID string) (map[string]string, error) {
+	events := map[string]string{}
+	for _, sh := range s.shards {
+		rows, err := sh.conn.Query(ctx, `SELECT event_id, student_id FROM `+s.table("events")+` WHERE group_id = ?`, groupID)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id, student string
+			if err := rows.Scan(&id, &student); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if _, twice := events[id]; twice {
+				rows.Close()
+				return nil, fmt.Errorf("event %s of group %s is stored twice", id, groupID)
+			}
+			events[id] = student
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return events, nil
+}
