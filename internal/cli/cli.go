@@ -13,8 +13,10 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/chstore"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/sqlstore"
 )
@@ -112,18 +114,28 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Every command takes --db (default groupanalytics.db; a postgres:// URL selects PostgreSQL).")
-	fmt.Fprintln(w, "Configuration flags (--db, --addr, --log-level, --store-timeout) can also be set in the")
+	fmt.Fprintln(w, "Every command takes --db (default groupanalytics.db; a postgres:// URL selects PostgreSQL)")
+	fmt.Fprintln(w, "and --usage (a clickhouse:// URL puts the usage store on ClickHouse shards).")
+	fmt.Fprintln(w, "Configuration flags (--db, --usage, --addr, --log-level, --store-timeout) can also be set in the")
 	fmt.Fprintln(w, "environment as GROUPANALYTICS_<FLAG>, e.g. GROUPANALYTICS_DB; the flags that name what a")
 	fmt.Fprintln(w, "command works on (--id, --group, --key, ...) cannot.")
 	fmt.Fprintln(w, "Run 'groupanalytics COMMAND --help' for a command's flags.")
 }
 
-// flags returns a flag set for command c with the common --db flag.
-func flags(e *env, name string) (*flag.FlagSet, *string) {
+// storeFlags name the stores: the directory (and by default the usage
+// store), and a usage store elsewhere.
+type storeFlags struct {
+	db, usage string
+}
+
+// flags returns a flag set for command c with the common --db and --usage
+// flags.
+func flags(e *env, name string) (*flag.FlagSet, *storeFlags) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	db := fs.String("db", "groupanalytics.db", "SQLite file, or postgres:// URL")
+	db := &storeFlags{}
+	fs.StringVar(&db.db, "db", "groupanalytics.db", "SQLite file, or postgres:// URL")
+	fs.StringVar(&db.usage, "usage", "", "usage store on ClickHouse: clickhouse://host:port[,host:port…]/database, one host per shard (needs a PostgreSQL --db); empty: the --db store")
 	fs.Usage = func() {
 		for _, c := range commands {
 			if c.name == name {
@@ -139,7 +151,7 @@ func flags(e *env, name string) (*flag.FlagSet, *string) {
 // service runs. Flags that name what a command works on are never taken
 // from the environment, so that a stray GROUPANALYTICS_ID cannot choose
 // what student delete deletes.
-var configFlags = map[string]bool{"db": true, "addr": true, "log-level": true, "store-timeout": true}
+var configFlags = map[string]bool{"db": true, "usage": true, "addr": true, "log-level": true, "store-timeout": true}
 
 // parse parses args, then fills each configuration flag not given from its
 // environment variable GROUPANALYTICS_<NAME>. It refuses stray arguments
@@ -182,9 +194,57 @@ func parse(e *env, fs *flag.FlagSet, args []string, positional bool, required ..
 	return nil
 }
 
-// openStore opens and migrates the store dsn names. Unless create is set
-// it refuses a SQLite file that does not exist, so that a mistyped path is
-// an error rather than a new, empty store.
+// stores are the directory and the usage store a command works on.
+type stores struct {
+	dir   *sqlstore.Store
+	usage analytics.UsageStore
+	ch    *chstore.Store // the usage store, when on ClickHouse
+}
+
+func (s *stores) ping(ctx context.Context) error {
+	if err := s.dir.Ping(ctx); err != nil || s.ch == nil {
+		return err
+	}
+	return s.ch.Ping(ctx)
+}
+
+func (s *stores) Close() error {
+	var err error
+	if s.ch != nil {
+		err = s.ch.Close()
+	}
+	return errors.Join(err, s.dir.Close())
+}
+
+// openStores opens and migrates the stores that f names. Unless create
+// is set it refuses a SQLite file that does not exist, so that a mistyped
+// path is an error rather than a new, empty store.
+func openStores(e *env, f storeFlags, create bool, timeout time.Duration, log *slog.Logger) (*stores, error) {
+	if f.usage != "" && !sqlstore.IsPostgres(f.db) {
+		return nil, fmt.Errorf("--usage on ClickHouse needs the directory on PostgreSQL: give --db a postgres:// URL")
+	}
+	dir, err := openStore(e, f.db, create, sqlstore.Options{CallTimeout: timeout}, log)
+	if err != nil {
+		return nil, err
+	}
+	s := &stores{dir: dir, usage: dir}
+	if f.usage == "" {
+		return s, nil
+	}
+	if s.ch, err = chstore.Open(e.ctx, f.usage, dir, chstore.Options{CallTimeout: timeout}); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	if err := s.ch.Migrate(e.ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.usage = s.ch
+	return s, nil
+}
+
+// openStore opens and migrates the SQL store dsn names, refusing a missing
+// SQLite file unless create is set.
 func openStore(e *env, dsn string, create bool, opts sqlstore.Options, log *slog.Logger) (*sqlstore.Store, error) {
 	if !create && !sqlstore.IsPostgres(dsn) {
 		if _, err := os.Stat(strings.TrimPrefix(dsn, "sqlite:")); errors.Is(err, fs.ErrNotExist) {
@@ -207,18 +267,18 @@ func quietLog(e *env) *slog.Logger {
 	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// withPlatform parses the flags, opens the store, and runs fn on it.
-func withPlatform(e *env, fs *flag.FlagSet, db *string, args []string, positional bool, required []string,
+// withPlatform parses the flags, opens the stores, and runs fn on them.
+func withPlatform(e *env, fs *flag.FlagSet, db *storeFlags, args []string, positional bool, required []string,
 	fn func(p *platform.Platform) error) error {
 	if err := parse(e, fs, args, positional, required...); err != nil {
 		return err
 	}
-	store, err := openStore(e, *db, false, sqlstore.Options{}, quietLog(e))
+	s, err := openStores(e, *db, false, 0, quietLog(e))
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	return fn(platform.New(store, store))
+	defer s.Close()
+	return fn(platform.New(s.dir, s.usage))
 }
 
 func runMigrate(e *env, args []string) error {
@@ -226,9 +286,9 @@ func runMigrate(e *env, args []string) error {
 	if err := parse(e, fs, args, false); err != nil {
 		return err
 	}
-	store, err := openStore(e, *db, true, sqlstore.Options{}, slog.New(slog.NewTextHandler(e.stderr, nil)))
+	s, err := openStores(e, *db, true, 0, slog.New(slog.NewTextHandler(e.stderr, nil)))
 	if err != nil {
 		return err
 	}
-	return store.Close()
+	return s.Close()
 }

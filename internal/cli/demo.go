@@ -11,7 +11,6 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore"
 )
 
 // demoGroup is one school of the demo data set.
@@ -32,7 +31,7 @@ var demoGroups = []demoGroup{
 const demoWeeks = 12
 
 func runDemo(e *env, args []string) error {
-	fs, _ := flags(e, "demo")
+	fs, sf := flags(e, "demo")
 	db := fs.Lookup("db")
 	db.DefValue = filepath.Join(os.TempDir(), "groupanalytics-demo.db")
 	_ = db.Value.Set(db.DefValue)
@@ -43,17 +42,17 @@ func runDemo(e *env, args []string) error {
 		return err
 	}
 	path := db.Value.String()
-	if strings.Contains(path, "://") {
-		return fmt.Errorf("demo makes its own SQLite file; --db must be a file path, got a URL")
+	if strings.Contains(path, "://") || sf.usage != "" {
+		return fmt.Errorf("demo makes its own SQLite file; --db must be a file path, and --usage is not taken")
 	}
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 	}
-	return serve(e, *addr, *level, path, *timeout, func(store *sqlstore.Store, baseURL string) error {
+	return serve(e, *addr, *level, storeFlags{db: path}, *timeout, func(s *stores, baseURL string) error {
 		now := time.Now()
-		keys, events, err := loadDemo(e, platform.New(store, store), now)
+		keys, events, err := loadDemo(e, platform.New(s.dir, s.usage), now)
 		if err == nil {
 			printDemo(e, path, baseURL, keys, events, now)
 		}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"groupanalytics/internal/httpapi"
-	"groupanalytics/internal/sqlstore"
 )
 
 func runServe(e *env, args []string) error {
@@ -42,7 +41,7 @@ func newLogger(e *env, level string) (*slog.Logger, error) {
 // ends, then shuts down gracefully: requests under way get up to 30
 // seconds to finish. prepare, if set, runs once the address is bound and
 // before the first request is served; it gets the server's base URL.
-func serve(e *env, addr, level, dsn string, storeTimeout time.Duration, prepare func(store *sqlstore.Store, baseURL string) error) error {
+func serve(e *env, addr, level string, db storeFlags, storeTimeout time.Duration, prepare func(s *stores, baseURL string) error) error {
 	log, err := newLogger(e, level)
 	if err != nil {
 		return err
@@ -50,7 +49,7 @@ func serve(e *env, addr, level, dsn string, storeTimeout time.Duration, prepare 
 	if storeTimeout <= 0 {
 		return fmt.Errorf("invalid --store-timeout %s: expected a positive duration such as 10s", storeTimeout)
 	}
-	store, err := openStore(e, dsn, true, sqlstore.Options{CallTimeout: storeTimeout}, log)
+	store, err := openStores(e, db, true, storeTimeout, log)
 	if err != nil {
 		return err
 	}
@@ -67,9 +66,9 @@ func serve(e *env, addr, level, dsn string, storeTimeout time.Duration, prepare 
 	}
 	srv := &http.Server{
 		Handler: httpapi.New(httpapi.Config{
-			Directory: store,
-			Usage:     store,
-			Ready:     store.Ping,
+			Directory: store.dir,
+			Usage:     store.usage,
+			Ready:     store.ping,
 			Log:       log,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -79,7 +78,11 @@ func serve(e *env, addr, level, dsn string, storeTimeout time.Duration, prepare 
 		IdleTimeout:  2 * time.Minute,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("listening", "addr", "http://"+ln.Addr().String(), "store", store.Dialect())
+	usage := store.dir.Dialect()
+	if store.ch != nil {
+		usage = fmt.Sprintf("clickhouse (%d shards)", len(store.ch.Shards()))
+	}
+	log.Info("listening", "addr", "http://"+ln.Addr().String(), "store", store.dir.Dialect(), "usage", usage)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
