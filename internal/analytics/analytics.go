@@ -118,6 +118,16 @@ func (m Metric) IsLiveLecture() bool { return m == SessionsCreated || m == LiveL
 // Counts holds one count per metric.
 type Counts [NumMetrics]int64
 
+// Pointers returns a pointer to each count, in metric order: the
+// destinations of a row scan.
+func (c *Counts) Pointers() []any {
+	ptrs := make([]any, len(c))
+	for i := range c {
+		ptrs[i] = &c[i]
+	}
+	return ptrs
+}
+
 // Add adds o to c.
 func (c *Counts) Add(o *Counts) {
 	for i := range c {

@@ -76,7 +76,7 @@ func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics
 	for rows.Next() {
 		var id string
 		var c analytics.Counts
-		if err := rows.Scan(append([]any{&id}, countTargets(&c)...)...); err != nil {
+		if err := rows.Scan(append([]any{&id}, c.Pointers()...)...); err != nil {
 			return s.wrap("StudentTotals", err)
 		}
 		if c == (analytics.Counts{}) {
@@ -89,12 +89,4 @@ func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics
 		}
 	}
 	return s.wrap("StudentTotals", rows.Err())
-}
-
-func countTargets(c *analytics.Counts) []any {
-	targets := make([]any, len(c))
-	for i := range c {
-		targets[i] = &c[i]
-	}
-	return targets
 }

@@ -1,6 +1,7 @@
 package chstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,7 +65,9 @@ func (s *Store) eraseUsage(ctx context.Context, tx analytics.GroupLock, sh *shar
 			in.Months = append(in.Months, m)
 		}
 	}
-	slices.SortFunc(keys, func(a, b analytics.GroupRollupKey) int { return int(a.Span-b.Span)*1<<40 + int(a.Key-b.Key) })
+	slices.SortFunc(keys, func(a, b analytics.GroupRollupKey) int {
+		return cmp.Or(cmp.Compare(a.Span, b.Span), cmp.Compare(a.Key, b.Key))
+	})
 	seq, err := markIntent(ctx, tx, in)
 	if err != nil {
 		return false, err
@@ -111,7 +114,7 @@ func (s *Store) studentShares(ctx context.Context, sh *shard, groupID, studentID
 		var span uint8
 		var period int32
 		var c analytics.Counts
-		if err := rows.Scan(append([]any{&span, &period}, countTargets(&c)...)...); err != nil {
+		if err := rows.Scan(append([]any{&span, &period}, c.Pointers()...)...); err != nil {
 			return nil, err
 		}
 		if c != (analytics.Counts{}) {
@@ -392,7 +395,7 @@ func (s *Store) monthStudentRows(ctx context.Context, sh *shard, groupID string,
 		var period int32
 		var id string
 		var c analytics.Counts
-		if err := rows.Scan(append([]any{&span, &period, &id}, countTargets(&c)...)...); err != nil {
+		if err := rows.Scan(append([]any{&span, &period, &id}, c.Pointers()...)...); err != nil {
 			return nil, err
 		}
 		if c != (analytics.Counts{}) {

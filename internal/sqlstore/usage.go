@@ -32,14 +32,6 @@ func addMetrics(table string) string {
 	return strings.Join(parts, ", ")
 }
 
-func countTargets(c *analytics.Counts) []any {
-	targets := make([]any, len(c))
-	for i := range c {
-		targets[i] = &c[i]
-	}
-	return targets
-}
-
 // eventTypes are the SQL types of an event row's columns.
 var eventTypes = []string{"text", "text", "text", "bigint", "smallint"}
 
@@ -319,7 +311,7 @@ func (s *Store) updateGroupRollup(ctx context.Context, tx *txn, k analytics.Grou
 	var ll, chat []byte
 	if err := tx.QueryRowContext(ctx, s.q(`SELECT `+metricList+`, live_lecture_users, chat_users FROM group_rollups
 		WHERE group_id = ? AND span = ? AND period = ?`+s.dialect.forUpdate), k.GroupID, int(k.Span), int(k.Key)).
-		Scan(append(countTargets(&r.Counts), &ll, &chat)...); err != nil {
+		Scan(append(r.Counts.Pointers(), &ll, &chat)...); err != nil {
 		return err
 	}
 	r.LiveLectureUsers, r.ChatUsers = analytics.StudentSetFromBytes(ll), analytics.StudentSetFromBytes(chat)
@@ -422,7 +414,7 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 	for rows.Next() {
 		var r analytics.GroupRollup
 		var ll, chat []byte
-		if err := rows.Scan(append(append([]any{&r.Key}, countTargets(&r.Counts)...), &ll, &chat)...); err != nil {
+		if err := rows.Scan(append(append([]any{&r.Key}, r.Counts.Pointers()...), &ll, &chat)...); err != nil {
 			return nil, s.wrap("GroupRollups", err)
 		}
 		r.LiveLectureUsers, r.ChatUsers = analytics.StudentSetFromBytes(ll), analytics.StudentSetFromBytes(chat)
@@ -444,7 +436,7 @@ func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics
 	for rows.Next() {
 		var id string
 		var c analytics.Counts
-		if err := rows.Scan(append([]any{&id}, countTargets(&c)...)...); err != nil {
+		if err := rows.Scan(append([]any{&id}, c.Pointers()...)...); err != nil {
 			return s.wrap("StudentTotals", err)
 		}
 		if t := totals[id]; t != nil {
@@ -500,7 +492,7 @@ func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID stri
 		var shares []share
 		for rows.Next() {
 			sh := share{key: analytics.GroupRollupKey{GroupID: groupID}}
-			if err := rows.Scan(append([]any{&sh.key.Span, &sh.key.Key}, countTargets(&sh.counts)...)...); err != nil {
+			if err := rows.Scan(append([]any{&sh.key.Span, &sh.key.Key}, sh.counts.Pointers()...)...); err != nil {
 				rows.Close()
 				return false, err
 			}
