@@ -214,27 +214,33 @@ const idChunk = 5000
 
 // storedIDs returns which of ids the group already holds.
 func (s *Store) storedIDs(ctx context.Context, sh *shard, groupID string, ids []string) (map[string]bool, error) {
-	stored := map[string]bool{}
-	for chunk := range slices.Chunk(ids, idChunk) {
-		rows, err := sh.conn.Query(ctx, `SELECT event_id FROM `+s.table("events")+` WHERE group_id = ? AND event_id IN ?`,
-			groupID, set(chunk))
+	return s.eventsHaving(ctx, sh, groupID, "event_id", ids)
+}
+
+// eventsHaving returns which of values column (event_id or student_id)
+// takes in the group's events, asking in chunks.
+func (s *Store) eventsHaving(ctx context.Context, sh *shard, groupID, column string, values []string) (map[string]bool, error) {
+	found := map[string]bool{}
+	for chunk := range slices.Chunk(values, idChunk) {
+		rows, err := sh.conn.Query(ctx, `SELECT DISTINCT `+column+` FROM `+s.table("events")+`
+			WHERE group_id = ? AND `+column+` IN ?`, groupID, set(chunk))
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
+			var v string
+			if err := rows.Scan(&v); err != nil {
 				rows.Close()
 				return nil, err
 			}
-			stored[id] = true
+			found[v] = true
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
 	}
-	return stored, nil
+	return found, nil
 }
 
 // set binds strings as a tuple for IN.

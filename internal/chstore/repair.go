@@ -204,7 +204,7 @@ func (s *Store) repair(ctx context.Context, tx analytics.GroupLock, sh *shard, p
 		for i, u := range in.Students {
 			ids[i] = u.ID
 		}
-		used, err := s.studentsWithEvents(ctx, sh, p.GroupID, ids)
+		used, err := s.eventsHaving(ctx, sh, p.GroupID, "student_id", ids)
 		if err != nil {
 			return err
 		}
@@ -214,30 +214,6 @@ func (s *Store) repair(ctx context.Context, tx analytics.GroupLock, sh *shard, p
 		}
 	}
 	return s.recompute(ctx, sh, p.GroupID, in, loc, seq)
-}
-
-func (s *Store) studentsWithEvents(ctx context.Context, sh *shard, groupID string, ids []string) (map[string]bool, error) {
-	used := map[string]bool{}
-	for chunk := range slices.Chunk(ids, idChunk) {
-		rows, err := sh.conn.Query(ctx, `SELECT DISTINCT student_id FROM `+s.table("events")+`
-			WHERE group_id = ? AND student_id IN ?`, groupID, set(chunk))
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			used[id] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-	}
-	return used, nil
 }
 
 // recompute sets the rollups of the months in (every month, for in.All)
