@@ -128,6 +128,16 @@ func (c *Counts) Pointers() []any {
 	return ptrs
 }
 
+// AddTotal adds c to the totals of student id, keeping c itself as their
+// totals when they have none yet.
+func AddTotal(totals map[string]*Counts, id string, c *Counts) {
+	if t := totals[id]; t != nil {
+		t.Add(c)
+	} else {
+		totals[id] = c
+	}
+}
+
 // Add adds o to c.
 func (c *Counts) Add(o *Counts) {
 	for i := range c {

@@ -82,11 +82,7 @@ func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics
 		if c == (analytics.Counts{}) {
 			continue
 		}
-		if t := totals[id]; t != nil {
-			t.Add(&c)
-		} else {
-			totals[id] = &c
-		}
+		analytics.AddTotal(totals, id, &c)
 	}
 	return s.wrap("StudentTotals", rows.Err())
 }

@@ -133,11 +133,7 @@ func (e *Engine) studentTotals(ctx context.Context, groupID string, p analytics.
 	totals := parts[0]
 	for _, part := range parts[1:] {
 		for id, c := range part {
-			if t := totals[id]; t != nil {
-				t.Add(c)
-			} else {
-				totals[id] = c
-			}
+			analytics.AddTotal(totals, id, c)
 		}
 	}
 	return totals, nil

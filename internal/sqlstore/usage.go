@@ -439,11 +439,7 @@ func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics
 		if err := rows.Scan(append([]any{&id}, c.Pointers()...)...); err != nil {
 			return s.wrap("StudentTotals", err)
 		}
-		if t := totals[id]; t != nil {
-			t.Add(&c)
-		} else {
-			totals[id] = &c
-		}
+		analytics.AddTotal(totals, id, &c)
 	}
 	return s.wrap("StudentTotals", rows.Err())
 }
