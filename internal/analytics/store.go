@@ -124,9 +124,9 @@ type GroupLock interface {
 	GroupsPerShard(ctx context.Context) (map[string]int, error)
 	// Location returns the group's time zone.
 	Location(ctx context.Context) (*time.Location, error)
-	// Place records the group on shard (committed at once, so that it
-	// stands whatever becomes of the transaction) and returns the
-	// placement.
+	// Place records the group on shard, placing or moving it (committed
+	// at once, so that it stands whatever becomes of the transaction),
+	// and returns the placement.
 	Place(ctx context.Context, shard string) (Placement, error)
 	// MarkIntent records intent and takes the group's next write number,
 	// committed at once: if the write dies, the intent stays.

@@ -25,6 +25,8 @@ type intent struct {
 	Erase string `json:"erase,omitempty"`
 	// All: it recomputes every rollup of the group (a rebuild).
 	All bool `json:"all,omitempty"`
+	// Move: it moves the group to another shard.
+	Move *move `json:"move,omitempty"`
 }
 
 // AppendEvents writes each group's events in a write of its own, under the
@@ -192,9 +194,7 @@ func (s *Store) leastLoaded(ctx context.Context, tx analytics.GroupLock) (string
 	best, bestEvents := "", uint64(0)
 	var errs []string
 	for _, sh := range s.shards {
-		var events uint64
-		err := sh.conn.QueryRow(ctx, `SELECT toUInt64(sum(rows)) FROM system.parts WHERE active AND database = ? AND table = 'events'`,
-			s.database).Scan(&events)
+		events, err := s.eventCount(ctx, sh)
 		if err != nil {
 			errs = append(errs, sh.name)
 			continue

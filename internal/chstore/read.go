@@ -8,13 +8,15 @@ import (
 
 // shardFor returns the shard holding the group's usage, or nil when it
 // holds none yet. A group that an unfinished write left half written is
-// repaired first (waiting for the write, if it is still going).
+// repaired first (waiting for the write, if it is still going). A move
+// does not stand in the way: the shard the placement names holds the whole
+// group throughout.
 func (s *Store) shardFor(ctx context.Context, groupID string) (*shard, error) {
 	p, ok, err := s.dir.Placement(ctx, groupID)
 	if err != nil || !ok {
 		return nil, err
 	}
-	if p.Intent != nil {
+	if p.Intent != nil && !isMove(p.Intent) {
 		err := s.locked(ctx, groupID, func(tx analytics.GroupLock) error {
 			_, err := s.placeForWrite(ctx, tx)
 			return err

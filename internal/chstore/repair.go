@@ -183,6 +183,9 @@ func (s *Store) repair(ctx context.Context, tx analytics.GroupLock, sh *shard, p
 	if err := json.Unmarshal(p.Intent, &in); err != nil {
 		return fmt.Errorf("intent of group %s: %w", p.GroupID, err)
 	}
+	if in.Move != nil {
+		return s.settleMove(ctx, p, in.Move)
+	}
 	loc, err := tx.Location(ctx)
 	if err != nil {
 		return err

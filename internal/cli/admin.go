@@ -55,6 +55,47 @@ func groupList(e *env, args []string) error {
 	})
 }
 
+func groupMove(e *env, args []string) error {
+	fs, db := flags(e, "group move")
+	group := fs.String("group", "", "group id")
+	shard := fs.String("shard", "", "the shard to move to, host:port as in --usage")
+	return withShards(e, fs, db, args, []string{"group", "shard"}, func(s *stores) error {
+		if _, err := s.dir.Group(e.ctx, *group); err != nil {
+			return err
+		}
+		res, err := s.ch.MoveGroup(e.ctx, *group, *shard)
+		switch {
+		case err != nil:
+			return err
+		case res.From == "":
+			fmt.Fprintf(e.stdout, "group %s holds no usage yet: placed on %s\n", *group, res.To)
+		case res.From == res.To:
+			fmt.Fprintf(e.stdout, "group %s is already on %s\n", *group, res.To)
+		default:
+			fmt.Fprintf(e.stdout, "moved group %s from %s to %s: %s in %s\n", *group, res.From, res.To,
+				report.Plural(int(res.Events), "event"), res.Took.Round(time.Millisecond))
+		}
+		return nil
+	})
+}
+
+func shardList(e *env, args []string) error {
+	fs, db := flags(e, "shard list")
+	return withShards(e, fs, db, args, nil, func(s *stores) error {
+		loads, err := s.ch.Loads(e.ctx)
+		table(e, "SHARD\tGROUPS\tEVENTS\tSTATE", func(w io.Writer) {
+			for _, l := range loads {
+				state := "up"
+				if l.Err != nil {
+					state = "down: " + describe(l.Err)
+				}
+				fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", l.Shard, l.Groups, l.Events, state)
+			}
+		})
+		return err
+	})
+}
+
 func planSet(e *env, args []string) error {
 	fs, db := flags(e, "plan set")
 	group := fs.String("group", "", "group id")

@@ -46,6 +46,8 @@ func init() {
 		{"migrate", "[--db DB]", "apply pending schema migrations and exit", runMigrate},
 		{"group create", "--id ID [--name NAME] [--tz ZONE]", "create a group (time zone: IANA name, default UTC)", groupCreate},
 		{"group list", "", "list groups", groupList},
+		{"group move", "--group ID --shard HOST:PORT", "move a group's usage to another ClickHouse shard (needs --usage)", groupMove},
+		{"shard list", "", "list the ClickHouse shards with their groups and events (needs --usage)", shardList},
 		{"plan set", "--group ID [--start WHEN] [--end WHEN]", "give a group a plan period (dates or RFC 3339 times)", planSet},
 		{"plan cancel", "--group ID --plan N", "cancel a plan from now on", planCancel},
 		{"plan list", "--group ID", "list a group's plans", planList},
@@ -279,6 +281,24 @@ func withPlatform(e *env, fs *flag.FlagSet, db *storeFlags, args []string, posit
 	}
 	defer s.Close()
 	return fn(platform.New(s.dir, s.usage))
+}
+
+// withShards parses the flags, opens the stores, and runs fn on the
+// ClickHouse usage store, which the command needs.
+func withShards(e *env, fs *flag.FlagSet, db *storeFlags, args []string, required []string,
+	fn func(s *stores) error) error {
+	if err := parse(e, fs, args, false, required...); err != nil {
+		return err
+	}
+	if db.usage == "" {
+		return fmt.Errorf("%s works on a usage store on ClickHouse: give --usage clickhouse://…", fs.Name())
+	}
+	s, err := openStores(e, *db, false, 0, quietLog(e))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return fn(s)
 }
 
 func runMigrate(e *env, args []string) error {

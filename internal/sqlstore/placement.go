@@ -73,7 +73,7 @@ func (g *groupLock) Location(ctx context.Context) (*time.Location, error) {
 // holds does not stand in their way.
 func (g *groupLock) Place(ctx context.Context, shard string) (analytics.Placement, error) {
 	if _, err := g.s.marks.ExecContext(ctx, g.s.q(`INSERT INTO usage_placements (group_id, shard) VALUES (?, ?)
-		ON CONFLICT (group_id) DO NOTHING`), g.groupID, shard); err != nil {
+		ON CONFLICT (group_id) DO UPDATE SET shard = excluded.shard`), g.groupID, shard); err != nil {
 		return analytics.Placement{}, err
 	}
 	p, _, err := g.s.placement(ctx, g.s.marks, g.groupID)

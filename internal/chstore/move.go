@@ -1,0 +1,264 @@
+package chstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+// move is the intent of a group's move between shards. Until the
+// placement names To, From holds the whole group and To may hold part of
+// a copy; after, To holds it all and From may still hold the old rows.
+// Either way the repair deletes the group from the shard not named.
+type move struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// isMove reports whether a recorded intent is a move's.
+func isMove(recorded []byte) bool {
+	var in intent
+	return json.Unmarshal(recorded, &in) == nil && in.Move != nil
+}
+
+// MoveResult tells what a move did.
+type MoveResult struct {
+	From, To string
+	Events   uint64 // events copied
+	Took     time.Duration
+}
+
+// movedTables are the tables that hold a group's rows.
+var movedTables = []string{"events", "student_rollups", "group_rollups", "students"}
+
+// copyBatch bounds the rows a move holds in memory at once.
+const copyBatch = 100_000
+
+// readDrain is how long a move waits, after the placement names the new
+// shard, before it deletes the old copy: reads that looked up the
+// placement just before it changed read the old shard meanwhile.
+var readDrain = time.Second
+
+// MoveGroup moves the group's usage to the shard named to, under the
+// group's write lock: its writers wait until the move is done, its reads
+// go on (from the old shard, then from the new one). The move copies the
+// group's rows, checks that every event arrived, points the placement at
+// the new shard and then deletes the old rows. A move that dies half way
+// is finished or undone by the group's next write; moving again also does.
+// A group without usage is just placed on to.
+func (s *Store) MoveGroup(ctx context.Context, groupID, to string) (MoveResult, error) {
+	start := time.Now()
+	res := MoveResult{To: to}
+	target := s.byName[to]
+	if target == nil {
+		return res, analytics.Errorf(analytics.Invalid, "Shard %q is not one of the usage URL's: %s",
+			to, strings.Join(s.Shards(), ", "))
+	}
+	err := s.locked(ctx, groupID, func(tx analytics.GroupLock) error {
+		_, ok, err := tx.Placement(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			_, err := tx.Place(ctx, to)
+			return err
+		}
+		source, err := s.placeForWrite(ctx, tx)
+		if err != nil {
+			return err
+		}
+		res.From = source.name
+		if source == target {
+			return nil
+		}
+		if _, err := markIntent(ctx, tx, intent{Move: &move{From: source.name, To: to}}); err != nil {
+			return err
+		}
+		if err := s.dropGroup(ctx, target, groupID); err != nil {
+			return fmt.Errorf("clearing shard %s: %w", to, err)
+		}
+		if res.Events, err = s.copyGroup(ctx, source, target, groupID); err != nil {
+			return err
+		}
+		if _, err := tx.Place(ctx, to); err != nil {
+			return err
+		}
+		select {
+		case <-time.After(readDrain):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return s.dropGroup(ctx, source, groupID)
+	})
+	res.Took = time.Since(start)
+	return res, s.wrap("MoveGroup", err)
+}
+
+// settleMove finishes or undoes a move that died: the shard the placement
+// does not name loses the group's rows (if the usage URL still names it).
+func (s *Store) settleMove(ctx context.Context, p analytics.Placement, m *move) error {
+	stale := m.To
+	if p.Shard == m.To {
+		stale = m.From
+	}
+	if sh := s.byName[stale]; sh != nil {
+		return s.dropGroup(ctx, sh, p.GroupID)
+	}
+	return nil
+}
+
+// copyGroup copies every row of the group from one shard to another and
+// returns how many events it copied, after checking that the target holds
+// as many as the source.
+func (s *Store) copyGroup(ctx context.Context, from, to *shard, groupID string) (uint64, error) {
+	var events uint64
+	for _, t := range movedTables {
+		n, err := s.copyRows(ctx, from, to, t, groupID)
+		if err != nil {
+			return 0, fmt.Errorf("copying %s from %s to %s: %w", t, from.name, to.name, err)
+		}
+		if t == "events" {
+			events = n
+		}
+	}
+	// Merges change the rollups' row counts, never the events'.
+	for _, sh := range []*shard{from, to} {
+		n, err := s.groupRowCount(ctx, sh, "events", groupID)
+		if err != nil {
+			return 0, err
+		}
+		if n != events {
+			return 0, fmt.Errorf("shard %s holds %d events of group %s after copying %d", sh.name, n, groupID, events)
+		}
+	}
+	return events, nil
+}
+
+// copyRows copies the group's rows of one table as they are stored
+// (merged or not: the engines merge them alike on the target), in batches.
+func (s *Store) copyRows(ctx context.Context, from, to *shard, table, groupID string) (uint64, error) {
+	rows, err := from.conn.Query(ctx, `SELECT * FROM `+s.table(table)+` WHERE group_id = ?`, groupID)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	columns := rows.Columns()
+	types := rows.ColumnTypes()
+	dest := make([]any, len(types))
+	values := make([]any, len(types))
+	for i, ct := range types {
+		dest[i] = reflect.New(ct.ScanType()).Interface()
+	}
+	insert := `INSERT INTO ` + s.table(table) + ` (` + strings.Join(columns, ", ") + `)`
+	var copied uint64
+	for more := true; more; {
+		batch, err := to.conn.PrepareBatch(ctx, insert)
+		if err != nil {
+			return copied, err
+		}
+		n := 0
+		for n < copyBatch {
+			if more = rows.Next(); !more {
+				break
+			}
+			if err := rows.Scan(dest...); err != nil {
+				batch.Abort()
+				return copied, err
+			}
+			for i, d := range dest {
+				values[i] = reflect.ValueOf(d).Elem().Interface()
+			}
+			if err := batch.Append(values...); err != nil {
+				batch.Abort()
+				return copied, err
+			}
+			n++
+		}
+		if n == 0 {
+			batch.Abort()
+			break
+		}
+		if err := batch.Send(); err != nil {
+			return copied, err
+		}
+		copied += uint64(n)
+	}
+	return copied, rows.Err()
+}
+
+func (s *Store) groupRowCount(ctx context.Context, sh *shard, table, groupID string) (uint64, error) {
+	var n uint64
+	err := sh.conn.QueryRow(ctx, `SELECT count() FROM `+s.table(table)+` WHERE group_id = ?`, groupID).Scan(&n)
+	return n, err
+}
+
+// dropGroup deletes every row of the group from the shard and waits until
+// the deletions are done. Tables without its rows are left alone: a
+// deletion rewrites every part it may touch.
+func (s *Store) dropGroup(ctx context.Context, sh *shard, groupID string) error {
+	deleted := false
+	for _, t := range movedTables {
+		n, err := s.groupRowCount(ctx, sh, t, groupID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			continue
+		}
+		if err := sh.conn.Exec(ctx, `ALTER TABLE `+s.table(t)+` DELETE WHERE group_id = ?`, groupID); err != nil {
+			return err
+		}
+		deleted = true
+	}
+	if !deleted {
+		return nil
+	}
+	return s.awaitMutations(ctx, sh)
+}
+
+// ShardLoad is what one shard holds.
+type ShardLoad struct {
+	Shard  string
+	Groups int    // groups placed on it
+	Events uint64 // events stored on it
+	Err    error  // why it did not answer
+}
+
+// Loads tells, shard by shard, how many groups the directory places on it
+// and how many events it holds.
+func (s *Store) Loads(ctx context.Context) ([]ShardLoad, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	placements, err := s.dir.Placements(ctx)
+	if err != nil {
+		return nil, s.wrap("Loads", err)
+	}
+	groups := map[string]int{}
+	for _, p := range placements {
+		groups[p.Shard]++
+	}
+	loads := make([]ShardLoad, len(s.shards))
+	for i, sh := range s.shards {
+		loads[i] = ShardLoad{Shard: sh.name, Groups: groups[sh.name]}
+		loads[i].Events, loads[i].Err = s.eventCount(ctx, sh)
+		delete(groups, sh.name)
+	}
+	for name, n := range groups {
+		loads = append(loads, ShardLoad{Shard: name, Groups: n, Err: errors.New("not in the usage URL")})
+	}
+	return loads, nil
+}
+
+// eventCount returns how many events the shard holds, of every group.
+func (s *Store) eventCount(ctx context.Context, sh *shard) (uint64, error) {
+	var events uint64
+	err := sh.conn.QueryRow(ctx, `SELECT toUInt64(sum(rows)) FROM system.parts WHERE active AND database = ? AND table = 'events'`,
+		s.database).Scan(&events)
+	return events, s.wrap("eventCount", err)
+}
