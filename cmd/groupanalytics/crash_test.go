@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"groupanalytics/internal/sqlstore/storetest"
 )
 
 // buildBinary builds the command into a temporary directory.
@@ -42,7 +44,9 @@ type server struct {
 	base string
 }
 
-func startServer(t *testing.T, bin, db string) *server {
+// startServer starts serve on the stores that the flags name (--db and
+// perhaps --usage) and waits until it answers.
+func startServer(t *testing.T, bin string, stores []string) *server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -50,7 +54,7 @@ func startServer(t *testing.T, bin, db string) *server {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(bin, "serve", "--db", db, "--addr", addr, "--log-level", "warn")
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--log-level", "warn"}, stores...)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -68,14 +72,31 @@ func startServer(t *testing.T, bin, db string) *server {
 	return nil
 }
 
+// setupGroup creates the group with a plan from 2025 on, a report key for
+// it and a platform token, through the command line, and returns the key
+// and the token.
+func setupGroup(t *testing.T, bin string, stores []string, group string) (key, token string) {
+	t.Helper()
+	admin := func(args ...string) string { return runBinary(t, bin, append(args, stores...)...) }
+	admin("migrate")
+	admin("group", "create", "--id", group)
+	admin("plan", "set", "--group", group, "--start", "2025-01-01")
+	key = regexp.MustCompile(`gak_\w+`).FindString(admin("key", "create", "--group", group))
+	token = regexp.MustCompile(`gat_\w+`).FindString(admin("token", "create"))
+	return key, token
+}
+
 const batchSize = 500
+
+// batchStudent is the student of batch b's events.
+func batchStudent(b int) string { return fmt.Sprintf("b%03d", b) }
 
 // batchBody is batch b: batchSize chat messages of student b, ids unique.
 func batchBody(b int) []byte {
 	var events []map[string]string
 	for i := range batchSize {
 		events = append(events, map[string]string{
-			"id": fmt.Sprintf("b%03d-%03d", b, i), "groupId": "crash", "studentId": fmt.Sprintf("b%03d", b),
+			"id": fmt.Sprintf("b%03d-%03d", b, i), "groupId": "crash", "studentId": batchStudent(b),
 			"occurredAt": "2026-01-05T10:00:00Z", "kind": "chat.message_sent", "chatType": "main",
 		})
 	}
@@ -84,7 +105,12 @@ func batchBody(b int) []byte {
 }
 
 func sendBatch(base, token string, b int) (accepted, duplicates int, err error) {
-	req, _ := http.NewRequest("POST", base+"/v1/events", bytes.NewReader(batchBody(b)))
+	return postEvents(base, token, batchBody(b))
+}
+
+// postEvents sends a batch of events and returns what the answer counts.
+func postEvents(base, token string, body []byte) (accepted, duplicates int, err error) {
+	req, _ := http.NewRequest("POST", base+"/v1/events", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
@@ -93,7 +119,7 @@ func sendBatch(base, token string, b int) (accepted, duplicates int, err error) 
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, 0, fmt.Errorf("status %d", resp.StatusCode)
+		return 0, 0, fmt.Errorf("POST /v1/events: status %d", resp.StatusCode)
 	}
 	var res struct{ Accepted, Duplicates int }
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
@@ -113,6 +139,9 @@ func studentReports(t *testing.T, base, key, query string) map[string]map[string
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("student reports: status %d", resp.StatusCode)
+	}
 	var body struct {
 		Reports []struct {
 			StudentID string `json:"studentId"`
@@ -145,6 +174,92 @@ func perBatchCounts(t *testing.T, base, key string) map[string]int64 {
 	return counts
 }
 
+// storeKinds are the stores the process tests run on: the flags of each,
+// made for the test.
+var storeKinds = map[string]func(t *testing.T) []string{
+	"sqlite":   func(t *testing.T) []string { return []string{"--db", filepath.Join(t.TempDir(), "test.db")} },
+	"postgres": func(t *testing.T) []string { return []string{"--db", storetest.NewPostgresDatabase(t)} },
+	"clickhouse": func(t *testing.T) []string {
+		return []string{"--db", storetest.NewPostgresDatabase(t), "--usage", storetest.NewClickHouseURL(t)}
+	},
+}
+
+// streamUntilFault sends batch after batch, calls fault once twelve are
+// acknowledged, and stops at the first batch that fails. It returns the
+// acknowledged batches and the one that failed.
+func streamUntilFault(t *testing.T, base, token string, fault func()) (acked map[int]bool, failed int) {
+	t.Helper()
+	var count atomic.Int64
+	faulted := make(chan struct{})
+	go func() {
+		defer close(faulted)
+		for count.Load() < 12 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(time.Duration(time.Now().UnixNano()%20) * time.Millisecond)
+		fault()
+	}()
+	acked = map[int]bool{}
+	failed = -1
+	for b := 0; b < 400; b++ {
+		accepted, _, err := sendBatch(base, token, b)
+		if err != nil {
+			failed = b
+			break
+		}
+		if accepted != batchSize {
+			t.Fatalf("batch %d: accepted %d", b, accepted)
+		}
+		acked[b] = true
+		count.Add(1)
+	}
+	<-faulted
+	if failed < 0 {
+		t.Fatal("the fault never hit the stream")
+	}
+	t.Logf("the fault hit after %d acknowledged batches", len(acked))
+	return acked, failed
+}
+
+// checkEveryBatchOnce checks, after a fault and recovery, that every
+// acknowledged batch counts exactly once and the batch in flight all or
+// not at all; then it re-sends that batch, as the client would, until it
+// is acknowledged, and checks that it counts once too.
+func checkEveryBatchOnce(t *testing.T, base, key, token string, acked map[int]bool, inFlight int) {
+	t.Helper()
+	counts := perBatchCounts(t, base, key)
+	for b := range acked {
+		if got := counts[batchStudent(b)]; got != batchSize {
+			t.Errorf("acknowledged batch %d counts %d after the fault, want %d", b, got, batchSize)
+		}
+	}
+	if got := counts[batchStudent(inFlight)]; got != 0 && got != batchSize {
+		t.Errorf("the batch in flight counts %d: a batch is all or nothing", got)
+	}
+	var accepted, duplicates int
+	var err error
+	for range 100 {
+		if accepted, duplicates, err = sendBatch(base, token, inFlight); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil || accepted+duplicates != batchSize || (duplicates != 0 && duplicates != batchSize) {
+		t.Fatalf("re-sent batch: accepted %d, duplicates %d, %v", accepted, duplicates, err)
+	}
+	counts = perBatchCounts(t, base, key)
+	var total int64
+	for id, n := range counts {
+		if n != batchSize {
+			t.Errorf("%s counts %d, want %d", id, n, batchSize)
+		}
+		total += n
+	}
+	if want := int64(len(acked)+1) * batchSize; total != want {
+		t.Errorf("total %d, want %d", total, want)
+	}
+}
+
 // TestCrashLosesNoAcknowledgedEvent kills the server with SIGKILL while a
 // client streams batches, restarts it, and checks that every acknowledged
 // batch counts exactly once and that re-sending the unacknowledged ones
@@ -154,69 +269,15 @@ func TestCrashLosesNoAcknowledgedEvent(t *testing.T) {
 		t.Skip("builds and kills a server process")
 	}
 	bin := buildBinary(t)
-	db := filepath.Join(t.TempDir(), "crash.db")
-	runBinary(t, bin, "migrate", "--db", db)
-	runBinary(t, bin, "group", "create", "--db", db, "--id", "crash")
-	runBinary(t, bin, "plan", "set", "--db", db, "--group", "crash", "--start", "2025-01-01")
-	key := regexp.MustCompile(`gak_\w+`).FindString(runBinary(t, bin, "key", "create", "--db", db, "--group", "crash"))
-	token := regexp.MustCompile(`gat_\w+`).FindString(runBinary(t, bin, "token", "create", "--db", db))
-
-	srv := startServer(t, bin, db)
-	var acked atomic.Int64
-	killed := make(chan struct{})
-	go func() {
-		for acked.Load() < 12 {
-			time.Sleep(time.Millisecond)
-		}
-		time.Sleep(time.Duration(time.Now().UnixNano()%20) * time.Millisecond)
-		srv.cmd.Process.Signal(syscall.SIGKILL)
-		close(killed)
-	}()
-	ackedBatches := map[int]bool{}
-	firstUnacked := -1
-	for b := 0; b < 400; b++ {
-		accepted, _, err := sendBatch(srv.base, token, b)
-		if err != nil {
-			firstUnacked = b
-			break
-		}
-		if accepted != batchSize {
-			t.Fatalf("batch %d: accepted %d", b, accepted)
-		}
-		ackedBatches[b] = true
-		acked.Add(1)
-	}
-	<-killed
-	srv.cmd.Wait()
-	if firstUnacked < 0 {
-		t.Fatal("the server was never killed mid-stream")
-	}
-	t.Logf("killed after %d acknowledged batches", len(ackedBatches))
-
-	srv = startServer(t, bin, db)
-	counts := perBatchCounts(t, srv.base, key)
-	for b := range ackedBatches {
-		if got := counts[fmt.Sprintf("b%03d", b)]; got != batchSize {
-			t.Errorf("acknowledged batch %d counts %d after the crash, want %d", b, got, batchSize)
-		}
-	}
-	if got := counts[fmt.Sprintf("b%03d", firstUnacked)]; got != 0 && got != batchSize {
-		t.Errorf("the batch in flight counts %d: a batch is all or nothing", got)
-	}
-	// The client re-sends what it never saw acknowledged.
-	accepted, duplicates, err := sendBatch(srv.base, token, firstUnacked)
-	if err != nil || accepted+duplicates != batchSize || (duplicates != 0 && duplicates != batchSize) {
-		t.Fatalf("re-sent batch: accepted %d, duplicates %d, %v", accepted, duplicates, err)
-	}
-	counts = perBatchCounts(t, srv.base, key)
-	var total int64
-	for id, n := range counts {
-		if n != batchSize {
-			t.Errorf("%s counts %d, want %d", id, n, batchSize)
-		}
-		total += n
-	}
-	if want := int64(len(ackedBatches)+1) * batchSize; total != want {
-		t.Errorf("total %d, want %d", total, want)
+	for _, kind := range []string{"sqlite", "clickhouse"} {
+		t.Run(kind, func(t *testing.T) {
+			stores := storeKinds[kind](t)
+			key, token := setupGroup(t, bin, stores, "crash")
+			srv := startServer(t, bin, stores)
+			acked, inFlight := streamUntilFault(t, srv.base, token, func() { srv.cmd.Process.Signal(syscall.SIGKILL) })
+			srv.cmd.Wait()
+			srv = startServer(t, bin, stores)
+			checkEveryBatchOnce(t, srv.base, key, token, acked, inFlight)
+		})
 	}
 }

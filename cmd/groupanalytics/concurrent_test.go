@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"regexp"
 	"sync"
 	"testing"
-
-	"groupanalytics/internal/sqlstore/storetest"
 )
 
 // chatTypes of the concurrency test, by id: an event's content is a
@@ -32,13 +27,15 @@ func TestTwoServersIngestConcurrently(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs two server processes")
 	}
-	db := storetest.NewPostgresDatabase(t)
 	bin := buildBinary(t)
-	runBinary(t, bin, "group", "create", "--db", db, "--id", "busy")
-	runBinary(t, bin, "plan", "set", "--db", db, "--group", "busy", "--start", "2025-01-01")
-	key := regexp.MustCompile(`gak_\w+`).FindString(runBinary(t, bin, "key", "create", "--db", db, "--group", "busy"))
-	token := regexp.MustCompile(`gat_\w+`).FindString(runBinary(t, bin, "token", "create", "--db", db))
-	servers := []*server{startServer(t, bin, db), startServer(t, bin, db)}
+	for _, kind := range []string{"postgres", "clickhouse"} {
+		t.Run(kind, func(t *testing.T) { twoServersIngest(t, bin, storeKinds[kind](t)) })
+	}
+}
+
+func twoServersIngest(t *testing.T, bin string, stores []string) {
+	key, token := setupGroup(t, bin, stores, "busy")
+	servers := []*server{startServer(t, bin, stores), startServer(t, bin, stores)}
 
 	const idSpace = 6000
 	var wg sync.WaitGroup
@@ -60,7 +57,7 @@ func TestTwoServersIngestConcurrently(t *testing.T) {
 					ids = append(ids, n)
 				}
 				body, _ := json.Marshal(batch)
-				accepted, err := postEvents(base, token, body)
+				accepted, _, err := postEvents(base, token, body)
 				if err != nil {
 					t.Error(err)
 					return
@@ -97,21 +94,6 @@ func TestTwoServersIngestConcurrently(t *testing.T) {
 		}
 	}
 	t.Logf("%d distinct events of %d sent, through two servers", len(sent), 8*15*300)
-}
-
-func postEvents(base, token string, body []byte) (int, error) {
-	req, _ := http.NewRequest("POST", base+"/v1/events", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("POST /v1/events: %d", resp.StatusCode)
-	}
-	var res struct{ Accepted int }
-	return res.Accepted, json.NewDecoder(resp.Body).Decode(&res)
 }
 
 var chatTitles = map[string]string{"Tutor Me Messages": "tutor_me", "Test Messages": "test", "Flashcard Messages": "flashcard",

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"groupanalytics/internal/sqlstore/storetest"
+)
+
+// TestClickHouseServerKilledMidStream kills the ClickHouse server holding
+// a group with SIGKILL while a client streams batches to the service,
+// starts it again, and checks that every acknowledged batch counts exactly
+// once and that the batch in flight, re-sent, counts once too.
+func TestClickHouseServerKilledMidStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a server process and kills a ClickHouse server")
+	}
+	cluster := storetest.NewCluster(t, 19400, 1)
+	stores := []string{"--db", storetest.NewPostgresDatabase(t), "--usage", cluster.URL("killed")}
+	bin := buildBinary(t)
+	key, token := setupGroup(t, bin, stores, "crash")
+	srv := startServer(t, bin, stores)
+	acked, inFlight := streamUntilFault(t, srv.base, token, func() { cluster.Kill(1) })
+	cluster.Start()
+	checkEveryBatchOnce(t, srv.base, key, token, acked, inFlight)
+}
+
+// shardLoad is a line of shard list: a shard, its groups and its events.
+var shardLoad = regexp.MustCompile(`(?m)^(\S+)\s+(\d+)\s+(\d+)\s+up$`)
+
+// TestMoveWhileStreaming moves a group to the other shard and back, with
+// the command line, while a client streams batches to the service and
+// re-sends each until it is acknowledged: every batch counts once, and
+// every event is stored once, on the group's last shard.
+func TestMoveWhileStreaming(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs server and move processes")
+	}
+	usage := storetest.NewClickHouseURL(t)
+	stores := []string{"--db", storetest.NewPostgresDatabase(t), "--usage", usage}
+	bin := buildBinary(t)
+	key, token := setupGroup(t, bin, stores, "crash")
+	srv := startServer(t, bin, stores)
+	if _, _, err := sendBatch(srv.base, token, 0); err != nil {
+		t.Fatal(err)
+	}
+	loads := shardLoad.FindAllStringSubmatch(runBinary(t, bin, append([]string{"shard", "list"}, stores...)...), -1)
+	if len(loads) != 2 {
+		t.Fatalf("shard list: %v, want two shards up", loads)
+	}
+	home, away := loads[0][1], loads[1][1]
+	if loads[0][2] != "1" {
+		home, away = away, home
+	}
+
+	var acked atomic.Int64
+	moved := make(chan struct{})
+	go func() {
+		defer close(moved)
+		for i, to := range []string{away, home} {
+			for acked.Load() < int64(10*(i+1)) {
+				time.Sleep(time.Millisecond)
+			}
+			out, err := exec.Command(bin, append([]string{"group", "move", "--group", "crash", "--shard", to}, stores...)...).CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "moved group crash") {
+				t.Errorf("group move to %s: %v\n%s", to, err, out)
+			}
+			t.Logf("%s", out)
+		}
+	}()
+	batches := 1 // batch 0 placed the group
+	for stop := false; !stop; {
+		var err error
+		for range 200 {
+			if _, _, err = sendBatch(srv.base, token, batches); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatalf("batch %d never acknowledged: %v", batches, err)
+		}
+		batches++
+		acked.Add(1)
+		select {
+		case <-moved:
+			stop = batches > 40 // and a few batches after the moves
+		default:
+			if batches == 400 {
+				t.Fatal("the moves did not end")
+			}
+		}
+	}
+
+	counts := perBatchCounts(t, srv.base, key)
+	var total int64
+	for b := range batches {
+		if n := counts[batchStudent(b)]; n != batchSize {
+			t.Errorf("batch %d counts %d, want %d", b, n, batchSize)
+		}
+		total += counts[batchStudent(b)]
+	}
+	if want := int64(batches * batchSize); total != want || len(counts) != batches {
+		t.Errorf("%d batches total %d, want %d batches, %d", len(counts), total, batches, want)
+	}
+	if raw := storetest.RawClickHouseEvents(t, usage, "crash"); len(raw) != batches*batchSize {
+		t.Errorf("%d events stored, want %d", len(raw), batches*batchSize)
+	}
+	for _, l := range shardLoad.FindAllStringSubmatch(runBinary(t, bin, append([]string{"shard", "list"}, stores...)...), -1) {
+		if l[1] == away && (l[2] != "0" || l[3] != "0") {
+			t.Errorf("shard list: %s, want the shard moved away from empty", l[0])
+		}
+	}
+}
