@@ -39,9 +39,15 @@ func NewRollupDelta() *RollupDelta {
 	return &RollupDelta{Students: map[StudentRollupKey]*Counts{}, Groups: map[GroupRollupKey]*GroupDelta{}}
 }
 
+// GroupKeysOf returns the group rollup rows that count e: its day's and
+// its month's.
+func GroupKeysOf(e Event) [2]GroupRollupKey {
+	return [...]GroupRollupKey{{e.GroupID, SpanDay, e.Day}, {e.GroupID, SpanMonth, e.Day.MonthStart()}}
+}
+
 // Add counts e in its day's and its month's rollups.
 func (d *RollupDelta) Add(e Event) {
-	for _, k := range [...]GroupRollupKey{{e.GroupID, SpanDay, e.Day}, {e.GroupID, SpanMonth, e.Day.MonthStart()}} {
+	for _, k := range GroupKeysOf(e) {
 		sk := StudentRollupKey{k.GroupID, k.Span, k.Key, e.StudentID}
 		sc := d.Students[sk]
 		if sc == nil {

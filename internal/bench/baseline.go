@@ -1,15 +1,18 @@
 package bench
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	_ "github.com/jackc/pgx/v5/stdlib" // the pgx driver for database/sql
 	_ "github.com/mattn/go-sqlite3"    // the SQLite driver for database/sql
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/chstore"
 )
 
 // baseline is what a competent developer would write without rollups: one
@@ -28,6 +31,17 @@ func openBaseline(dsn, dialect string) (*baseline, error) {
 	}
 	db, err := sql.Open(driver, source)
 	return &baseline{db: db, dialect: dialect}, err
+}
+
+// openClickHouseBaseline opens the baseline on the ClickHouse shard that
+// holds the main group's raw events.
+func openClickHouseBaseline(ctx context.Context, dir chstore.Directory, ch *chstore.Store) (*baseline, error) {
+	p, ok, err := dir.Placement(ctx, "bench-main")
+	if err != nil || !ok {
+		return nil, fmt.Errorf("baseline: the main group has no placement: %v", err)
+	}
+	db := clickhouse.OpenDB(&clickhouse.Options{Addr: []string{p.Shard}, Auth: clickhouse.Auth{Database: ch.Database()}})
+	return &baseline{db: db, dialect: "clickhouse"}, nil
 }
 
 // time runs the baseline of sc runs times and returns its answer and the
@@ -156,7 +170,11 @@ func weekOf(r analytics.DayRange, w string) string {
 
 func (b *baseline) chatWeekly(r analytics.DayRange) (answer, error) {
 	from, to := bounds(r)
-	a, err := b.rows(`SELECT CAST((occurred_at / 86400000 + 3) / 7 AS TEXT) AS week, `+chatCounts()+`,
+	week := `CAST((occurred_at / 86400000 + 3) / 7 AS TEXT)`
+	if b.dialect == "clickhouse" {
+		week = `toString(intDiv(intDiv(occurred_at, 86400000) + 3, 7))`
+	}
+	a, err := b.rows(`SELECT `+week+` AS week, `+chatCounts()+`,
 		COUNT(DISTINCT CASE WHEN metric > 0 THEN student_id END)
 		FROM events WHERE group_id = 'bench-main' AND occurred_at BETWEEN ? AND ? GROUP BY week`,
 		func(w string) string { return weekOf(r, w) + "|" }, 7, from, to)
@@ -166,8 +184,11 @@ func (b *baseline) chatWeekly(r analytics.DayRange) (answer, error) {
 func (b *baseline) chatStudentsMonthly(r analytics.DayRange) (answer, error) {
 	from, to := bounds(r)
 	month := `strftime('%Y-%m', occurred_at / 1000, 'unixepoch')`
-	if b.dialect == "postgres" {
+	switch b.dialect {
+	case "postgres":
 		month = `to_char(to_timestamp(occurred_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM')`
+	case "clickhouse":
+		month = `formatDateTime(toDateTime(intDiv(occurred_at, 1000), 'UTC'), '%Y-%m')`
 	}
 	a, err := b.rows(`SELECT `+month+` || '|' || student_id AS k, `+chatCounts()+`
 		FROM events WHERE group_id = 'bench-main' AND occurred_at BETWEEN ? AND ? GROUP BY k`,

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/chstore"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/sqlstore"
 )
@@ -36,6 +37,7 @@ import (
 // Config is one benchmark run.
 type Config struct {
 	DB          string // a SQLite file (made afresh), or a PostgreSQL server URL (a database is made on it)
+	Usage       string // a ClickHouse usage URL (a database of the run's own is made on its shards), or empty
 	Keep        bool   // keep the data after the run
 	Scale       Scale
 	Requests    int           // sequential requests per report scenario
@@ -116,6 +118,23 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res.Store = store.Dialect()
+	var usage analytics.UsageStore = store
+	serverArgs := []string{"--db", dsn}
+	var ch *chstore.Store
+	if cfg.Usage != "" {
+		usageURL, dropUsage, err := prepareUsage(ctx, cfg, store)
+		if err != nil {
+			return nil, err
+		}
+		defer dropUsage()
+		if ch, err = chstore.Open(ctx, usageURL, store, chstore.Options{}); err != nil {
+			return nil, err
+		}
+		defer ch.Close()
+		usage = ch
+		serverArgs = append(serverArgs, "--usage", usageURL)
+		res.Store = fmt.Sprintf("clickhouse (%d shards; directory on %s)", len(ch.Shards()), store.Dialect())
+	}
 	now := time.Now()
 	fmt.Fprintf(cfg.Out, "groupanalytics bench: %s store, %d students in the main group, %d days, %.0f%% active a day, %d events per active day\n",
 		res.Store, cfg.Scale.Students, cfg.Scale.Days, 100*cfg.Scale.Active, cfg.Scale.EventsPerDay)
@@ -123,17 +142,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := bulkLoad(ctx, store, cfg, now, res); err != nil {
+	if err := bulkLoad(ctx, usage, cfg, now, res); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Out, "bulk load: %d events in %.1f s, %.0f events/s\n", res.Events, res.BulkLoadSeconds, res.BulkEventsPerSec)
 
-	srv, err := startServer(ctx, cfg.Binary, dsn)
+	srv, err := startServer(ctx, cfg.Binary, serverArgs)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.stop()
-	base, err := openBaseline(dsn, store.Dialect())
+	var base *baseline
+	if ch != nil {
+		base, err = openClickHouseBaseline(ctx, store, ch)
+	} else {
+		base, err = openBaseline(dsn, store.Dialect())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +203,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if res.PeakRSSBytes, err = srv.peakRSS(); err != nil {
 		return nil, err
 	}
-	if res.DiskBytes, err = diskBytes(ctx, base.db, store.Dialect(), dsn); err != nil {
+	if ch != nil {
+		res.DiskBytes, err = ch.DiskBytes(ctx)
+	} else {
+		res.DiskBytes, err = diskBytes(ctx, base.db, store.Dialect(), dsn)
+	}
+	if err != nil {
 		return nil, err
 	}
 	res.DiskBytesPerEvt = float64(res.DiskBytes) / float64(res.Events+res.Ingest.Events)
@@ -255,6 +284,33 @@ func prepareStore(ctx context.Context, cfg Config) (string, func(), error) {
 	}, nil
 }
 
+// prepareUsage makes the run's own database on the shards of cfg.Usage
+// and returns its URL; cleanup drops it unless Keep.
+func prepareUsage(ctx context.Context, cfg Config, dir chstore.Directory) (string, func(), error) {
+	if !strings.HasPrefix(cfg.DB, "postgres") {
+		return "", nil, errors.New("bench --usage needs the directory on PostgreSQL: give --db a postgres:// URL")
+	}
+	u, err := url.Parse(cfg.Usage)
+	if err != nil || !chstore.IsClickHouse(cfg.Usage) {
+		return "", nil, fmt.Errorf("--usage: want clickhouse://host:port[,host:port…]/database")
+	}
+	u.Path = fmt.Sprintf("/groupanalytics_bench_%d", time.Now().Unix())
+	s, err := chstore.Open(ctx, u.String(), dir, chstore.Options{})
+	if err != nil {
+		return "", nil, err
+	}
+	if err := s.Migrate(ctx); err != nil {
+		s.Close()
+		return "", nil, err
+	}
+	return u.String(), func() {
+		if !cfg.Keep {
+			s.DropDatabase(context.Background())
+		}
+		s.Close()
+	}, nil
+}
+
 type benchKeys struct{ main, empty, token string }
 
 // setUp creates the groups (in UTC, so that the baseline's SQL cuts days
@@ -293,7 +349,7 @@ func setUp(ctx context.Context, store *sqlstore.Store, s Scale) (benchKeys, erro
 // bulkBatch is how many events the bulk loader stores per transaction.
 const bulkBatch = 100_000
 
-func bulkLoad(ctx context.Context, store *sqlstore.Store, cfg Config, now time.Time, res *Result) error {
+func bulkLoad(ctx context.Context, store analytics.UsageStore, cfg Config, now time.Time, res *Result) error {
 	start := time.Now()
 	for i, g := range cfg.Scale.groups() {
 		n, err := cfg.Scale.generate(g, now, bulkBatch, func(batch []analytics.Event) error {
@@ -322,14 +378,15 @@ type server struct {
 	base string
 }
 
-func startServer(ctx context.Context, binary, dsn string) (*server, error) {
+// startServer starts serve on the stores that args name.
+func startServer(ctx context.Context, binary string, args []string) (*server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(binary, "serve", "--db", dsn, "--addr", addr, "--log-level", "warn")
+	cmd := exec.Command(binary, append([]string{"serve", "--addr", addr, "--log-level", "warn"}, args...)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start server: %w", err)

@@ -3,12 +3,16 @@ package chstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/ext"
 
 	"groupanalytics/internal/analytics"
 )
@@ -56,65 +60,184 @@ func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (ana
 	return res, nil
 }
 
+// appendCall is one caller's events of one group, waiting to be written.
+type appendCall struct {
+	ctx    context.Context
+	events []analytics.Event
+	done   chan appendDone
+}
+
+type appendDone struct {
+	accepted int
+	err      error
+}
+
+// maxMergedEvents bounds the events of one merged write.
+const maxMergedEvents = 50_000
+
 // appendGroup stores the events of one group whose ids are new, and
-// returns how many there were.
+// returns how many there were. The calls of a group waiting in this
+// process are merged: whoever has the group's turn writes every call
+// waiting at that moment in one write (one lock, one lookup, one insert
+// per table), and each caller returns once the write holding its events
+// is done.
 func (s *Store) appendGroup(ctx context.Context, groupID string, events []analytics.Event) (int, error) {
-	var accepted int
-	err := s.locked(ctx, groupID, func(tx analytics.GroupLock) error {
-		accepted = 0
+	call := &appendCall{ctx: ctx, events: events, done: make(chan appendDone, 1)}
+	s.pendingMu.Lock()
+	s.pending[groupID] = append(s.pending[groupID], call)
+	s.pendingMu.Unlock()
+	turn := s.turnstile(groupID)
+	select {
+	case turn <- struct{}{}:
+		defer func() { <-turn }()
+	case d := <-call.done:
+		return d.accepted, d.err
+	case <-ctx.Done():
+		// Still queued, the call is dropped by the next writer.
+		return 0, fmt.Errorf("waiting for the group's turn: %w", ctx.Err())
+	}
+	for {
+		select {
+		case d := <-call.done:
+			return d.accepted, d.err
+		default:
+		}
+		calls := s.takePending(groupID)
+		accepted, err := s.writeCalls(ctx, groupID, calls)
+		for i, c := range calls {
+			c.done <- appendDone{accepted[i], err}
+		}
+	}
+}
+
+// takePending takes the group's waiting calls, up to maxMergedEvents
+// events (and at least one call), dropping those whose callers are gone.
+func (s *Store) takePending(groupID string) []*appendCall {
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	queue := s.pending[groupID]
+	n, events := 0, 0
+	for n < len(queue) && (n == 0 || events+len(queue[n].events) <= maxMergedEvents) {
+		events += len(queue[n].events)
+		n++
+	}
+	if n == len(queue) {
+		delete(s.pending, groupID)
+	} else {
+		s.pending[groupID] = queue[n:]
+	}
+	return slices.DeleteFunc(queue[:n:n], func(c *appendCall) bool { return c.ctx.Err() != nil })
+}
+
+// writeCalls writes the calls' events of one group in one write and
+// returns how many of each call's events were new. The first copy of an
+// id, in the order of the calls, is the one that counts.
+func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*appendCall) ([]int, error) {
+	accepted := make([]int, len(calls))
+	if len(calls) == 0 {
+		return accepted, nil
+	}
+	err := s.withLock(ctx, groupID, func(tx analytics.GroupLock) error {
+		clear(accepted)
 		sh, err := s.placeForWrite(ctx, tx)
 		if err != nil {
 			return err
 		}
-		// The first copy of an id in the batch is the one that counts.
-		ids := make([]string, 0, len(events))
-		first := map[string]bool{}
-		for _, e := range events {
-			if !first[e.ID] {
-				first[e.ID] = true
-				ids = append(ids, e.ID)
+		var ids, students []string
+		seen := map[string]bool{}
+		keys := map[analytics.GroupRollupKey]bool{}
+		for _, c := range calls {
+			for _, e := range c.events {
+				if !seen[e.ID] {
+					seen[e.ID] = true
+					ids = append(ids, e.ID)
+				}
+				if !seen["\x00"+e.StudentID] {
+					seen["\x00"+e.StudentID] = true
+					students = append(students, e.StudentID)
+				}
+				for _, k := range analytics.GroupKeysOf(e) {
+					keys[k] = true
+				}
 			}
 		}
-		stored, err := s.storedIDs(ctx, sh, groupID, ids)
+		// What the write needs to know, asked at once: which ids are
+		// stored, the students' ordinals (numbering the new ones; a number
+		// given to a student whose events all turn out to be duplicates
+		// is merely unused) and the current rows of the periods touched.
+		var stored map[string]bool
+		var ords studentOrdinals
+		var current map[analytics.GroupRollupKey]analytics.GroupRollup
+		err = parallel(
+			func() (err error) { stored, err = s.storedIDs(ctx, sh, groupID, ids); return err },
+			func() (err error) { ords, err = s.ordinals(ctx, sh, groupID, students); return err },
+			func() (err error) { current, err = s.groupRows(ctx, sh, groupID, slices.Collect(maps.Keys(keys))); return err },
+		)
 		if err != nil {
 			return err
 		}
 		var fresh []analytics.Event
-		for _, e := range events {
-			if first[e.ID] && !stored[e.ID] {
-				first[e.ID] = false
+		var in intent
+		delta := analytics.NewRollupDelta()
+		for i, c := range calls {
+			for _, e := range c.events {
+				if stored[e.ID] {
+					continue
+				}
+				stored[e.ID] = true
+				accepted[i]++
 				fresh = append(fresh, e)
+				delta.Add(e)
+				in.Students = append(in.Students, analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
+				if m := e.Day.MonthStart(); !slices.Contains(in.Months, m) {
+					in.Months = append(in.Months, m)
+				}
 			}
 		}
 		if len(fresh) == 0 {
 			return nil
 		}
-		var in intent
-		delta := analytics.NewRollupDelta()
-		for _, e := range fresh {
-			delta.Add(e)
-			in.Students = append(in.Students, analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
-			if m := e.Day.MonthStart(); !slices.Contains(in.Months, m) {
-				in.Months = append(in.Months, m)
-			}
-		}
 		seq, err := markIntent(ctx, tx, in)
 		if err != nil {
 			return err
 		}
-		if err := s.insertEvents(ctx, sh, fresh, seq); err != nil {
+		gkeys, rows := newGroupRows(delta, current, ords.of)
+		err = parallel(
+			func() error { return s.insertEvents(ctx, sh, fresh, seq) },
+			func() error { return s.insertStudentRows(ctx, sh, delta.StudentKeys(), delta.Students) },
+			func() error { return s.insertGroupRows(ctx, sh, gkeys, rows, seq) },
+		)
+		if err != nil {
 			return err
 		}
-		if err := s.addDelta(ctx, sh, groupID, delta, seq); err != nil {
-			return err
-		}
-		if err := tx.SaveStudents(ctx, in.Students); err != nil {
-			return err
-		}
-		accepted = len(fresh)
-		return nil
+		// A student with an ordinal before this write had events stored,
+		// hence is enrolled: only the new and the renamed are saved.
+		return tx.SaveStudents(ctx, slices.DeleteFunc(in.Students, func(u analytics.StudentUpdate) bool {
+			return u.Name == "" && !ords.added[u.ID]
+		}))
 	})
 	return accepted, err
+}
+
+// parallel runs fns at once and returns their errors, joined.
+func parallel(fns ...func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// turnstile is the channel at which the process's writers of the group
+// take turns.
+func (s *Store) turnstile(groupID string) chan struct{} {
+	return s.turnstiles[maphash.String(turnstileSeed, groupID)%uint64(len(s.turnstiles))]
 }
 
 // locked runs fn holding the group's write lock and, when fn succeeds,
@@ -124,13 +247,18 @@ func (s *Store) appendGroup(ctx context.Context, groupID string, events []analyt
 // The writers of one process take turns at a turnstile first, so that at
 // most one of them holds a directory connection waiting for the lock.
 func (s *Store) locked(ctx context.Context, groupID string, fn func(tx analytics.GroupLock) error) error {
-	turn := s.turnstiles[maphash.String(turnstileSeed, groupID)%uint64(len(s.turnstiles))]
+	turn := s.turnstile(groupID)
 	select {
 	case turn <- struct{}{}:
 		defer func() { <-turn }()
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for the group's turn: %w", ctx.Err())
 	}
+	return s.withLock(ctx, groupID, fn)
+}
+
+// withLock is locked for a writer that has the group's turn.
+func (s *Store) withLock(ctx context.Context, groupID string, fn func(tx analytics.GroupLock) error) error {
 	return s.dir.WithGroupLock(ctx, groupID, func(tx analytics.GroupLock) error {
 		if err := fn(tx); err != nil {
 			return err
@@ -209,47 +337,52 @@ func (s *Store) leastLoaded(ctx context.Context, tx analytics.GroupLock) (string
 	return best, nil
 }
 
-// idChunk bounds the ids of one lookup, so that its query stays small.
-const idChunk = 5000
-
 // storedIDs returns which of ids the group already holds.
 func (s *Store) storedIDs(ctx context.Context, sh *shard, groupID string, ids []string) (map[string]bool, error) {
 	return s.eventsHaving(ctx, sh, groupID, "event_id", ids)
 }
 
-// eventsHaving returns which of values column (event_id or student_id)
-// takes in the group's events, asking in chunks.
-func (s *Store) eventsHaving(ctx context.Context, sh *shard, groupID, column string, values []string) (map[string]bool, error) {
-	found := map[string]bool{}
-	for chunk := range slices.Chunk(values, idChunk) {
-		rows, err := sh.conn.Query(ctx, `SELECT DISTINCT `+column+` FROM `+s.table("events")+`
-			WHERE group_id = ? AND `+column+` IN ?`, groupID, set(chunk))
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var v string
-			if err := rows.Scan(&v); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			found[v] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+// withLookup attaches values to ctx as the external table "lookup", a
+// block of data sent beside the query rather than in its text, so that
+// the query can ask `x IN lookup` of any number of values.
+func withLookup(ctx context.Context, values []string) (context.Context, error) {
+	lookup, err := ext.NewTable("lookup", ext.Column("v", "String"))
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range values {
+		if err := lookup.Append(v); err != nil {
 			return nil, err
 		}
 	}
-	return found, nil
+	return clickhouse.Context(ctx, clickhouse.WithExternalTable(lookup)), nil
 }
 
-// set binds strings as a tuple for IN.
-func set(values []string) clickhouse.GroupSet {
-	v := make([]any, len(values))
-	for i, s := range values {
-		v[i] = s
+// eventsHaving returns which of values col (event_id or student_id) takes
+// in the group's events.
+func (s *Store) eventsHaving(ctx context.Context, sh *shard, groupID, col string, values []string) (map[string]bool, error) {
+	found := map[string]bool{}
+	if len(values) == 0 {
+		return found, nil
 	}
-	return clickhouse.GroupSet{Value: v}
+	ctx, err := withLookup(ctx, values)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := sh.conn.Query(ctx, `SELECT DISTINCT `+col+` FROM `+s.table("events")+`
+		WHERE group_id = ? AND `+col+` IN lookup`, groupID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		found[v] = true
+	}
+	return found, rows.Err()
 }
 
 func (s *Store) insertEvents(ctx context.Context, sh *shard, events []analytics.Event, seq int64) error {
@@ -266,18 +399,11 @@ func (s *Store) insertEvents(ctx context.Context, sh *shard, events []analytics.
 	return batch.Send()
 }
 
-// addDelta adds delta to the rollups: the student counts as rows that
-// merges add up, the group rows as their new state, numbered seq.
-func (s *Store) addDelta(ctx context.Context, sh *shard, groupID string, delta *analytics.RollupDelta, seq int64) error {
-	ordinals, err := s.ordinals(ctx, sh, groupID, delta.StudentIDs()[groupID])
-	if err != nil {
-		return err
-	}
+// newGroupRows returns the new state of the group rows that delta
+// changes, current being their state before.
+func newGroupRows(delta *analytics.RollupDelta, current map[analytics.GroupRollupKey]analytics.GroupRollup,
+	ordinals map[string]int) ([]analytics.GroupRollupKey, []analytics.GroupRollup) {
 	keys := delta.GroupKeys()
-	current, err := s.groupRows(ctx, sh, groupID, keys)
-	if err != nil {
-		return err
-	}
 	rows := make([]analytics.GroupRollup, len(keys))
 	for i, k := range keys {
 		r := current[k]
@@ -292,10 +418,7 @@ func (s *Store) addDelta(ctx context.Context, sh *shard, groupID string, delta *
 		}
 		rows[i] = r
 	}
-	if err := s.insertStudentRows(ctx, sh, delta.StudentKeys(), delta.Students); err != nil {
-		return err
-	}
-	return s.insertGroupRows(ctx, sh, keys, rows, seq)
+	return keys, rows
 }
 
 func (s *Store) insertStudentRows(ctx context.Context, sh *shard, keys []analytics.StudentRollupKey, counts map[analytics.StudentRollupKey]*analytics.Counts) error {
@@ -403,28 +526,39 @@ func scanGroupRow(row scanner, lead ...any) (analytics.GroupRollup, error) {
 	return r, nil
 }
 
+// studentOrdinals are students' ordinals: their places in the group
+// rollups' sets.
+type studentOrdinals struct {
+	of    map[string]int
+	added map[string]bool // numbered just now
+}
+
 // ordinals returns the ordinals of the students, numbering those the group
 // has not numbered yet after its highest.
-func (s *Store) ordinals(ctx context.Context, sh *shard, groupID string, studentIDs []string) (map[string]int, error) {
-	ordinals := map[string]int{}
-	for chunk := range slices.Chunk(studentIDs, idChunk) {
-		rows, err := sh.conn.Query(ctx, `SELECT student_id, min(ordinal) FROM `+s.table("students")+`
-			WHERE group_id = ? AND student_id IN ? GROUP BY student_id`, groupID, set(chunk))
+func (s *Store) ordinals(ctx context.Context, sh *shard, groupID string, studentIDs []string) (studentOrdinals, error) {
+	ords := studentOrdinals{of: map[string]int{}, added: map[string]bool{}}
+	ordinals := ords.of
+	if len(studentIDs) > 0 {
+		ctx, err := withLookup(ctx, studentIDs)
 		if err != nil {
-			return nil, err
+			return ords, err
 		}
+		rows, err := sh.conn.Query(ctx, `SELECT student_id, min(ordinal) FROM `+s.table("students")+`
+			WHERE group_id = ? AND student_id IN lookup GROUP BY student_id`, groupID)
+		if err != nil {
+			return ords, err
+		}
+		defer rows.Close()
 		for rows.Next() {
 			var id string
 			var n uint32
 			if err := rows.Scan(&id, &n); err != nil {
-				rows.Close()
-				return nil, err
+				return ords, err
 			}
 			ordinals[id] = int(n)
 		}
-		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, err
+			return ords, err
 		}
 	}
 	var missing []string
@@ -434,24 +568,25 @@ func (s *Store) ordinals(ctx context.Context, sh *shard, groupID string, student
 		}
 	}
 	if len(missing) == 0 {
-		return ordinals, nil
+		return ords, nil
 	}
 	var next uint32
 	if err := sh.conn.QueryRow(ctx, `SELECT toUInt32(if(count() = 0, 0, max(ordinal) + 1)) FROM `+s.table("students")+` WHERE group_id = ?`,
 		groupID).Scan(&next); err != nil {
-		return nil, err
+		return ords, err
 	}
 	batch, err := sh.conn.PrepareBatch(ctx, `INSERT INTO `+s.table("students")+` (group_id, student_id, ordinal)`)
 	if err != nil {
-		return nil, err
+		return ords, err
 	}
 	defer batch.Abort()
 	for i, id := range missing {
 		n := next + uint32(i)
 		if err := batch.Append(groupID, id, n); err != nil {
-			return nil, err
+			return ords, err
 		}
 		ordinals[id] = int(n)
+		ords.added[id] = true
 	}
-	return ordinals, batch.Send()
+	return ords, batch.Send()
 }

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -41,6 +42,9 @@ type Store struct {
 	// turnstiles serialise the process's writers per group (by hash: two
 	// groups may share one).
 	turnstiles [64]chan struct{}
+	// pending are the calls of AppendEvents waiting, by group.
+	pendingMu sync.Mutex
+	pending   map[string][]*appendCall
 }
 
 var turnstileSeed = maphash.MakeSeed()
@@ -113,7 +117,8 @@ func Open(ctx context.Context, raw string, dir Directory, opts Options) (*Store,
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, database: cfg.Database, byName: map[string]*shard{}, timeout: opts.CallTimeout}
+	s := &Store{dir: dir, database: cfg.Database, byName: map[string]*shard{}, timeout: opts.CallTimeout,
+		pending: map[string][]*appendCall{}}
 	for i := range s.turnstiles {
 		s.turnstiles[i] = make(chan struct{}, 1)
 	}
@@ -226,6 +231,23 @@ func (s *Store) DropDatabase(ctx context.Context) error {
 		errs = append(errs, sh.conn.Exec(ctx, "DROP DATABASE IF EXISTS "+s.database))
 	}
 	return errors.Join(errs...)
+}
+
+// Database is the name of the store's database on every shard.
+func (s *Store) Database() string { return s.database }
+
+// DiskBytes is what the store's tables take on disk, on every shard.
+func (s *Store) DiskBytes(ctx context.Context) (int64, error) {
+	var total int64
+	for _, sh := range s.shards {
+		var n uint64
+		if err := sh.conn.QueryRow(ctx, `SELECT toUInt64(sum(bytes_on_disk)) FROM system.parts WHERE active AND database = ?`,
+			s.database).Scan(&n); err != nil {
+			return 0, s.wrap("DiskBytes", err)
+		}
+		total += int64(n)
+	}
+	return total, nil
 }
 
 // table returns the qualified name of one of the store's tables.

@@ -11,10 +11,11 @@ import (
 )
 
 func runBench(e *env, args []string) error {
-	fs, _ := flags(e, "bench")
+	fs, stores := flags(e, "bench")
 	db := fs.Lookup("db")
 	db.DefValue, db.Usage = "", "SQLite file to make afresh (default: a temporary one), or a PostgreSQL server URL to make a database on"
 	_ = db.Value.Set("")
+	fs.Lookup("usage").Usage = "ClickHouse usage URL: the run makes a database of its own on these shards (needs a PostgreSQL --db)"
 	quick := fs.Bool("quick", false, "a small scale that finishes in under a minute")
 	scale := bench.Full
 	fs.IntVar(&scale.Students, "students", scale.Students, "students in the main group")
@@ -57,7 +58,7 @@ func runBench(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := bench.Run(e.ctx, bench.Config{DB: db.Value.String(), Keep: *keep, Scale: scale, Requests: *requests,
+	res, err := bench.Run(e.ctx, bench.Config{DB: stores.db, Usage: stores.usage, Keep: *keep, Scale: scale, Requests: *requests,
 		Baseline: *baselineRuns, Concurrency: *concurrency, Throughput: *throughput, Ingest: *ingest,
 		IngestConns: *ingestConns, Binary: binary, Out: e.stdout})
 	if err != nil {
