@@ -171,7 +171,10 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*appendC
 		err = parallel(
 			func() (err error) { stored, err = s.storedIDs(ctx, sh, groupID, ids); return err },
 			func() (err error) { ords, err = s.ordinals(ctx, sh, groupID, students); return err },
-			func() (err error) { current, err = s.groupRows(ctx, sh, groupID, slices.Collect(maps.Keys(keys))); return err },
+			func() (err error) {
+				current, err = s.groupRows(ctx, sh, groupID, slices.Collect(maps.Keys(keys)))
+				return err
+			},
 		)
 		if err != nil {
 			return err
