@@ -65,6 +65,7 @@ type Result struct {
 	PeakRSSBytes     int64            `json:"serverPeakRSSBytes"`
 	DiskBytes        int64            `json:"storeBytes"`
 	DiskBytesPerEvt  float64          `json:"storeBytesPerEvent"`
+	Move             *MoveResult      `json:"move,omitempty"`
 	Checks           map[string]error `json:"-"`
 }
 
@@ -80,6 +81,13 @@ type ReportResult struct {
 	BaselineRatio float64 `json:"baselineOverService,omitempty"`
 	FloorRatio    float64 `json:"serviceOverFloor,omitempty"`
 	SameAnswer    bool    `json:"sameAnswerAsBaseline"`
+}
+
+// MoveResult is the figures of moving the main group to another shard (a
+// report after the move must equal the one before, or the run fails).
+type MoveResult struct {
+	Events  uint64  `json:"events"`
+	Seconds float64 `json:"seconds"`
 }
 
 // IngestResult is the figures of ingestion over HTTP.
@@ -212,6 +220,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res.DiskBytesPerEvt = float64(res.DiskBytes) / float64(res.Events+res.Ingest.Events)
+	if ch != nil {
+		if res.Move, err = moveMain(ctx, ch, store, srv.base, keys.main, scenarios[2]); err != nil {
+			return nil, err
+		}
+	}
 	printTable(cfg.Out, res)
 	return res, nil
 }
@@ -370,6 +383,35 @@ func bulkLoad(ctx context.Context, store analytics.UsageStore, cfg Config, now t
 	res.BulkLoadSeconds = time.Since(start).Seconds()
 	res.BulkEventsPerSec = float64(res.Events) / res.BulkLoadSeconds
 	return nil
+}
+
+// moveMain moves the main group to another shard, and checks that a report
+// answers the same after.
+func moveMain(ctx context.Context, ch *chstore.Store, dir chstore.Directory, base, key string, sc scenario) (*MoveResult, error) {
+	before, err := request(base, key, sc)
+	if err != nil {
+		return nil, err
+	}
+	p, _, err := dir.Placement(ctx, "bench-main")
+	if err != nil {
+		return nil, err
+	}
+	to := ch.Shards()[0]
+	if to == p.Shard {
+		to = ch.Shards()[len(ch.Shards())-1]
+	}
+	moved, err := ch.MoveGroup(ctx, "bench-main", to)
+	if err != nil {
+		return nil, err
+	}
+	after, err := request(base, key, sc)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(before, after) {
+		return nil, fmt.Errorf("%s: the report after moving the group differs from the one before", sc.name)
+	}
+	return &MoveResult{Events: moved.Events, Seconds: moved.Took.Seconds()}, nil
 }
 
 // server is the groupanalytics serve process under measurement.
@@ -665,4 +707,7 @@ func printTable(w io.Writer, res *Result) {
 	fmt.Fprintf(w, "bulk load: %.0f events/s (%d events in %.1f s)\n", res.BulkEventsPerSec, res.Events, res.BulkLoadSeconds)
 	fmt.Fprintf(w, "server peak RSS: %.0f MB\n", float64(res.PeakRSSBytes)/1e6)
 	fmt.Fprintf(w, "store on disk: %.0f MB, %.0f bytes per event\n", float64(res.DiskBytes)/1e6, res.DiskBytesPerEvt)
+	if m := res.Move; m != nil {
+		fmt.Fprintf(w, "group move: %d events in %.1f s (the report after it the same)\n", m.Events, m.Seconds)
+	}
 }
