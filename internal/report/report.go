@@ -104,30 +104,15 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 }
 
 // studentTotals sums each student's usage over p. The segments of p are
-// read at once, each on its own connection, and merged.
+// read at once and merged.
 func (e *Engine) studentTotals(ctx context.Context, groupID string, p analytics.DayRange) (map[string]*analytics.Counts, error) {
 	segs := analytics.Segments(p)
 	parts := make([]map[string]*analytics.Counts, len(segs))
-	errs := make([]error, len(segs))
-	panics := make([]any, len(segs))
-	var wg sync.WaitGroup
-	for i, seg := range segs {
+	err := inParallel(len(segs), func(i int) error {
 		parts[i] = map[string]*analytics.Counts{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// A panic here would end the process: hand it to the caller.
-			defer func() { panics[i] = recover() }()
-			errs[i] = e.Usage.StudentTotals(ctx, groupID, seg, parts[i])
-		}()
-	}
-	wg.Wait()
-	for _, v := range panics {
-		if v != nil {
-			panic(v)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+		return e.Usage.StudentTotals(ctx, groupID, segs[i], parts[i])
+	})
+	if err != nil {
 		return nil, err
 	}
 	totals := parts[0]
@@ -256,7 +241,7 @@ func next(span analytics.Span, key analytics.Day) analytics.Day {
 }
 
 // fetchGroupRollups reads every rollup the periods need, merging the
-// segments of neighbouring periods into one read.
+// segments of neighbouring periods into one read, and the reads at once.
 func (e *Engine) fetchGroupRollups(ctx context.Context, groupID string, periods []analytics.DayRange) (map[analytics.Span]map[analytics.Day]*analytics.GroupRollup, error) {
 	var reads []analytics.Segment
 	for _, p := range periods {
@@ -268,17 +253,45 @@ func (e *Engine) fetchGroupRollups(ctx context.Context, groupID string, periods 
 			reads = append(reads, seg)
 		}
 	}
+	results := make([][]analytics.GroupRollup, len(reads))
+	err := inParallel(len(reads), func(i int) (err error) {
+		results[i], err = e.Usage.GroupRollups(ctx, groupID, reads[i])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	rollups := map[analytics.Span]map[analytics.Day]*analytics.GroupRollup{analytics.SpanDay: {}, analytics.SpanMonth: {}}
-	for _, seg := range reads {
-		rows, err := e.Usage.GroupRollups(ctx, groupID, seg)
-		if err != nil {
-			return nil, err
-		}
-		for i := range rows {
-			rollups[seg.Span][rows[i].Key] = &rows[i]
+	for i, rows := range results {
+		for j := range rows {
+			rollups[reads[i].Span][rows[j].Key] = &rows[j]
 		}
 	}
 	return rollups, nil
+}
+
+// inParallel runs fn(0) … fn(n-1) at once, each read on a connection of its
+// own, and returns their errors joined. A panic in one is raised again in
+// the caller, where the server's recovery handles it.
+func inParallel(n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	panics := make([]any, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { panics[i] = recover() }()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	for _, v := range panics {
+		if v != nil {
+			panic(v)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (e *Engine) studentReports(ctx context.Context, groupID string, loc *time.Location, ep *Endpoint,
