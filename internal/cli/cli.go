@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/buildinfo"
 	"groupanalytics/internal/chstore"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/sqlstore"
@@ -63,6 +64,7 @@ func init() {
 		{"token revoke", "--token TOKEN_ID", "revoke a platform token", tokenRevoke},
 		{"import", "[FILE|-]", "import NDJSON events, all or nothing (default: stdin)", runImport},
 		{"rebuild", "[--group ID]", "recompute rollups from raw events", runRebuild},
+		{"version", "", "print the build's version, commit and Go version", runVersion},
 		{"bench", "[--quick] [--db DB] [--json FILE] [scale flags]", "measure report and ingestion speed against a baseline", runBench},
 	}
 }
@@ -299,6 +301,25 @@ func withShards(e *env, fs *flag.FlagSet, db *storeFlags, args []string, require
 	}
 	defer s.Close()
 	return fn(s)
+}
+
+func runVersion(e *env, args []string) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	if err := parse(e, fs, args, false); err != nil {
+		return err
+	}
+	b := buildinfo.Get()
+	fmt.Fprintf(e.stdout, "groupanalytics %s", b.Version)
+	if b.Revision != "" {
+		fmt.Fprintf(e.stdout, " (commit %s, %s", b.Revision, b.Time)
+		if b.Modified {
+			fmt.Fprint(e.stdout, ", modified")
+		}
+		fmt.Fprint(e.stdout, ")")
+	}
+	fmt.Fprintf(e.stdout, " %s\n", b.Go)
+	return nil
 }
 
 func runMigrate(e *env, args []string) error {

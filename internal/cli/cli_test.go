@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -256,5 +257,13 @@ func TestAdminThenServe(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), key) || !strings.Contains(stderr.String(), `"msg":"stopped"`) {
 		t.Errorf("log:\n%s", stderr.String())
+	}
+}
+
+// TestVersion: the version command names the build and its Go release.
+func TestVersion(t *testing.T) {
+	out := mustRun(t, "version")
+	if !strings.HasPrefix(out, "groupanalytics ") || !strings.Contains(out, runtime.Version()) {
+		t.Errorf("version: %q", out)
 	}
 }

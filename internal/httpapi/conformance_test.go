@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -699,6 +700,10 @@ func TestHealth(t *testing.T) {
 			if resp := e.do("GET", path, "", ""); resp.status != http.StatusOK {
 				t.Errorf("%s: %d %s", path, resp.status, resp.body)
 			}
+		}
+		// /healthz says which build runs.
+		if v := e.do("GET", "/healthz", "", "").json(t); v["version"] == "" || v["go"] != runtime.Version() {
+			t.Errorf("/healthz: %v, want the version and Go release", v)
 		}
 	})
 }

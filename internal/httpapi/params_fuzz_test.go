@@ -19,6 +19,7 @@ func FuzzReportParams(f *testing.F) {
 		{"students=TRUE&interval=week", `{"startDate": "2025-03-07T10:00:00 02:00"}`},
 		{"startDate=", `{"students": true}`},
 		{"startDate=%zz", ""},
+		{"format=xml", `{"format": "CSV"}`},
 		{"", `{"startDate": "2025-01-01", "bogus": 1}`},
 		{"", `{"students": "yes"}`},
 		{"", "{\"startDate\": \"\xff\"}"},
@@ -31,7 +32,7 @@ func FuzzReportParams(f *testing.F) {
 		r := httptest.NewRequest("POST", "/api/groups/chat", bytes.NewReader(body))
 		r.URL.RawQuery = rawQuery
 		r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, maxReportBody)
-		_, err := readQuery(r)
+		_, _, err := readQuery(r)
 		if err == nil {
 			return
 		}

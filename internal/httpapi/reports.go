@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -20,8 +24,9 @@ import (
 const maxReportBody = 64 << 10
 
 // reportParams are the parameters a report request may carry, in the query
-// string or in a JSON object body (decisions R1 to R3).
-var reportParams = []string{"startDate", "endDate", "students", "interval"}
+// string or in a JSON object body (decisions R1 to R3), and the format of
+// the answer.
+var reportParams = []string{"startDate", "endDate", "students", "interval", "format"}
 
 // unauthorizedQuantum: a 403 of a report endpoint is sent at the first
 // multiple of this after the request came, so that how long the key check
@@ -44,12 +49,15 @@ func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		q, err := readQuery(r)
+		q, format, err := readQuery(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		out := &reportWriter{w: w, ep: ep, writeTimeout: s.streamWriteTimeout}
+		if format == formatCSV {
+			out.csv, out.students = csvFileName(group, ep, q, now), q.Students
+		}
 		if err := s.engine.Run(r.Context(), group, ep, q, now, out.write); err != nil {
 			if out.started {
 				// The status is sent: cut the response short rather than
@@ -80,19 +88,65 @@ func waitForQuantum(ctx context.Context, start time.Time) {
 	}
 }
 
+// The formats of a report answer.
+const (
+	formatJSON = "json"
+	formatCSV  = "csv"
+)
+
 // readQuery gathers the parameters: from the query string, and from a JSON
-// object body for those the query string does not give.
-func readQuery(r *http.Request) (report.Query, error) {
-	var q report.Query
+// object body for those the query string does not give. It returns the
+// format asked for too: the format parameter's, else the Accept header's.
+func readQuery(r *http.Request) (q report.Query, format string, err error) {
 	values, err := paramValues(r)
 	if err != nil {
-		return q, err
+		return q, "", err
 	}
 	for _, name := range reportParams {
 		if v, ok := values[name]; ok && v == "" {
-			return q, analytics.Errorf(analytics.Invalid, "Missing params")
+			return q, "", analytics.Errorf(analytics.Invalid, "Missing params")
 		}
 	}
+	format = acceptedFormat(r.Header.Values("Accept"))
+	if v, ok := values["format"]; ok {
+		if format = strings.ToLower(v); format != formatJSON && format != formatCSV {
+			return q, "", analytics.Errorf(analytics.Invalid, "Invalid format: expected json or csv, got %q", v)
+		}
+	}
+	q, err = parseQuery(values)
+	return q, format, err
+}
+
+// acceptedFormat reads Accept headers: CSV when they name text/csv with a
+// quality above zero and at least that of application/json; JSON otherwise
+// (also for */* and for types the service does not make).
+func acceptedFormat(accept []string) string {
+	quality := map[string]float64{}
+	for _, header := range accept {
+		for part := range strings.SplitSeq(header, ",") {
+			media, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			q := 1.0
+			if v, ok := params["q"]; ok {
+				if q, err = strconv.ParseFloat(v, 64); err != nil {
+					continue
+				}
+			}
+			quality[media] = max(quality[media], q)
+		}
+	}
+	if quality["text/csv"] > 0 && quality["text/csv"] >= quality["application/json"] {
+		return formatCSV
+	}
+	return formatJSON
+}
+
+// parseQuery reads the report parameters of values.
+func parseQuery(values map[string]string) (report.Query, error) {
+	var q report.Query
+	var err error
 	for _, p := range []struct {
 		name string
 		into **report.Date
@@ -168,7 +222,7 @@ func bodyParams(r *http.Request) (map[string]string, error) {
 	}
 	for name, raw := range fields {
 		if !isReportParam(name) {
-			return nil, analytics.Errorf(analytics.Invalid, "Invalid body: unknown field %q; expected startDate, endDate, students or interval", name)
+			return nil, analytics.Errorf(analytics.Invalid, "Invalid body: unknown field %q; expected startDate, endDate, students, interval or format", name)
 		}
 		var s string
 		var b bool
@@ -204,16 +258,37 @@ type reportWriter struct {
 	writeTimeout time.Duration // of each write to the client
 	buf          *bufio.Writer
 	ep           *report.Endpoint
+	csv          string // the file name of a CSV answer; empty: JSON
+	table        *csv.Writer
+	students     bool // CSV: the answer is student reports
 	started      bool
 	scratch      []byte
+	record       []string
 }
 
+// start sends the status and the headers, and the envelope's start (JSON)
+// or the header row (CSV).
 func (rw *reportWriter) start() {
 	rw.started = true
-	rw.w.Header().Set("Content-Type", "application/json")
+	if rw.csv != "" {
+		rw.w.Header().Set("Content-Type", "text/csv; charset=utf-8; header=present")
+		rw.w.Header().Set("Content-Disposition", `attachment; filename="`+rw.csv+`"`)
+	} else {
+		rw.w.Header().Set("Content-Type", "application/json")
+	}
 	rw.w.WriteHeader(http.StatusOK)
 	rw.buf = bufio.NewWriterSize(deadlineWriter{rw.w, http.NewResponseController(rw.w), rw.writeTimeout}, 64<<10)
-	rw.buf.WriteString(`{"success":true,"reports":[`)
+	if rw.csv == "" {
+		rw.buf.WriteString(`{"success":true,"reports":[`)
+		return
+	}
+	rw.table = csv.NewWriter(rw.buf)
+	rw.table.UseCRLF = true
+	header := []string{"startDate", "endDate", "numStudentsUsed"}
+	if rw.students {
+		header = []string{"startDate", "endDate", "studentId", "studentName"}
+	}
+	rw.table.Write(append(header, rw.ep.Titles...))
 }
 
 // deadlineWriter gives each write to the client a deadline of its own.
@@ -229,9 +304,15 @@ func (d deadlineWriter) Write(p []byte) (int, error) {
 }
 
 func (rw *reportWriter) write(rep *report.Report) error {
-	if !rw.started {
+	first := !rw.started
+	if first {
 		rw.start()
-	} else {
+	}
+	if rw.table != nil {
+		rw.record = csvRecord(rw.record[:0], rep)
+		return rw.table.Write(rw.record)
+	}
+	if !first {
 		rw.buf.WriteByte(',')
 	}
 	rw.scratch = appendReport(rw.scratch[:0], rw.ep, rep)
@@ -243,8 +324,48 @@ func (rw *reportWriter) finish() error {
 	if !rw.started {
 		rw.start()
 	}
-	rw.buf.WriteString("]}\n")
+	if rw.table != nil {
+		rw.table.Flush()
+		if err := rw.table.Error(); err != nil {
+			return err
+		}
+	} else {
+		rw.buf.WriteString("]}\n")
+	}
 	return rw.buf.Flush()
+}
+
+// csvRecord appends rep's columns to record: its bounds, the group's
+// numStudentsUsed or the student's id and name, then the metrics in title
+// order.
+func csvRecord(record []string, rep *report.Report) []string {
+	record = append(record, report.FormatTime(rep.Start), report.FormatTime(rep.End))
+	if rep.Student == nil {
+		record = append(record, strconv.Itoa(rep.NumStudentsUsed))
+	} else {
+		record = append(record, rep.Student.ID, rep.Student.Name)
+	}
+	for _, v := range rep.Values {
+		record = append(record, strconv.FormatInt(v, 10))
+	}
+	return record
+}
+
+// csvFileName names a CSV answer after the group, the endpoint and the
+// range, e.g. northside-high-chat-2025-01-01-to-2025-01-31.csv; a range
+// given the wrong way round is refused before the name is used.
+func csvFileName(group analytics.Group, ep *report.Endpoint, q report.Query, now time.Time) string {
+	loc, err := group.Location()
+	if err != nil {
+		loc = time.UTC
+	}
+	r := q.Range(now, loc)
+	kind := ep.Name
+	if q.Students {
+		kind += "-students"
+	}
+	// Group ids are letters, digits, '.', '_' and '-': nothing to escape.
+	return fmt.Sprintf("%s-%s-%s-to-%s.csv", group.ID, kind, r.First, r.Last)
 }
 
 // appendReport appends rep as JSON, its fields in the documented order.

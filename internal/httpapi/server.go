@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/buildinfo"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/report"
 )
@@ -224,8 +225,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(buf.Bytes())
 }
 
+// health is /healthz's answer: the process runs, and which build it is.
+type health struct {
+	Status string `json:"status"`
+	buildinfo.Info
+}
+
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, health{"ok", buildinfo.Get()})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {

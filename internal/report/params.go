@@ -169,6 +169,19 @@ type Query struct {
 	Interval   Interval
 }
 
+// Range is the days q asks for at time now, in loc: startDate (default
+// DefaultStart) to endDate (default today). First may lie after Last.
+func (q Query) Range(now time.Time, loc *time.Location) analytics.DayRange {
+	r := analytics.DayRange{First: DefaultStart, Last: analytics.DayOf(now, loc)}
+	if q.Start != nil {
+		r.First = q.Start.Day(loc)
+	}
+	if q.End != nil {
+		r.Last = q.End.Day(loc)
+	}
+	return r
+}
+
 // DefaultStart is the first day reported when startDate is not given:
 // 2025-01-01 in the group's time zone (for a UTC group, exactly the
 // documented 2025-01-01T00:00:00.000Z).

@@ -19,6 +19,7 @@ import (
 // Endpoint is one report endpoint: its metric titles, how to read their
 // values from counts, and which students count as having used it.
 type Endpoint struct {
+	Name   string // the last part of its path
 	Titles []string
 	values func(c *analytics.Counts, into []int64)
 	users  func(r *analytics.GroupRollup) analytics.StudentSet
@@ -26,6 +27,7 @@ type Endpoint struct {
 
 // LiveLecture is POST /api/groups/live-lecture.
 var LiveLecture = &Endpoint{
+	Name:   "live-lecture",
 	Titles: []string{"Sessions Made", "Chat Messages"},
 	values: func(c *analytics.Counts, into []int64) {
 		into[0], into[1] = c[analytics.SessionsCreated], c[analytics.LiveLectureMessages]
@@ -35,6 +37,7 @@ var LiveLecture = &Endpoint{
 
 // Chat is POST /api/groups/chat.
 var Chat = &Endpoint{
+	Name:   "chat",
 	Titles: []string{"Total Messages", "Tutor Me Messages", "Test Messages", "Flashcard Messages",
 		"Material Messages", "Live Lecture Messages", "Main Chat Messages"},
 	values: func(c *analytics.Counts, into []int64) {
@@ -76,13 +79,7 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	if err != nil {
 		return fmt.Errorf("report: group %s: %w", group.ID, err)
 	}
-	r := analytics.DayRange{First: DefaultStart, Last: analytics.DayOf(now, loc)}
-	if q.Start != nil {
-		r.First = q.Start.Day(loc)
-	}
-	if q.End != nil {
-		r.Last = q.End.Day(loc)
-	}
+	r := q.Range(now, loc)
 	if r.First > r.Last {
 		return analytics.Errorf(analytics.Invalid, "Invalid range: startDate %s is after endDate %s", r.First, r.Last)
 	}
