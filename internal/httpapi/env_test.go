@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"compress/gzip"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/httpapi"
@@ -151,7 +154,8 @@ func (e *testEnv) send(events ...platform.EventInput) platform.IngestResult {
 type response struct {
 	status int
 	header http.Header
-	body   []byte
+	body   []byte // decoded
+	sent   int    // bytes on the wire
 }
 
 func (r response) json(t *testing.T) map[string]any {
@@ -202,9 +206,37 @@ func (e *testEnv) do(method, path, key string, body string, header ...string) re
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	r := response{status: resp.StatusCode, header: resp.Header, body: b}
+	r := response{status: resp.StatusCode, header: resp.Header, body: b, sent: len(b)}
+	if r.body, err = decode(resp.Header.Get("Content-Encoding"), b); err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
 	openAPI().check(e.t, method, req.URL.Path, r)
 	return r
+}
+
+// decode undoes a Content-Encoding: none, gzip or zstd.
+func decode(encoding string, b []byte) ([]byte, error) {
+	var r io.Reader
+	switch encoding {
+	case "":
+		return b, nil
+	case "gzip":
+		gz, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, err
+		}
+		r = gz
+	case "zstd":
+		zr, err := zstd.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, err
+		}
+		defer zr.Close()
+		r = zr
+	default:
+		return nil, fmt.Errorf("unexpected Content-Encoding %q", encoding)
+	}
+	return io.ReadAll(r)
 }
 
 // reportRequest posts to a report endpoint ("live-lecture" or "chat").
