@@ -84,6 +84,15 @@ type UsageStore interface {
 	Rebuild(ctx context.Context, groupID string, loc *time.Location) error
 }
 
+// WriteObserver is told what a usage store's writer does, for the
+// operators' metrics.
+type WriteObserver interface {
+	// Merged: a write merged calls (batches) holding events.
+	Merged(calls, events int)
+	// Retried: op is tried again after a deadlock or serialization failure.
+	Retried(op string)
+}
+
 // Placement says which shard of a sharded usage store holds a group's
 // usage, and what the group's last write left behind.
 type Placement struct {

@@ -61,6 +61,7 @@ type Result struct {
 	BulkEventsPerSec float64          `json:"bulkEventsPerSec"`
 	Reports          []ReportResult   `json:"reports"`
 	Floor            ReportResult     `json:"floor"`
+	FloorBare        ReportResult     `json:"floorWithoutLimitsAndMetrics"`
 	Ingest           IngestResult     `json:"ingest"`
 	PeakRSSBytes     int64            `json:"serverPeakRSSBytes"`
 	DiskBytes        int64            `json:"storeBytes"`
@@ -155,7 +156,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	fmt.Fprintf(cfg.Out, "bulk load: %d events in %.1f s, %.0f events/s\n", res.Events, res.BulkLoadSeconds, res.BulkEventsPerSec)
 
-	srv, err := startServer(ctx, cfg.Binary, serverArgs)
+	// The server runs with rate limits (too high to refuse anything) and
+	// metrics, as in production; the floor is measured again without them.
+	srv, err := startServer(ctx, cfg.Binary, append(slices.Clone(serverArgs), "--key-rate-limit", "1000000/s",
+		"--token-rate-limit", "1000000/s", "--metrics-addr", "127.0.0.1:0"))
 	if err != nil {
 		return nil, err
 	}
@@ -186,6 +190,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if res.FloorBare, err = measureBareFloor(ctx, cfg, serverArgs, keys.empty, floor); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "floor: p50 %.3f ms with rate limits and metrics, %.3f ms without\n", res.Floor.P50, res.FloorBare.P50)
 	for _, sc := range scenarios {
 		rr, got, err := measure(srv.base, keys.main, sc, cfg)
 		if err != nil {
@@ -383,6 +391,19 @@ func bulkLoad(ctx context.Context, store analytics.UsageStore, cfg Config, now t
 	res.BulkLoadSeconds = time.Since(start).Seconds()
 	res.BulkEventsPerSec = float64(res.Events) / res.BulkLoadSeconds
 	return nil
+}
+
+// measureBareFloor measures the floor on a server without rate limits and
+// metrics, to tell what they cost.
+func measureBareFloor(ctx context.Context, cfg Config, serverArgs []string, key string, floor scenario) (ReportResult, error) {
+	srv, err := startServer(ctx, cfg.Binary, append(slices.Clone(serverArgs),
+		"--key-rate-limit", "off", "--token-rate-limit", "off", "--failed-auth-limit", "off"))
+	if err != nil {
+		return ReportResult{}, err
+	}
+	defer srv.stop()
+	rr, _, err := measure(srv.base, key, scenario{name: "floor without limits and metrics", endpoint: floor.endpoint, query: floor.query}, cfg)
+	return rr, err
 }
 
 // moveMain moves the main group to another shard, and checks that a report
@@ -699,6 +720,7 @@ func printTable(w io.Writer, res *Result) {
 		fmt.Fprintf(w, "%-34s %8d %9.2f %9.2f %9.2f %9.0f %12s %10s %10s\n", r.Name, r.Reports, r.P50, r.P95, r.P99, r.RequestsPerS, base, ratio, floor)
 	}
 	row(res.Floor)
+	row(res.FloorBare)
 	for _, r := range res.Reports {
 		row(r)
 	}

@@ -103,11 +103,30 @@ func (s *Store) appendGroup(ctx context.Context, groupID string, events []analyt
 		default:
 		}
 		calls := s.takePending(groupID)
+		if s.observer != nil && len(calls) > 0 {
+			events := 0
+			for _, c := range calls {
+				events += len(c.events)
+			}
+			s.observer.Merged(len(calls), events)
+		}
 		accepted, err := s.writeCalls(ctx, groupID, calls)
 		for i, c := range calls {
 			c.done <- appendDone{accepted[i], err}
 		}
 	}
+}
+
+// QueueDepth is how many AppendEvents calls of the process wait for
+// their group's turn.
+func (s *Store) QueueDepth() int {
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	n := 0
+	for _, calls := range s.pending {
+		n += len(calls)
+	}
+	return n
 }
 
 // takePending takes the group's waiting calls, up to maxMergedEvents

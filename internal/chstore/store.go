@@ -39,6 +39,7 @@ type Store struct {
 	shards   []*shard // in the URL's order
 	byName   map[string]*shard
 	timeout  time.Duration
+	observer analytics.WriteObserver
 	// turnstiles serialise the process's writers per group (by hash: two
 	// groups may share one).
 	turnstiles [64]chan struct{}
@@ -63,6 +64,8 @@ type Options struct {
 	// CallTimeout bounds each call whose context has no deadline of its
 	// own; zero: no bound.
 	CallTimeout time.Duration
+	// Observer, if set, is told of merged writes.
+	Observer analytics.WriteObserver
 }
 
 // Config is what a clickhouse:// URL names.
@@ -118,7 +121,7 @@ func Open(ctx context.Context, raw string, dir Directory, opts Options) (*Store,
 		return nil, err
 	}
 	s := &Store{dir: dir, database: cfg.Database, byName: map[string]*shard{}, timeout: opts.CallTimeout,
-		pending: map[string][]*appendCall{}}
+		observer: opts.Observer, pending: map[string][]*appendCall{}}
 	for i := range s.turnstiles {
 		s.turnstiles[i] = make(chan struct{}, 1)
 	}

@@ -120,7 +120,8 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Every command takes --db (default groupanalytics.db; a postgres:// URL selects PostgreSQL)")
 	fmt.Fprintln(w, "and --usage (a clickhouse:// URL puts the usage store on ClickHouse shards).")
-	fmt.Fprintln(w, "Configuration flags (--db, --usage, --addr, --log-level, --store-timeout) can also be set in the")
+	fmt.Fprintln(w, "Configuration flags (--db, --usage, --addr, --log-level, --store-timeout, --metrics-addr and the")
+	fmt.Fprintln(w, "rate limits) can also be set in the")
 	fmt.Fprintln(w, "environment as GROUPANALYTICS_<FLAG>, e.g. GROUPANALYTICS_DB; the flags that name what a")
 	fmt.Fprintln(w, "command works on (--id, --group, --key, ...) cannot.")
 	fmt.Fprintln(w, "Run 'groupanalytics COMMAND --help' for a command's flags.")
@@ -155,7 +156,8 @@ func flags(e *env, name string) (*flag.FlagSet, *storeFlags) {
 // service runs. Flags that name what a command works on are never taken
 // from the environment, so that a stray GROUPANALYTICS_ID cannot choose
 // what student delete deletes.
-var configFlags = map[string]bool{"db": true, "usage": true, "addr": true, "log-level": true, "store-timeout": true}
+var configFlags = map[string]bool{"db": true, "usage": true, "addr": true, "log-level": true, "store-timeout": true,
+	"metrics-addr": true, "key-rate-limit": true, "token-rate-limit": true, "failed-auth-limit": true, "client-ip-header": true}
 
 // parse parses args, then fills each configuration flag not given from its
 // environment variable GROUPANALYTICS_<NAME>. It refuses stray arguments
@@ -212,6 +214,14 @@ func (s *stores) ping(ctx context.Context) error {
 	return s.ch.Ping(ctx)
 }
 
+// queueDepth is how many appends wait for the usage store's writer.
+func (s *stores) queueDepth() int {
+	if s.ch != nil {
+		return s.ch.QueueDepth()
+	}
+	return s.dir.QueueDepth()
+}
+
 func (s *stores) Close() error {
 	var err error
 	if s.ch != nil {
@@ -223,11 +233,11 @@ func (s *stores) Close() error {
 // openStores opens and migrates the stores that f names. Unless create
 // is set it refuses a SQLite file that does not exist, so that a mistyped
 // path is an error rather than a new, empty store.
-func openStores(e *env, f storeFlags, create bool, timeout time.Duration, log *slog.Logger) (*stores, error) {
+func openStores(e *env, f storeFlags, create bool, timeout time.Duration, log *slog.Logger, observer analytics.WriteObserver) (*stores, error) {
 	if f.usage != "" && !sqlstore.IsPostgres(f.db) {
 		return nil, fmt.Errorf("--usage on ClickHouse needs the directory on PostgreSQL: give --db a postgres:// URL")
 	}
-	dir, err := openStore(e, f.db, create, sqlstore.Options{CallTimeout: timeout}, log)
+	dir, err := openStore(e, f.db, create, sqlstore.Options{CallTimeout: timeout, Observer: observer}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +245,7 @@ func openStores(e *env, f storeFlags, create bool, timeout time.Duration, log *s
 	if f.usage == "" {
 		return s, nil
 	}
-	if s.ch, err = chstore.Open(e.ctx, f.usage, dir, chstore.Options{CallTimeout: timeout}); err != nil {
+	if s.ch, err = chstore.Open(e.ctx, f.usage, dir, chstore.Options{CallTimeout: timeout, Observer: observer}); err != nil {
 		dir.Close()
 		return nil, err
 	}
@@ -277,7 +287,7 @@ func withPlatform(e *env, fs *flag.FlagSet, db *storeFlags, args []string, posit
 	if err := parse(e, fs, args, positional, required...); err != nil {
 		return err
 	}
-	s, err := openStores(e, *db, false, 0, quietLog(e))
+	s, err := openStores(e, *db, false, 0, quietLog(e), nil)
 	if err != nil {
 		return err
 	}
@@ -295,7 +305,7 @@ func withShards(e *env, fs *flag.FlagSet, db *storeFlags, args []string, require
 	if db.usage == "" {
 		return fmt.Errorf("%s works on a usage store on ClickHouse: give --usage clickhouse://…", fs.Name())
 	}
-	s, err := openStores(e, *db, false, 0, quietLog(e))
+	s, err := openStores(e, *db, false, 0, quietLog(e), nil)
 	if err != nil {
 		return err
 	}
@@ -327,7 +337,7 @@ func runMigrate(e *env, args []string) error {
 	if err := parse(e, fs, args, false); err != nil {
 		return err
 	}
-	s, err := openStores(e, *db, true, 0, slog.New(slog.NewTextHandler(e.stderr, nil)))
+	s, err := openStores(e, *db, true, 0, slog.New(slog.NewTextHandler(e.stderr, nil)), nil)
 	if err != nil {
 		return err
 	}

@@ -35,9 +35,7 @@ func runDemo(e *env, args []string) error {
 	db := fs.Lookup("db")
 	db.DefValue = filepath.Join(os.TempDir(), "groupanalytics-demo.db")
 	_ = db.Value.Set(db.DefValue)
-	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
-	level := fs.String("log-level", "info", "debug, info, warn or error")
-	timeout := storeTimeoutFlag(fs)
+	serveFlags := addServeFlags(fs)
 	if err := parse(e, fs, args, false); err != nil {
 		return err
 	}
@@ -50,7 +48,7 @@ func runDemo(e *env, args []string) error {
 			return err
 		}
 	}
-	return serve(e, *addr, *level, storeFlags{db: path}, *timeout, func(s *stores, baseURL string) error {
+	return serve(e, *serveFlags, storeFlags{db: path}, func(s *stores, baseURL string) error {
 		now := time.Now()
 		keys, events, err := loadDemo(e, platform.New(s.dir, s.usage), now)
 		if err == nil {

@@ -11,22 +11,36 @@ import (
 	"time"
 
 	"groupanalytics/internal/httpapi"
+	"groupanalytics/internal/metrics"
 )
 
 func runServe(e *env, args []string) error {
 	fs, db := flags(e, "serve")
-	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
-	level := fs.String("log-level", "info", "debug, info, warn or error")
-	timeout := storeTimeoutFlag(fs)
+	sf := addServeFlags(fs)
 	if err := parse(e, fs, args, false); err != nil {
 		return err
 	}
-	return serve(e, *addr, *level, *db, *timeout, nil)
+	return serve(e, *sf, *db, nil)
 }
 
-// storeTimeoutFlag is the bound on each store call of a serving process.
-func storeTimeoutFlag(fs *flag.FlagSet) *time.Duration {
-	return fs.Duration("store-timeout", 10*time.Second, "longest a store call may take before the request gets a 503")
+// serveFlags are the flags of a serving process (serve and demo).
+type serveFlags struct {
+	addr, level, metricsAddr string
+	storeTimeout             time.Duration
+	limits                   httpapi.Limits
+}
+
+func addServeFlags(fs *flag.FlagSet) *serveFlags {
+	sf := &serveFlags{limits: httpapi.DefaultLimits}
+	fs.StringVar(&sf.addr, "addr", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&sf.level, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&sf.storeTimeout, "store-timeout", 10*time.Second, "longest a store call may take before the request gets a 503")
+	fs.StringVar(&sf.metricsAddr, "metrics-addr", "", "address of a separate listener serving Prometheus metrics at /metrics (empty: none)")
+	fs.Var(&sf.limits.Key, "key-rate-limit", "requests per report key: N/s, N/m or N/h (bursts of N), or off")
+	fs.Var(&sf.limits.Token, "token-rate-limit", "requests per platform token: N/s, N/m or N/h, or off")
+	fs.Var(&sf.limits.FailedAuth, "failed-auth-limit", "failed key and token checks per client address: N/s, N/m or N/h, or off")
+	fs.StringVar(&sf.limits.ClientIPHeader, "client-ip-header", "", "header a trusted proxy sets to the client's address, e.g. X-Forwarded-For (empty: the connection's peer)")
+	return sf
 }
 
 func newLogger(e *env, level string) (*slog.Logger, error) {
@@ -41,22 +55,40 @@ func newLogger(e *env, level string) (*slog.Logger, error) {
 // ends, then shuts down gracefully: requests under way get up to 30
 // seconds to finish. prepare, if set, runs once the address is bound and
 // before the first request is served; it gets the server's base URL.
-func serve(e *env, addr, level string, db storeFlags, storeTimeout time.Duration, prepare func(s *stores, baseURL string) error) error {
-	log, err := newLogger(e, level)
+func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores, baseURL string) error) error {
+	log, err := newLogger(e, sf.level)
 	if err != nil {
 		return err
 	}
-	if storeTimeout <= 0 {
-		return fmt.Errorf("invalid --store-timeout %s: expected a positive duration such as 10s", storeTimeout)
+	if sf.storeTimeout <= 0 {
+		return fmt.Errorf("invalid --store-timeout %s: expected a positive duration such as 10s", sf.storeTimeout)
 	}
-	store, err := openStores(e, db, true, storeTimeout, log)
+	var m *metrics.Metrics // none unless they are served
+	if sf.metricsAddr != "" {
+		m = metrics.New()
+	}
+	store, err := openStores(e, db, true, sf.storeTimeout, log, m)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	ln, err := net.Listen("tcp", addr)
+	m.QueueDepth(store.queueDepth)
+	ln, err := net.Listen("tcp", sf.addr)
 	if err != nil {
 		return err
+	}
+	if sf.metricsAddr != "" {
+		mln, err := net.Listen("tcp", sf.metricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.Handler())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go msrv.Serve(mln)
+		defer msrv.Close()
+		log.Info("metrics", "addr", "http://"+mln.Addr().String()+"/metrics")
 	}
 	if prepare != nil {
 		if err := prepare(store, "http://"+ln.Addr().String()); err != nil {
@@ -70,6 +102,8 @@ func serve(e *env, addr, level string, db storeFlags, storeTimeout time.Duration
 			Usage:     store.usage,
 			Ready:     store.ping,
 			Log:       log,
+			Limits:    sf.limits,
+			Metrics:   m,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,

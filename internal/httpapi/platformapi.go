@@ -60,16 +60,26 @@ func (s *Server) platformRoutes(mux *http.ServeMux) {
 // withToken runs h for requests with a valid platform token.
 func (s *Server) withToken(h platformHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		now := s.now()
+		addr, ok := s.screenAddress(w, r, now)
+		if !ok {
+			return
+		}
+		scheme, secret, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		err := analytics.Errorf(analytics.Unauthenticated, "Missing platform token: send Authorization: Bearer <token>")
-		if strings.EqualFold(scheme, "Bearer") && token != "" {
-			_, err = s.directory.AuthorizeToken(r.Context(), analytics.HashSecret(strings.TrimSpace(token)))
+		var token analytics.PlatformToken
+		if strings.EqualFold(scheme, "Bearer") && secret != "" {
+			token, err = s.directory.AuthorizeToken(r.Context(), analytics.HashSecret(strings.TrimSpace(secret)))
 		}
 		if err != nil {
 			if analytics.ErrorCode(err) == analytics.Unauthenticated {
+				s.failedAuth(w, addr, now)
 				w.Header().Set("WWW-Authenticate", "Bearer")
 			}
 			s.writeError(w, r, err)
+			return
+		}
+		if !s.spend(w, r, s.limits.token, token.ID, "token", now) {
 			return
 		}
 		status, body, err := h(r)
@@ -147,6 +157,9 @@ func (s *Server) ingest(r *http.Request) (int, any, error) {
 		return 0, nil, analytics.Errorf(analytics.TooLarge, "Too many events: %d, at most %d per request", len(batch), MaxEventsBatch)
 	}
 	res, err := s.platform.Ingest(r.Context(), batch, false)
+	if err == nil {
+		s.metrics.Events(res.Accepted, res.Duplicates, len(res.Rejected))
+	}
 	return http.StatusOK, res, err
 }
 

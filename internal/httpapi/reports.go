@@ -41,12 +41,21 @@ func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		now := s.now()
-		group, err := s.directory.Authorize(r.Context(), analytics.HashSecret(r.Header.Get("x-api-key")), now)
+		addr, ok := s.screenAddress(w, r, now)
+		if !ok {
+			return
+		}
+		keyHash := analytics.HashSecret(r.Header.Get("x-api-key"))
+		group, err := s.directory.Authorize(r.Context(), keyHash, now)
 		if err != nil {
 			if analytics.ErrorCode(err) == analytics.Unauthorized {
+				s.failedAuth(w, addr, now)
 				waitForQuantum(r.Context(), start)
 			}
 			s.writeError(w, r, err)
+			return
+		}
+		if !s.spend(w, r, s.limits.key, string(keyHash), "key", now) {
 			return
 		}
 		q, format, err := readQuery(r)

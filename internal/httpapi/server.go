@@ -21,6 +21,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/buildinfo"
+	"groupanalytics/internal/metrics"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/report"
 )
@@ -38,6 +39,8 @@ type Server struct {
 	// part of a report as it streams; one that stops reading is cut off
 	// after it, rather than hold its connection for good.
 	streamWriteTimeout time.Duration
+	limits             *limiters
+	metrics            *metrics.Metrics
 }
 
 // Config is what a Server is made of.
@@ -54,6 +57,10 @@ type Config struct {
 	// StreamWriteTimeout bounds each write of a streamed report; 0 means
 	// 20 seconds.
 	StreamWriteTimeout time.Duration
+	// Limits are the rate limits; the zero value limits nothing.
+	Limits Limits
+	// Metrics, if set, records what the server does.
+	Metrics *metrics.Metrics
 }
 
 // New returns a Server for cfg.
@@ -67,6 +74,8 @@ func New(cfg Config) *Server {
 		now:       cfg.Now,
 
 		streamWriteTimeout: cmp.Or(cfg.StreamWriteTimeout, 20*time.Second),
+		limits:             newLimiters(cfg.Limits),
+		metrics:            cfg.Metrics,
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -107,6 +116,7 @@ func (s *Server) route(mux *http.ServeMux, path string, bodyLimit int64, byMetho
 	var allow []string
 	for method, h := range byMethod {
 		mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
+			setRoute(r, path)
 			r.Body = http.MaxBytesReader(innermost(w), r.Body, bodyLimit)
 			h(w, r)
 		})
@@ -117,6 +127,7 @@ func (s *Server) route(mux *http.ServeMux, path string, bodyLimit int64, byMetho
 	}
 	slices.Sort(allow)
 	mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		setRoute(r, path)
 		w.Header().Set("Allow", strings.Join(allow, ", "))
 		s.writeStatus(w, r, http.StatusMethodNotAllowed, "Method not allowed")
 	})
@@ -205,8 +216,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	switch code {
 	case analytics.Internal:
 		msg = "Internal error"
+		s.metrics.StoreError("internal")
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err.Error())
 	case analytics.Unavailable:
+		s.metrics.StoreError("unavailable")
 		s.log.WarnContext(r.Context(), "store unavailable", "method", r.Method, "path", r.URL.Path, "error", err.Error())
 	}
 	s.writeStatus(w, r, statusOf[code], msg)
@@ -316,7 +329,8 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		rec := &recorder{ResponseWriter: w}
 		body := &trackedBody{ReadCloser: r.Body, empty: r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0}
 		r.Body = body
-		r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
+		route := "other"
+		r = r.WithContext(context.WithValue(context.WithValue(r.Context(), bodyKey{}, body), routeKey{}, &route))
 		defer func() {
 			v := recover()
 			switch {
@@ -332,14 +346,27 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 					v = nil
 				}
 			}
+			took := time.Since(start)
 			s.log.InfoContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
-				"bytes", rec.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+				"bytes", rec.bytes, "duration_ms", float64(took.Microseconds())/1000)
+			s.metrics.Request(route, r.Method, rec.status, took)
 			if v != nil {
 				panic(http.ErrAbortHandler)
 			}
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// routeKey holds, in a request's context, where the route it took is
+// written: the path pattern, for the metrics (a raw path would give them a
+// label per group and student).
+type routeKey struct{}
+
+func setRoute(r *http.Request, pattern string) {
+	if route, ok := r.Context().Value(routeKey{}).(*string); ok {
+		*route = pattern
+	}
 }
 
 //go:embed openapi.json

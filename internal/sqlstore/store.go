@@ -33,7 +33,8 @@ type Store struct {
 	pool    *pgxpool.Pool // PostgreSQL only: for COPY
 	marks   *sql.DB       // PostgreSQL only: for the marks of groupLock
 	closers []func() error
-	timeout time.Duration // of every call whose context has no deadline; 0: none
+	timeout  time.Duration // of every call whose context has no deadline; 0: none
+	observer analytics.WriteObserver
 
 	// mu guards closed, and is held for reading while a call hands work to
 	// the background writers, so that Close never closes their queues
@@ -54,6 +55,8 @@ type Options struct {
 	// refused) fails calls rather than hanging them. Zero: no bound, for
 	// commands that may run long (import, rebuild) and can be interrupted.
 	CallTimeout time.Duration
+	// Observer, if set, is told of merged writes and retries.
+	Observer analytics.WriteObserver
 }
 
 // ErrClosed is the error of a call made after Close.
@@ -95,7 +98,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.timeout = opts.CallTimeout
+	s.timeout, s.observer = opts.CallTimeout, opts.Observer
 	s.touches = make(chan keyTouch, 1024)
 	s.writers.Add(1)
 	go s.writeTouches()
@@ -221,6 +224,9 @@ func (s *Store) transact(ctx context.Context, op string, fn func(tx *txn) error)
 	for attempt := 1; ; attempt++ {
 		err := s.transactOnce(ctx, fn)
 		if err != nil && attempt < 5 && s.dialect.retryable(err) {
+			if s.observer != nil {
+				s.observer.Retried(op)
+			}
 			select {
 			case <-time.After(time.Duration(attempt) * 5 * time.Millisecond):
 				continue

@@ -72,6 +72,13 @@ func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (ana
 	}
 }
 
+// QueueDepth is how many AppendEvents calls wait for the writer.
+func (s *Store) QueueDepth() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.appends)
+}
+
 // enqueue hands call to the writer, starting it on first use.
 func (s *Store) enqueue(call *appendCall) error {
 	s.mu.RLock()
@@ -115,6 +122,9 @@ func (s *Store) writeAppends() {
 		calls = slices.DeleteFunc(calls, func(c *appendCall) bool { return c.ctx.Err() != nil })
 		if len(calls) == 0 {
 			continue
+		}
+		if s.observer != nil {
+			s.observer.Merged(len(calls), n)
 		}
 		results, err := s.appendMerged(calls)
 		for i, c := range calls {

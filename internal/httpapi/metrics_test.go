@@ -1,0 +1,33 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"groupanalytics/internal/httpapi"
+	"groupanalytics/internal/metrics"
+	"groupanalytics/internal/sqlstore/storetest"
+)
+
+// TestStoreErrorsCounted: a store that cannot answer is a 503 and a count
+// in the metrics.
+func TestStoreErrorsCounted(t *testing.T) {
+	store := storetest.Open(t, "sqlite")
+	m := metrics.New()
+	e := newEnvWith(t, storetest.SQL(store), func(c *httpapi.Config) { c.Metrics = m })
+	key := e.school("north", "UTC")
+	store.Close()
+	if resp := e.reportRequest("chat", key, "", ""); resp.status != http.StatusServiceUnavailable {
+		t.Fatalf("closed store: %d %s", resp.status, resp.body)
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{`groupanalytics_store_errors_total{kind="unavailable"} 1`,
+		`groupanalytics_http_requests_total{method="POST",route="/api/groups/chat",status="503"} 1`} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
