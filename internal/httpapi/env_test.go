@@ -1,8 +1,8 @@
 package httpapi_test
 
 import (
-	"compress/gzip"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"

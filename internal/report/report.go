@@ -37,7 +37,7 @@ var LiveLecture = &Endpoint{
 
 // Chat is POST /api/groups/chat.
 var Chat = &Endpoint{
-	Name:   "chat",
+	Name: "chat",
 	Titles: []string{"Total Messages", "Tutor Me Messages", "Test Messages", "Flashcard Messages",
 		"Material Messages", "Live Lecture Messages", "Main Chat Messages"},
 	values: func(c *analytics.Counts, into []int64) {

@@ -27,12 +27,12 @@ var migrations embed.FS
 
 // Store implements analytics.Directory and analytics.UsageStore.
 type Store struct {
-	write   *sql.DB // the connections that write; one for SQLite
-	read    *sql.DB // the connections that only read
-	dialect dialect
-	pool    *pgxpool.Pool // PostgreSQL only: for COPY
-	marks   *sql.DB       // PostgreSQL only: for the marks of groupLock
-	closers []func() error
+	write    *sql.DB // the connections that write; one for SQLite
+	read     *sql.DB // the connections that only read
+	dialect  dialect
+	pool     *pgxpool.Pool // PostgreSQL only: for COPY
+	marks    *sql.DB       // PostgreSQL only: for the marks of groupLock
+	closers  []func() error
 	timeout  time.Duration // of every call whose context has no deadline; 0: none
 	observer analytics.WriteObserver
 
