@@ -187,5 +187,6 @@ func printDemo(e *env, path, base string, keys map[string]string, events int, no
 		}
 		fmt.Fprintln(w)
 	}
+	fmt.Fprintf(w, "The dashboard: open %s/ in a browser and enter a key above.\n", base)
 	fmt.Fprintf(w, "Serving on %s. Press Ctrl-C to stop.\n", base)
 }

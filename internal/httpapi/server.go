@@ -21,6 +21,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/buildinfo"
+	"groupanalytics/internal/dashboard"
 	"groupanalytics/internal/metrics"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/report"
@@ -88,6 +89,8 @@ func New(cfg Config) *Server {
 	s.route(mux, "/openapi.json", 0, map[string]http.HandlerFunc{"GET": serveOpenAPI})
 	s.route(mux, "/healthz", 0, map[string]http.HandlerFunc{"GET": s.healthz})
 	s.route(mux, "/readyz", 0, map[string]http.HandlerFunc{"GET": s.readyz})
+	s.route(mux, "/{$}", 0, map[string]http.HandlerFunc{"GET": dashboard.Page})
+	s.route(mux, "/assets/{file...}", 0, map[string]http.HandlerFunc{"GET": s.asset})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeStatus(w, r, http.StatusNotFound, "Not found")
 	})
@@ -255,6 +258,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 type health struct {
 	Status string `json:"status"`
 	buildinfo.Info
+}
+
+// asset serves a file of the dashboard, or a 404.
+func (s *Server) asset(w http.ResponseWriter, r *http.Request) {
+	if !dashboard.Asset(w, r, r.PathValue("file")) {
+		s.writeStatus(w, r, http.StatusNotFound, "Not found")
+	}
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,316 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/chromedp"
+
+	"groupanalytics/internal/httpapi"
+	"groupanalytics/internal/platform"
+	"groupanalytics/internal/sqlstore/storetest"
+)
+
+// chromium returns Debian's Chromium, or skips the test (fails it in CI)
+// when it is missing.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("Chromium is required in CI: apt-get install chromium")
+	}
+	t.Skip("SKIPPED: no Chromium (apt-get install chromium)")
+	return ""
+}
+
+// demoServer serves the demo data set from SQLite and returns its URL and
+// the demo's keys by group.
+func demoServer(t *testing.T) (string, map[string]string) {
+	t.Helper()
+	store := storetest.Open(t, "sqlite")
+	e := &env{ctx: context.Background(), stdout: io.Discard, stderr: io.Discard}
+	keys, _, err := loadDemo(e, platform.New(store, store), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.New(httpapi.Config{Directory: store, Usage: store, Ready: store.Ping,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	t.Cleanup(srv.Close)
+	return srv.URL, keys
+}
+
+// apiReports asks an endpoint for reports, as the dashboard would.
+func apiReports(t *testing.T, base, key, endpoint, query string) []struct {
+	StudentID, StudentName string
+	NumStudentsUsed        int64
+	Data                   []struct {
+		Title string
+		Value int64
+	}
+} {
+	t.Helper()
+	body := apiGet(t, base, key, endpoint, query)
+	var answer struct {
+		Reports []struct {
+			StudentID, StudentName string
+			NumStudentsUsed        int64
+			Data                   []struct {
+				Title string
+				Value int64
+			}
+		}
+	}
+	if err := json.Unmarshal(body, &answer); err != nil {
+		t.Fatalf("%s?%s: %v: %s", endpoint, query, err, body)
+	}
+	return answer.Reports
+}
+
+func apiGet(t *testing.T, base, key, endpoint, query string) []byte {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/api/groups/"+endpoint+"?"+query, nil)
+	req.Header.Set("x-api-key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s?%s: %d %s", endpoint, query, resp.StatusCode, body)
+	}
+	return body
+}
+
+// TestDashboardInBrowser drives the dashboard in headless Chromium against
+// the demo data: a key opens it, the charts are drawn from the interval
+// reports, the totals and the students table equal the API's answers, the
+// table searches, sorts and singles out inactive students, the CSV download
+// equals the CSV endpoint, a wrong or expired key gets a clear message, and
+// it fits a phone. It saves screenshots at desktop and phone widths in
+// $GROUPANALYTICS_SCREENSHOTS (default: a temporary directory).
+func TestDashboardInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	exe := chromium(t)
+	base, keys := demoServer(t)
+	key := keys["lakeside-academy"]
+	shots := os.Getenv("GROUPANALYTICS_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	downloads := t.TempDir()
+
+	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 1000))...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	run := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	eval := func(what, js string, into any) {
+		t.Helper()
+		run(what, chromedp.Evaluate(js, into))
+	}
+
+	// Open with the key; watch what the status line says while it loads.
+	var loaded string
+	run("open", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#key"),
+		chromedp.Evaluate(`window.seen = []; new MutationObserver(() => seen.push(document.getElementById("status").textContent))
+			.observe(document.getElementById("status"), {childList: true, subtree: true, characterData: true}); true`, nil),
+		chromedp.SendKeys("#key", key), chromedp.Click(`#key-form button[type=submit]`),
+		chromedp.WaitVisible(`#dashboard[data-loaded]`), chromedp.AttributeValue("#dashboard", "data-loaded", &loaded, nil))
+	var seen []string
+	eval("statuses", `seen`, &seen)
+	if len(seen) < 2 || seen[0] != "Loading… 0 of 6 reports" || !strings.Contains(strings.Join(seen, "|"), "Loading… 6 of 6 reports") {
+		t.Errorf("progress while loading: %q", seen)
+	}
+	var keyInURL, stored bool
+	eval("key kept", `location.href.includes(`+strconv.Quote(key)+`)`, &keyInURL)
+	eval("key stored", `sessionStorage.getItem("groupanalytics-key") === `+strconv.Quote(key)+` && localStorage.length === 0`, &stored)
+	if keyInURL || !stored {
+		t.Errorf("the key: in the URL %v, in session storage only %v", keyInURL, stored)
+	}
+	parts := strings.Split(loaded, "/")
+	period := "startDate=" + parts[0] + "&endDate=" + parts[1]
+
+	// Charts: one bar per metric (chat's total aside) and the students
+	// line, period by period, as the interval reports say.
+	for _, endpoint := range []string{"live-lecture", "chat"} {
+		var chart [][]int64
+		eval("chart", `Chart.getChart("`+endpoint+`-chart").data.datasets.map(d => d.data)`, &chart)
+		reports := apiReports(t, base, key, endpoint, period+"&interval="+parts[2])
+		var want [][]int64
+		skip := map[string]int{"chat": 1}[endpoint]
+		for m := skip; m < len(reports[0].Data); m++ {
+			var series []int64
+			for _, r := range reports {
+				series = append(series, r.Data[m].Value)
+			}
+			want = append(want, series)
+		}
+		var users []int64
+		for _, r := range reports {
+			users = append(users, r.NumStudentsUsed)
+		}
+		if want = append(want, users); !reflect.DeepEqual(chart, want) {
+			t.Errorf("%s chart %v, want %v", endpoint, chart, want)
+		}
+	}
+
+	// Totals: every metric and the students who used it, over the range.
+	var tiles [][]string
+	eval("totals", `[...document.querySelectorAll("#totals .tile")].map(t => [t.dataset.endpoint, t.dataset.title, t.querySelector(".value").textContent])`, &tiles)
+	var wantTiles [][]string
+	for _, endpoint := range []string{"live-lecture", "chat"} {
+		r := apiReports(t, base, key, endpoint, period)[0]
+		for _, m := range r.Data {
+			wantTiles = append(wantTiles, []string{endpoint, m.Title, thousands(m.Value)})
+		}
+		wantTiles = append(wantTiles, []string{endpoint, "Students who used it", thousands(r.NumStudentsUsed)})
+	}
+	if !reflect.DeepEqual(tiles, wantTiles) {
+		t.Errorf("totals %v, want %v", tiles, wantTiles)
+	}
+
+	// The table: a row per student, both endpoints' metrics.
+	rowsJS := `[...document.querySelectorAll("#students tbody tr")].map(tr => [...tr.cells].map(td => td.firstChild ? td.firstChild.textContent : ""))`
+	var rows [][]string
+	eval("table", rowsJS, &rows)
+	wantRows := map[string][]string{}
+	var order []string
+	inactive := 0
+	for _, endpoint := range []string{"live-lecture", "chat"} {
+		for _, r := range apiReports(t, base, key, endpoint, period+"&students=true") {
+			if wantRows[r.StudentID] == nil {
+				wantRows[r.StudentID] = []string{r.StudentName, r.StudentID}
+				order = append(order, r.StudentID)
+			}
+			for _, m := range r.Data {
+				wantRows[r.StudentID] = append(wantRows[r.StudentID], strconv.FormatInt(m.Value, 10))
+			}
+		}
+	}
+	var want [][]string
+	for _, id := range order {
+		want = append(want, wantRows[id])
+		if strings.Trim(strings.Join(wantRows[id][2:], ""), "0") == "" {
+			inactive++
+		}
+	}
+	if !reflect.DeepEqual(rows, want) {
+		t.Errorf("table rows differ from the API's student reports:\n%v\nwant\n%v", rows, want)
+	}
+	if inactive == 0 || inactive == len(want) {
+		t.Fatalf("the demo range has %d inactive students of %d: the check means nothing", inactive, len(want))
+	}
+	var shown int
+	run("inactive only", chromedp.Click("#inactive-only"), chromedp.Evaluate(`document.querySelectorAll("#students tbody tr.inactive").length === document.querySelectorAll("#students tbody tr").length ? document.querySelectorAll("#students tbody tr").length : -1`, &shown))
+	if shown != inactive {
+		t.Errorf("inactive only: %d rows, want the %d inactive students", shown, inactive)
+	}
+	run("search", chromedp.Click("#inactive-only"), chromedp.SendKeys("#search", order[3]), chromedp.Evaluate(`document.querySelectorAll("#students tbody tr").length`, &shown))
+	if shown != 1 {
+		t.Errorf("searching for %s: %d rows", order[3], shown)
+	}
+	// Sorting by Total Messages, twice: descending then ascending order.
+	var totalsColumn []string
+	run("sort", chromedp.Evaluate(`const s = document.getElementById("search"); s.value = ""; s.dispatchEvent(new Event("input")); true`, nil),
+		chromedp.Click(`//th/button[text()="Chat: Total Messages"]`, chromedp.BySearch),
+		chromedp.Click(`//th/button[text()="Chat: Total Messages"]`, chromedp.BySearch),
+		chromedp.Evaluate(`[...document.querySelectorAll("#students tbody tr")].map(tr => tr.cells[4].textContent)`, &totalsColumn))
+	for i := 1; i < len(totalsColumn); i++ {
+		a, _ := strconv.Atoi(totalsColumn[i-1])
+		b, _ := strconv.Atoi(totalsColumn[i])
+		if a < b {
+			t.Fatalf("sorted by Total Messages descending: %v", totalsColumn)
+		}
+	}
+
+	// The CSV download is the CSV endpoint's answer.
+	run("download", browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(downloads),
+		chromedp.Click("#download-chat"))
+	name := fmt.Sprintf("lakeside-academy-chat-students-%s-to-%s.csv", parts[0], parts[1])
+	var got []byte
+	for range 100 {
+		if got, _ = os.ReadFile(filepath.Join(downloads, name)); got != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if wantCSV := apiGet(t, base, key, "chat", period+"&students=true&format=csv"); string(got) != string(wantCSV) {
+		t.Errorf("downloaded %s (%d bytes) differs from the CSV endpoint's answer (%d bytes)", name, len(got), len(wantCSV))
+	}
+
+	var buf []byte
+	run("desktop screenshot", chromedp.CaptureScreenshot(&buf))
+	save(t, filepath.Join(shots, "dashboard-desktop.png"), buf)
+	var overflow bool
+	run("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		chromedp.Reload(), chromedp.WaitVisible(`#dashboard[data-loaded]`),
+		chromedp.Evaluate(`document.documentElement.scrollWidth > window.innerWidth`, &overflow),
+		chromedp.CaptureScreenshot(&buf))
+	save(t, filepath.Join(shots, "dashboard-phone.png"), buf)
+	if overflow {
+		t.Errorf("on a phone the page is wider than the screen")
+	}
+
+	// A wrong key, and the key of a school whose plan ended.
+	for name, bad := range map[string]string{"wrong": "gak_NOTAKEY", "expired": keys["riverside-college"]} {
+		var message string
+		run(name+" key", chromedp.Evaluate(`document.getElementById("sign-out").hidden || document.getElementById("sign-out").click();
+				document.getElementById("key-error").textContent = ""; true`, nil),
+			chromedp.WaitVisible("#key"), chromedp.SendKeys("#key", bad), chromedp.Click(`#key-form button[type=submit]`),
+			chromedp.Poll(`document.getElementById("key-error").textContent`, &message))
+		if !strings.Contains(message, "This key was not accepted") {
+			t.Errorf("%s key: %q", name, message)
+		}
+	}
+	t.Logf("screenshots in %s", shots)
+}
+
+// thousands formats n as the page does (en-US grouping).
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func save(t *testing.T, path string, png []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
