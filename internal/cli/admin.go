@@ -292,6 +292,8 @@ func runImport(e *env, args []string) error {
 		}
 		var batch []json.RawMessage
 		var lineNos []int
+		bar := newProgress(e)
+		defer bar.done()
 		sc := bufio.NewScanner(in)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for n := 1; sc.Scan(); n++ {
@@ -299,11 +301,14 @@ func runImport(e *env, args []string) error {
 				batch = append(batch, bytes.Clone(line))
 				lineNos = append(lineNos, n)
 			}
+			bar.show(false, "reading: %d lines", n)
 		}
 		if err := sc.Err(); err != nil {
 			return fmt.Errorf("reading line %d: %w", len(lineNos)+1, err)
 		}
+		bar.show(true, "checking and storing %d events, all or nothing…", len(batch))
 		res, err := p.Ingest(e.ctx, batch, true)
+		bar.done()
 		if err != nil {
 			return err
 		}
@@ -323,7 +328,12 @@ func runRebuild(e *env, args []string) error {
 	group := fs.String("group", "", "group id (default: every group)")
 	return withPlatform(e, fs, db, args, false, nil, func(p *platform.Platform) error {
 		start := time.Now()
-		groups, err := p.Rebuild(e.ctx, *group)
+		bar := newProgress(e)
+		defer bar.done()
+		groups, err := p.Rebuild(e.ctx, *group, func(done, total int, next string) {
+			bar.show(true, "rebuilding: %d of %d groups done, now %s", done, total, next)
+		})
+		bar.done()
 		if err == nil {
 			fmt.Fprintf(e.stdout, "rebuilt the rollups of %s in %s\n", report.Plural(len(groups), "group"), time.Since(start).Round(time.Millisecond))
 		}

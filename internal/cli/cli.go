@@ -43,7 +43,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{"serve", "[--addr ADDR] [--db DB] [--log-level LEVEL]", "run the HTTP server", runServe},
-		{"demo", "[--addr ADDR] [--db FILE]", "create a fresh store with demo data, print curl commands, and serve", runDemo},
+		{"demo", "[--addr ADDR] [--db FILE|postgres://…] [--usage clickhouse://…]", "load demo data (into a fresh SQLite file, or beside what a PostgreSQL database holds), print curl commands, and serve", runDemo},
 		{"migrate", "[--db DB]", "apply pending schema migrations and exit", runMigrate},
 		{"group create", "--id ID [--name NAME] [--tz ZONE]", "create a group (time zone: IANA name, default UTC)", groupCreate},
 		{"group list", "", "list groups", groupList},

@@ -119,9 +119,23 @@ func TestDashboardInBrowser(t *testing.T) {
 		shots = t.TempDir()
 	}
 	downloads := t.TempDir()
+	// Chromium's profile, removed once its last process lets go of it
+	// (t.TempDir's cleanup fails on files a helper process still writes).
+	profile, err := os.MkdirTemp("", "groupanalytics-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 
 	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(profile),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 1000))...)
 	defer cancel()

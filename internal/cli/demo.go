@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/platform"
+	"groupanalytics/internal/sqlstore"
 )
 
 // demoGroup is one school of the demo data set.
@@ -40,15 +42,22 @@ func runDemo(e *env, args []string) error {
 		return err
 	}
 	path := db.Value.String()
-	if strings.Contains(path, "://") || sf.usage != "" {
-		return fmt.Errorf("demo makes its own SQLite file; --db must be a file path, and --usage is not taken")
-	}
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
-			return err
+	switch {
+	case sqlstore.IsPostgres(path):
+		// Loaded beside what the database holds; the demo's groups must
+		// not be there yet.
+	case strings.Contains(path, "://"):
+		return fmt.Errorf("demo takes a SQLite file path or a postgres:// URL for --db")
+	case sf.usage != "":
+		return fmt.Errorf("--usage on ClickHouse needs the directory on PostgreSQL: give --db a postgres:// URL")
+	default:
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
+				return err
+			}
 		}
 	}
-	return serve(e, *serveFlags, storeFlags{db: path}, func(s *stores, baseURL string) error {
+	return serve(e, *serveFlags, storeFlags{db: path, usage: sf.usage}, func(s *stores, baseURL string) error {
 		now := time.Now()
 		keys, events, err := loadDemo(e, platform.New(s.dir, s.usage), now)
 		if err == nil {
@@ -168,7 +177,11 @@ func demoEvents(rng *rand.Rand, dg demoGroup, now time.Time) (out []json.RawMess
 func printDemo(e *env, path, base string, keys map[string]string, events int, now time.Time) {
 	w := e.stdout
 	first := now.AddDate(0, 0, -demoWeeks*7).Format(time.DateOnly)
-	fmt.Fprintf(w, "groupanalytics demo: a fresh store at %s\n", path)
+	if u, err := url.Parse(path); err == nil && sqlstore.IsPostgres(path) {
+		fmt.Fprintf(w, "groupanalytics demo: loaded into %s\n", u.Redacted())
+	} else {
+		fmt.Fprintf(w, "groupanalytics demo: a fresh store at %s\n", path)
+	}
 	fmt.Fprintf(w, "with %d groups and %d events over the last %d weeks.\n\n", len(demoGroups), events, demoWeeks)
 	for _, dg := range demoGroups {
 		key := keys[dg.id]

@@ -296,7 +296,7 @@ func runDifferential(t *testing.T, e *testEnv, rng *rand.Rand) {
 		}
 	}
 	check("")
-	if _, err := e.platform.Rebuild(ctx, ""); err != nil {
+	if _, err := e.platform.Rebuild(ctx, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	check("after rebuild")

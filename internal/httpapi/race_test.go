@@ -226,7 +226,7 @@ func runRaceRound(t *testing.T, envs []*testEnv, log *raceLog, token string, rou
 		for i := range 2 {
 			time.Sleep(time.Duration(10+20*i) * time.Millisecond)
 			timed(raceOp{kind: "rebuild"}, func() bool {
-				if _, err := envs[i%2].platform.Rebuild(ctx, "race"); err != nil {
+				if _, err := envs[i%2].platform.Rebuild(ctx, "race", nil); err != nil {
 					t.Errorf("rebuild: %v", err)
 				}
 				return true

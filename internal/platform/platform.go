@@ -299,8 +299,9 @@ func (p *Platform) DeleteStudent(ctx context.Context, groupID, studentID string)
 }
 
 // Rebuild recomputes the rollups of one group, or of all groups when
-// groupID is empty, from the raw events.
-func (p *Platform) Rebuild(ctx context.Context, groupID string) ([]analytics.Group, error) {
+// groupID is empty, from the raw events. progress, if set, is told of
+// each group before it is rebuilt.
+func (p *Platform) Rebuild(ctx context.Context, groupID string, progress func(done, total int, next string)) ([]analytics.Group, error) {
 	var groups []analytics.Group
 	if groupID == "" {
 		var err error
@@ -314,10 +315,13 @@ func (p *Platform) Rebuild(ctx context.Context, groupID string) ([]analytics.Gro
 		}
 		groups = []analytics.Group{g}
 	}
-	for _, g := range groups {
+	for i, g := range groups {
 		loc, err := g.Location()
 		if err != nil {
 			return nil, err
+		}
+		if progress != nil {
+			progress(i, len(groups), g.ID)
 		}
 		if err := p.Usage.Rebuild(ctx, g.ID, loc); err != nil {
 			return nil, fmt.Errorf("rebuild %s: %w", g.ID, err)
