@@ -279,7 +279,9 @@ func TestDemoOnPostgres(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
 	var stdout, stderr syncWriter
-	go func() { done <- Main(ctx, []string{"demo", "--db", db, "--addr", addr, "--log-level", "warn"}, nil, &stdout, &stderr) }()
+	go func() {
+		done <- Main(ctx, []string{"demo", "--db", db, "--addr", addr, "--log-level", "warn"}, nil, &stdout, &stderr)
+	}()
 	defer func() { cancel(); <-done }()
 	var key string
 	for range 300 {
@@ -309,5 +311,9 @@ type syncWriter struct {
 	buf bytes.Buffer
 }
 
-func (w *syncWriter) Write(p []byte) (int, error) { w.mu.Lock(); defer w.mu.Unlock(); return w.buf.Write(p) }
-func (w *syncWriter) String() string              { w.mu.Lock(); defer w.mu.Unlock(); return w.buf.String() }
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+func (w *syncWriter) String() string { w.mu.Lock(); defer w.mu.Unlock(); return w.buf.String() }
