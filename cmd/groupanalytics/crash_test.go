@@ -247,7 +247,11 @@ func checkEveryBatchOnce(t *testing.T, base, key, token string, acked map[int]bo
 	if err != nil || accepted+duplicates != batchSize || (duplicates != 0 && duplicates != batchSize) {
 		t.Fatalf("re-sent batch: accepted %d, duplicates %d, %v", accepted, duplicates, err)
 	}
+	t.Logf("re-sent batch %d: accepted %d, duplicates %d", inFlight, accepted, duplicates)
 	counts = perBatchCounts(t, base, key)
+	if _, enrolled := counts[batchStudent(inFlight)]; !enrolled {
+		t.Errorf("the re-sent batch's student is not enrolled")
+	}
 	var total int64
 	for id, n := range counts {
 		if n != batchSize {

@@ -185,7 +185,7 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*appendC
 		// given to a student whose events all turn out to be duplicates
 		// is merely unused) and the current rows of the periods touched.
 		var stored map[string]bool
-		var ords studentOrdinals
+		var ords map[string]int
 		var current map[analytics.GroupRollupKey]analytics.GroupRollup
 		err = parallel(
 			func() (err error) { stored, err = s.storedIDs(ctx, sh, groupID, ids); return err },
@@ -223,7 +223,7 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*appendC
 		if err != nil {
 			return err
 		}
-		gkeys, rows := newGroupRows(delta, current, ords.of)
+		gkeys, rows := newGroupRows(delta, current, ords)
 		err = parallel(
 			func() error { return s.insertEvents(ctx, sh, fresh, seq) },
 			func() error { return s.insertStudentRows(ctx, sh, delta.StudentKeys(), delta.Students) },
@@ -232,11 +232,10 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*appendC
 		if err != nil {
 			return err
 		}
-		// A student with an ordinal before this write had events stored,
-		// hence is enrolled: only the new and the renamed are saved.
-		return tx.SaveStudents(ctx, slices.DeleteFunc(in.Students, func(u analytics.StudentUpdate) bool {
-			return u.Name == "" && !ords.added[u.ID]
-		}))
+		// Every student of the new events, though most are enrolled
+		// already: an ordinal does not tell, since a write that died may
+		// have numbered a student whose events never landed.
+		return tx.SaveStudents(ctx, in.Students)
 	})
 	return accepted, err
 }
@@ -548,39 +547,31 @@ func scanGroupRow(row scanner, lead ...any) (analytics.GroupRollup, error) {
 	return r, nil
 }
 
-// studentOrdinals are students' ordinals: their places in the group
-// rollups' sets.
-type studentOrdinals struct {
-	of    map[string]int
-	added map[string]bool // numbered just now
-}
-
 // ordinals returns the ordinals of the students, numbering those the group
 // has not numbered yet after its highest.
-func (s *Store) ordinals(ctx context.Context, sh *shard, groupID string, studentIDs []string) (studentOrdinals, error) {
-	ords := studentOrdinals{of: map[string]int{}, added: map[string]bool{}}
-	ordinals := ords.of
+func (s *Store) ordinals(ctx context.Context, sh *shard, groupID string, studentIDs []string) (map[string]int, error) {
+	ordinals := map[string]int{}
 	if len(studentIDs) > 0 {
 		ctx, err := withLookup(ctx, studentIDs)
 		if err != nil {
-			return ords, err
+			return nil, err
 		}
 		rows, err := sh.conn.Query(ctx, `SELECT student_id, min(ordinal) FROM `+s.table("students")+`
 			WHERE group_id = ? AND student_id IN lookup GROUP BY student_id`, groupID)
 		if err != nil {
-			return ords, err
+			return nil, err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var id string
 			var n uint32
 			if err := rows.Scan(&id, &n); err != nil {
-				return ords, err
+				return nil, err
 			}
 			ordinals[id] = int(n)
 		}
 		if err := rows.Err(); err != nil {
-			return ords, err
+			return nil, err
 		}
 	}
 	var missing []string
@@ -590,25 +581,24 @@ func (s *Store) ordinals(ctx context.Context, sh *shard, groupID string, student
 		}
 	}
 	if len(missing) == 0 {
-		return ords, nil
+		return ordinals, nil
 	}
 	var next uint32
 	if err := sh.conn.QueryRow(ctx, `SELECT toUInt32(if(count() = 0, 0, max(ordinal) + 1)) FROM `+s.table("students")+` WHERE group_id = ?`,
 		groupID).Scan(&next); err != nil {
-		return ords, err
+		return nil, err
 	}
 	batch, err := sh.conn.PrepareBatch(ctx, `INSERT INTO `+s.table("students")+` (group_id, student_id, ordinal)`)
 	if err != nil {
-		return ords, err
+		return nil, err
 	}
 	defer batch.Abort()
 	for i, id := range missing {
 		n := next + uint32(i)
 		if err := batch.Append(groupID, id, n); err != nil {
-			return ords, err
+			return nil, err
 		}
 		ordinals[id] = int(n)
-		ords.added[id] = true
 	}
-	return ords, batch.Send()
+	return ordinals, batch.Send()
 }

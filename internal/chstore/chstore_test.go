@@ -146,3 +146,32 @@ func TestUnfinishedWriteIsRepaired(t *testing.T) {
 		t.Errorf("tutor_me %d, want 3", got)
 	}
 }
+
+// TestStudentNumberedByADeadWriteIsEnrolled: a write that died after
+// numbering a new student, before storing their events, leaves an ordinal
+// and no enrolment; the student's events, sent again, enrol them.
+func TestStudentNumberedByADeadWriteIsEnrolled(t *testing.T) {
+	f := newFixture(t)
+	f.group("west")
+	if _, err := f.usage.AppendEvents(ctx, []analytics.Event{event("west", "e1", "s1", day, analytics.MainChatMessages)}); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := f.locks.Placement(ctx, "west")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.usage.NumberStudents(ctx, p, []string{"s2"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.usage.AppendEvents(ctx, []analytics.Event{event("west", "e2", "s2", day, analytics.MainChatMessages)})
+	if err != nil || res.Accepted != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	students, err := f.dir.Students(ctx, "west")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(students) != "[{west s1 s1} {west s2 s2}]" {
+		t.Errorf("students %v: want s1 and s2 enrolled", students)
+	}
+}

@@ -51,3 +51,14 @@ func (s *Store) MoveHalfway(ctx context.Context, groupID, to string, flip bool) 
 func (s *Store) GroupEventsOn(ctx context.Context, shard, groupID string) (uint64, error) {
 	return s.groupRowCount(ctx, s.byName[shard], "events", groupID)
 }
+
+// NumberStudents gives the students ordinals on the group's shard, as a
+// write that died after its lookups leaves them.
+func (s *Store) NumberStudents(ctx context.Context, p analytics.Placement, ids []string) error {
+	sh, err := s.shardOf(p)
+	if err != nil {
+		return err
+	}
+	_, err = s.ordinals(ctx, sh, p.GroupID, ids)
+	return err
+}

@@ -87,8 +87,8 @@ func (s *Store) eraseUsage(ctx context.Context, tx analytics.GroupLock, sh *shar
 		for m := range r.Counts {
 			r.Counts[m] -= share[m]
 		}
-		r.LiveLectureUsers.Remove(ordinals.of[studentID])
-		r.ChatUsers.Remove(ordinals.of[studentID])
+		r.LiveLectureUsers.Remove(ordinals[studentID])
+		r.ChatUsers.Remove(ordinals[studentID])
 		rows[i] = r
 	}
 	if err := s.insertGroupRows(ctx, sh, keys, rows, seq); err != nil {
@@ -347,10 +347,10 @@ func (s *Store) recomputeMonth(ctx context.Context, sh *shard, groupID string, m
 		if d := target.Groups[k]; d != nil {
 			r.Counts = d.Counts
 			for id := range d.LiveLectureUsers {
-				r.LiveLectureUsers.Add(ordinals.of[id])
+				r.LiveLectureUsers.Add(ordinals[id])
 			}
 			for id := range d.ChatUsers {
-				r.ChatUsers.Add(ordinals.of[id])
+				r.ChatUsers.Add(ordinals[id])
 			}
 		}
 		groupRows[i] = r
