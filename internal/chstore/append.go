@@ -163,16 +163,16 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*appendC
 			return err
 		}
 		var ids, students []string
-		seen := map[string]bool{}
+		seenID, seenStudent := map[string]bool{}, map[string]bool{}
 		keys := map[analytics.GroupRollupKey]bool{}
 		for _, c := range calls {
 			for _, e := range c.events {
-				if !seen[e.ID] {
-					seen[e.ID] = true
+				if !seenID[e.ID] {
+					seenID[e.ID] = true
 					ids = append(ids, e.ID)
 				}
-				if !seen["\x00"+e.StudentID] {
-					seen["\x00"+e.StudentID] = true
+				if !seenStudent[e.StudentID] {
+					seenStudent[e.StudentID] = true
 					students = append(students, e.StudentID)
 				}
 				for _, k := range analytics.GroupKeysOf(e) {

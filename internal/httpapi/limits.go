@@ -82,8 +82,8 @@ func newLimiter(r Rate) *limiter {
 	return &limiter{rate: r, buckets: map[string]*rate.Limiter{}}
 }
 
-// maxBuckets is how many buckets a limiter keeps before it forgets the
-// full ones (a full bucket is the same as a new one).
+// maxBuckets is how many buckets a limiter keeps: past it, it forgets the
+// full ones (a full bucket is the same as a new one), then any.
 const maxBuckets = 10_000
 
 // quota is the state of one bucket, as the RateLimit headers tell it.
@@ -103,6 +103,10 @@ func (l *limiter) take(name string, now time.Time, spend bool) (q quota, ok bool
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.buckets[name]
+	if b == nil && !spend {
+		// Nothing spent yet: a full budget, and no bucket to keep.
+		return quota{limit: l.rate.N, remaining: l.rate.N}, true
+	}
 	if b == nil {
 		if len(l.buckets) >= maxBuckets {
 			for k, old := range l.buckets {
@@ -110,6 +114,14 @@ func (l *limiter) take(name string, now time.Time, spend bool) (q quota, ok bool
 					delete(l.buckets, k)
 				}
 			}
+		}
+		// Still full: forget one at random (it refills early) rather
+		// than grow without bound under a flood of names.
+		for k := range l.buckets {
+			if len(l.buckets) < maxBuckets {
+				break
+			}
+			delete(l.buckets, k)
 		}
 		b = rate.NewLimiter(every, l.rate.N)
 		l.buckets[name] = b
