@@ -115,10 +115,11 @@ func (l *limiter) take(name string, now time.Time, spend bool) (q quota, ok bool
 				}
 			}
 		}
-		// Still full: forget one at random (it refills early) rather
-		// than grow without bound under a flood of names.
+		// Still full: forget a tenth at random (they refill early) rather
+		// than grow without bound under a flood of names, or scan the
+		// buckets at every new one.
 		for k := range l.buckets {
-			if len(l.buckets) < maxBuckets {
+			if len(l.buckets) < maxBuckets*9/10 {
 				break
 			}
 			delete(l.buckets, k)
