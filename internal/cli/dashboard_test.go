@@ -57,27 +57,21 @@ func demoServer(t *testing.T) (string, map[string]string) {
 	return srv.URL, keys
 }
 
-// apiReports asks an endpoint for reports, as the dashboard would.
-func apiReports(t *testing.T, base, key, endpoint, query string) []struct {
+// apiReport is one report of the API's answer.
+type apiReport struct {
 	StudentID, StudentName string
 	NumStudentsUsed        int64
 	Data                   []struct {
 		Title string
 		Value int64
 	}
-} {
+}
+
+// apiReports asks an endpoint for reports, as the dashboard would.
+func apiReports(t *testing.T, base, key, endpoint, query string) []apiReport {
 	t.Helper()
 	body := apiGet(t, base, key, endpoint, query)
-	var answer struct {
-		Reports []struct {
-			StudentID, StudentName string
-			NumStudentsUsed        int64
-			Data                   []struct {
-				Title string
-				Value int64
-			}
-		}
-	}
+	var answer struct{ Reports []apiReport }
 	if err := json.Unmarshal(body, &answer); err != nil {
 		t.Fatalf("%s?%s: %v: %s", endpoint, query, err, body)
 	}
