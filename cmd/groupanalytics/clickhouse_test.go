@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // TestClickHouseServerKilledMidStream kills the ClickHouse server holding

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // buildBinary builds the command into a temporary directory.

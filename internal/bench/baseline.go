@@ -13,6 +13,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/chstore"
+	"groupanalytics/internal/sqlstore"
 )
 
 // baseline is what a competent developer would write without rollups: one
@@ -35,7 +36,7 @@ func openBaseline(dsn, dialect string) (*baseline, error) {
 
 // openClickHouseBaseline opens the baseline on the ClickHouse shard that
 // holds the main group's raw events.
-func openClickHouseBaseline(ctx context.Context, dir chstore.Directory, ch *chstore.Store) (*baseline, error) {
+func openClickHouseBaseline(ctx context.Context, dir *sqlstore.Store, ch *chstore.Store) (*baseline, error) {
 	p, ok, err := dir.Placement(ctx, "bench-main")
 	if err != nil || !ok {
 		return nil, fmt.Errorf("baseline: the main group has no placement: %v", err)

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -32,6 +31,7 @@ import (
 	"groupanalytics/internal/chstore"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/sqlstore"
+	"groupanalytics/internal/stores"
 )
 
 // Config is one benchmark run.
@@ -118,29 +118,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
-	store, err := sqlstore.Open(ctx, dsn, sqlstore.Options{})
+	usageURL, err := usageDatabase(cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer store.Close()
-	if err := store.Migrate(ctx, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	st, err := stores.Open(ctx, stores.Config{DB: dsn, Usage: usageURL, Create: true})
+	if err != nil {
 		return nil, err
 	}
+	defer st.Close()
+	store, ch := st.Directory, st.Shards
 	res.Store = store.Dialect()
-	var usage analytics.UsageStore = store
 	serverArgs := []string{"--db", dsn}
-	var ch *chstore.Store
-	if cfg.Usage != "" {
-		usageURL, dropUsage, err := prepareUsage(ctx, cfg, store)
-		if err != nil {
-			return nil, err
+	if ch != nil {
+		if !cfg.Keep {
+			defer ch.DropDatabase(context.Background())
 		}
-		defer dropUsage()
-		if ch, err = chstore.Open(ctx, usageURL, store, chstore.Options{}); err != nil {
-			return nil, err
-		}
-		defer ch.Close()
-		usage = ch
 		serverArgs = append(serverArgs, "--usage", usageURL)
 		res.Store = fmt.Sprintf("clickhouse (%d shards; directory on %s)", len(ch.Shards()), store.Dialect())
 	}
@@ -151,7 +144,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := bulkLoad(ctx, usage, cfg, now, res); err != nil {
+	if err := bulkLoad(ctx, st.Usage, cfg, now, res); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Out, "bulk load: %d events in %.1f s, %.0f events/s\n", res.Events, res.BulkLoadSeconds, res.BulkEventsPerSec)
@@ -259,7 +252,7 @@ func machine() string {
 // prepareStore makes an empty store: a fresh SQLite file, or a fresh
 // database on the PostgreSQL server. cleanup removes it unless Keep.
 func prepareStore(ctx context.Context, cfg Config) (string, func(), error) {
-	if strings.HasPrefix(cfg.DB, "postgres://") || strings.HasPrefix(cfg.DB, "postgresql://") {
+	if sqlstore.IsPostgres(cfg.DB) {
 		admin, err := sql.Open("pgx", cfg.DB)
 		if err != nil {
 			return "", nil, err
@@ -305,31 +298,19 @@ func prepareStore(ctx context.Context, cfg Config) (string, func(), error) {
 	}, nil
 }
 
-// prepareUsage makes the run's own database on the shards of cfg.Usage
-// and returns its URL; cleanup drops it unless Keep.
-func prepareUsage(ctx context.Context, cfg Config, dir chstore.Directory) (string, func(), error) {
-	if !strings.HasPrefix(cfg.DB, "postgres") {
-		return "", nil, errors.New("bench --usage needs the directory on PostgreSQL: give --db a postgres:// URL")
+// usageDatabase names a database of the run's own on the shards of
+// cfg.Usage (none when cfg.Usage is empty): the URL's database name is
+// not used.
+func usageDatabase(cfg Config) (string, error) {
+	if cfg.Usage == "" {
+		return "", nil
 	}
 	u, err := url.Parse(cfg.Usage)
 	if err != nil || !chstore.IsClickHouse(cfg.Usage) {
-		return "", nil, fmt.Errorf("--usage: want clickhouse://host:port[,host:port…]/database")
+		return "", fmt.Errorf("--usage: want clickhouse://host:port[,host:port…]/database")
 	}
 	u.Path = fmt.Sprintf("/groupanalytics_bench_%d", time.Now().Unix())
-	s, err := chstore.Open(ctx, u.String(), dir, chstore.Options{})
-	if err != nil {
-		return "", nil, err
-	}
-	if err := s.Migrate(ctx); err != nil {
-		s.Close()
-		return "", nil, err
-	}
-	return u.String(), func() {
-		if !cfg.Keep {
-			s.DropDatabase(context.Background())
-		}
-		s.Close()
-	}, nil
+	return u.String(), nil
 }
 
 type benchKeys struct{ main, empty, token string }
@@ -408,7 +389,7 @@ func measureBareFloor(ctx context.Context, cfg Config, serverArgs []string, key 
 
 // moveMain moves the main group to another shard, and checks that a report
 // answers the same after.
-func moveMain(ctx context.Context, ch *chstore.Store, dir chstore.Directory, base, key string, sc scenario) (*MoveResult, error) {
+func moveMain(ctx context.Context, ch *chstore.Store, dir *sqlstore.Store, base, key string, sc scenario) (*MoveResult, error) {
 	before, err := request(base, key, sc)
 	if err != nil {
 		return nil, err

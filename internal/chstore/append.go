@@ -156,7 +156,7 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*appendC
 	if len(calls) == 0 {
 		return accepted, nil
 	}
-	err := s.withLock(ctx, groupID, func(tx analytics.GroupLock) error {
+	err := s.withLock(ctx, groupID, func(tx GroupLock) error {
 		clear(accepted)
 		sh, err := s.placeForWrite(ctx, tx)
 		if err != nil {
@@ -267,7 +267,7 @@ func (s *Store) turnstile(groupID string) chan struct{} {
 //
 // The writers of one process take turns at a turnstile first, so that at
 // most one of them holds a directory connection waiting for the lock.
-func (s *Store) locked(ctx context.Context, groupID string, fn func(tx analytics.GroupLock) error) error {
+func (s *Store) locked(ctx context.Context, groupID string, fn func(tx GroupLock) error) error {
 	turn := s.turnstile(groupID)
 	select {
 	case turn <- struct{}{}:
@@ -279,8 +279,8 @@ func (s *Store) locked(ctx context.Context, groupID string, fn func(tx analytics
 }
 
 // withLock is locked for a writer that has the group's turn.
-func (s *Store) withLock(ctx context.Context, groupID string, fn func(tx analytics.GroupLock) error) error {
-	return s.dir.WithGroupLock(ctx, groupID, func(tx analytics.GroupLock) error {
+func (s *Store) withLock(ctx context.Context, groupID string, fn func(tx GroupLock) error) error {
+	return s.dir.WithGroupLock(ctx, groupID, func(tx GroupLock) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -288,7 +288,7 @@ func (s *Store) withLock(ctx context.Context, groupID string, fn func(tx analyti
 	})
 }
 
-func markIntent(ctx context.Context, tx analytics.GroupLock, in intent) (int64, error) {
+func markIntent(ctx context.Context, tx GroupLock, in intent) (int64, error) {
 	b, err := json.Marshal(in)
 	if err != nil {
 		return 0, err
@@ -298,7 +298,7 @@ func markIntent(ctx context.Context, tx analytics.GroupLock, in intent) (int64, 
 
 // placeForWrite returns the group's shard, placing a new group on the
 // least loaded one, after repairing what an unfinished write left.
-func (s *Store) placeForWrite(ctx context.Context, tx analytics.GroupLock) (*shard, error) {
+func (s *Store) placeForWrite(ctx context.Context, tx GroupLock) (*shard, error) {
 	p, ok, err := tx.Placement(ctx)
 	if err != nil {
 		return nil, err
@@ -324,7 +324,7 @@ func (s *Store) placeForWrite(ctx context.Context, tx analytics.GroupLock) (*sha
 	return sh, nil
 }
 
-func (s *Store) shardOf(p analytics.Placement) (*shard, error) {
+func (s *Store) shardOf(p Placement) (*shard, error) {
 	sh := s.byName[p.Shard]
 	if sh == nil {
 		return nil, fmt.Errorf("group %s is placed on shard %s, which the usage URL does not name: %w",
@@ -335,7 +335,7 @@ func (s *Store) shardOf(p analytics.Placement) (*shard, error) {
 
 // leastLoaded returns the shard holding the fewest events, among those that
 // answer; the fewest groups breaks ties (and decides between empty shards).
-func (s *Store) leastLoaded(ctx context.Context, tx analytics.GroupLock) (string, error) {
+func (s *Store) leastLoaded(ctx context.Context, tx GroupLock) (string, error) {
 	groups, err := tx.GroupsPerShard(ctx)
 	if err != nil {
 		return "", err

@@ -9,7 +9,8 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/chstore"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores"
+	"groupanalytics/internal/stores/storetest"
 )
 
 var ctx = context.Background()
@@ -19,7 +20,7 @@ var ctx = context.Background()
 type fixture struct {
 	t     *testing.T
 	dir   analytics.Directory
-	locks analytics.UsageLocks
+	locks chstore.Coordinator
 	usage *chstore.Store
 	url   string
 }
@@ -27,7 +28,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	url := storetest.NewClickHouseURL(t)
 	s := storetest.OpenClickHouse(t, storetest.NewPostgresDatabase(t), url)
-	return &fixture{t: t, dir: s.Directory, locks: s.Directory, usage: s.Usage.(*chstore.Store), url: url}
+	return &fixture{t: t, dir: s.Directory, locks: stores.Coordinator(s.Directory), usage: s.Usage.(*chstore.Store), url: url}
 }
 
 func (f *fixture) group(id string) {
@@ -104,7 +105,7 @@ func TestUnfinishedWriteIsRepaired(t *testing.T) {
 	}
 	// The dead write: intent recorded, two events stored, then nothing.
 	died := errors.New("died")
-	err = f.locks.WithGroupLock(ctx, "north", func(tx analytics.GroupLock) error {
+	err = f.locks.WithGroupLock(ctx, "north", func(tx chstore.GroupLock) error {
 		intent := fmt.Sprintf(`{"months":[%d],"students":[{"ID":"s2","Name":"Grace"},{"ID":"s3","Name":"Never stored"}]}`,
 			analytics.DayOf(day, time.UTC).MonthStart())
 		if _, err := tx.MarkIntent(ctx, []byte(intent)); err != nil {

@@ -3,18 +3,32 @@ package chstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
 
 	"groupanalytics/internal/analytics"
 )
 
 // InsertRawEvents stores events on the group's shard and nothing else, as
 // a write that dies half way does.
-func (s *Store) InsertRawEvents(ctx context.Context, p analytics.Placement, events []analytics.Event) error {
+func (s *Store) InsertRawEvents(ctx context.Context, p Placement, events []analytics.Event) error {
 	sh, err := s.shardOf(p)
 	if err != nil {
 		return err
 	}
 	return s.insertEvents(ctx, sh, events, p.Seq)
+}
+
+// SchemaVersion returns the newest migration a shard has recorded.
+func (s *Store) SchemaVersion(ctx context.Context, shard string) (uint32, error) {
+	return s.schemaVersion(ctx, s.byName[shard])
+}
+
+// MigrateWith migrates the shards with the migrations folder of fsys
+// instead of the store's own.
+func (s *Store) MigrateWith(ctx context.Context, log *slog.Logger, fsys fs.FS) error {
+	return s.migrate(ctx, log, fsys)
 }
 
 // errDied stops a write as if its process died.
@@ -23,7 +37,7 @@ var errDied = errors.New("died")
 // MoveHalfway does what a move does up to its copy (and, when flip is set,
 // its change of placement), then stops as if its process died there.
 func (s *Store) MoveHalfway(ctx context.Context, groupID, to string, flip bool) error {
-	err := s.locked(ctx, groupID, func(tx analytics.GroupLock) error {
+	err := s.locked(ctx, groupID, func(tx GroupLock) error {
 		p, _, err := tx.Placement(ctx)
 		if err != nil {
 			return err
@@ -54,11 +68,41 @@ func (s *Store) GroupEventsOn(ctx context.Context, shard, groupID string) (uint6
 
 // NumberStudents gives the students ordinals on the group's shard, as a
 // write that died after its lookups leaves them.
-func (s *Store) NumberStudents(ctx context.Context, p analytics.Placement, ids []string) error {
+func (s *Store) NumberStudents(ctx context.Context, p Placement, ids []string) error {
 	sh, err := s.shardOf(p)
 	if err != nil {
 		return err
 	}
 	_, err = s.ordinals(ctx, sh, p.GroupID, ids)
 	return err
+}
+
+// RawEvents reads the group's events from every shard: event id -> student
+// id. An id found twice is an error. The tests check the store against
+// what it was sent with it.
+func (s *Store) RawEvents(ctx context.Context, groupID string) (map[string]string, error) {
+	events := map[string]string{}
+	for _, sh := range s.shards {
+		rows, err := sh.conn.Query(ctx, `SELECT event_id, student_id FROM `+s.table("events")+` WHERE group_id = ?`, groupID)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id, student string
+			if err := rows.Scan(&id, &student); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if _, twice := events[id]; twice {
+				rows.Close()
+				return nil, fmt.Errorf("event %s of group %s is stored twice", id, groupID)
+			}
+			events[id] = student
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return events, nil
 }

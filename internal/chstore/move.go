@@ -60,7 +60,7 @@ func (s *Store) MoveGroup(ctx context.Context, groupID, to string) (MoveResult, 
 		return res, analytics.Errorf(analytics.Invalid, "Shard %q is not one of the usage URL's: %s",
 			to, strings.Join(s.Shards(), ", "))
 	}
-	err := s.locked(ctx, groupID, func(tx analytics.GroupLock) error {
+	err := s.locked(ctx, groupID, func(tx GroupLock) error {
 		_, ok, err := tx.Placement(ctx)
 		if err != nil {
 			return err
@@ -102,7 +102,7 @@ func (s *Store) MoveGroup(ctx context.Context, groupID, to string) (MoveResult, 
 
 // settleMove finishes or undoes a move that died: the shard the placement
 // does not name loses the group's rows (if the usage URL still names it).
-func (s *Store) settleMove(ctx context.Context, p analytics.Placement, m *move) error {
+func (s *Store) settleMove(ctx context.Context, p Placement, m *move) error {
 	stale := m.To
 	if p.Shard == m.To {
 		stale = m.From

@@ -11,7 +11,8 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/chstore"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // usageOf is what reports read of a group over November and December
@@ -181,7 +182,7 @@ func TestAddShard(t *testing.T) {
 	first, added, _ := strings.Cut(hosts, ",")
 	pg := storetest.NewPostgresDatabase(t)
 	one := storetest.OpenClickHouse(t, pg, "clickhouse://"+first+"/"+db)
-	f := &fixture{t: t, dir: one.Directory, locks: one.Directory, usage: one.Usage.(*chstore.Store)}
+	f := &fixture{t: t, dir: one.Directory, locks: stores.Coordinator(one.Directory), usage: one.Usage.(*chstore.Store)}
 	groups := []string{"a", "b", "c"}
 	for _, g := range groups {
 		f.group(g)

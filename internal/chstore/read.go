@@ -17,7 +17,7 @@ func (s *Store) shardFor(ctx context.Context, groupID string) (*shard, error) {
 		return nil, err
 	}
 	if p.Intent != nil && !isMove(p.Intent) {
-		err := s.locked(ctx, groupID, func(tx analytics.GroupLock) error {
+		err := s.locked(ctx, groupID, func(tx GroupLock) error {
 			_, err := s.placeForWrite(ctx, tx)
 			return err
 		})

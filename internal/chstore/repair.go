@@ -14,7 +14,7 @@ import (
 func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return s.wrap("EraseStudent", s.locked(ctx, groupID, func(tx analytics.GroupLock) error {
+	return s.wrap("EraseStudent", s.locked(ctx, groupID, func(tx GroupLock) error {
 		enrolled, err := tx.DeleteStudent(ctx, studentID)
 		if err != nil {
 			return err
@@ -44,7 +44,7 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) err
 // insert of their new state), then deletes the student's rows and waits
 // for ClickHouse to have deleted them. It reports whether the student had
 // events.
-func (s *Store) eraseUsage(ctx context.Context, tx analytics.GroupLock, sh *shard, p analytics.Placement, studentID string) (bool, error) {
+func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Placement, studentID string) (bool, error) {
 	var events uint64
 	if err := sh.conn.QueryRow(ctx, `SELECT count() FROM `+s.table("events")+` WHERE group_id = ? AND student_id = ?`,
 		p.GroupID, studentID).Scan(&events); err != nil {
@@ -158,7 +158,7 @@ func (s *Store) awaitMutations(ctx context.Context, sh *shard) error {
 // Rebuild recomputes every rollup of the group from its raw events,
 // cutting days in loc. It holds the group's lock throughout.
 func (s *Store) Rebuild(ctx context.Context, groupID string, loc *time.Location) error {
-	return s.wrap("Rebuild", s.locked(ctx, groupID, func(tx analytics.GroupLock) error {
+	return s.wrap("Rebuild", s.locked(ctx, groupID, func(tx GroupLock) error {
 		p, ok, err := tx.Placement(ctx)
 		if err != nil || !ok {
 			return err
@@ -178,7 +178,7 @@ func (s *Store) Rebuild(ctx context.Context, groupID string, loc *time.Location)
 // repair finishes or undoes what the write that recorded p's intent left:
 // it redoes the erasure it meant, enrols the students whose events it
 // stored, and recomputes the months it touched from the raw events.
-func (s *Store) repair(ctx context.Context, tx analytics.GroupLock, sh *shard, p analytics.Placement) error {
+func (s *Store) repair(ctx context.Context, tx GroupLock, sh *shard, p Placement) error {
 	var in intent
 	if err := json.Unmarshal(p.Intent, &in); err != nil {
 		return fmt.Errorf("intent of group %s: %w", p.GroupID, err)

@@ -6,7 +6,8 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/chstore"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // TestOneShardDown: with one shard killed, the groups of the other keep
@@ -18,7 +19,7 @@ func TestOneShardDown(t *testing.T) {
 	url := cluster.URL("shard_down")
 	s := storetest.OpenClickHouse(t, storetest.NewPostgresDatabase(t), url)
 	usage := s.Usage.(*chstore.Store)
-	f := &fixture{t: t, dir: s.Directory, locks: s.Directory, usage: usage, url: url}
+	f := &fixture{t: t, dir: s.Directory, locks: stores.Coordinator(s.Directory), usage: usage, url: url}
 	shardOf := map[string]string{}
 	for _, g := range []string{"g1", "g2"} {
 		f.group(g)

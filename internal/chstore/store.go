@@ -28,13 +28,9 @@ import (
 	"groupanalytics/internal/analytics"
 )
 
-// Directory is what the store needs of the directory: the groups' write
-// locks and placements.
-type Directory = analytics.UsageLocks
-
 // Store implements analytics.UsageStore on ClickHouse shards.
 type Store struct {
-	dir      Directory
+	dir      Coordinator
 	database string
 	shards   []*shard // in the URL's order
 	byName   map[string]*shard
@@ -115,7 +111,7 @@ func ParseURL(raw string) (Config, error) {
 
 // Open connects to the shards that raw names. It does not migrate. A shard
 // that does not answer does not stop it: its groups fail until it does.
-func Open(ctx context.Context, raw string, dir Directory, opts Options) (*Store, error) {
+func Open(ctx context.Context, raw string, dir Coordinator, opts Options) (*Store, error) {
 	cfg, err := ParseURL(raw)
 	if err != nil {
 		return nil, err
@@ -180,52 +176,6 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.wrap("Ping", errors.Join(errs...))
 }
 
-// tables is the schema of every shard. Events are ordered by (group,
-// id), so that a group's events sit together and an id is found by the
-// primary index; the rollups are ordered as reports read them. No table is
-// partitioned: a write's rows for one table are one INSERT, hence one part,
-// which readers see whole or not at all.
-var tables = []string{
-	`CREATE TABLE IF NOT EXISTS %s.events (
-		group_id String, event_id String, student_id String,
-		occurred_at Int64, metric UInt8, seq UInt64
-	) ENGINE = MergeTree() ORDER BY (group_id, event_id)`,
-	// Counts per student and period, as deltas that merges add up.
-	`CREATE TABLE IF NOT EXISTS %s.student_rollups (
-		group_id String, span UInt8, period Int32, student_id String,
-		sessions Int64, tutor_me Int64, test Int64, flashcard Int64,
-		material Int64, live_lecture Int64, main Int64
-	) ENGINE = SummingMergeTree() ORDER BY (group_id, span, period, student_id)`,
-	// The group's counts and student sets per period: each write inserts
-	// the new state of the rows it changes, numbered by the group's write
-	// sequence; the highest number is the current row.
-	`CREATE TABLE IF NOT EXISTS %s.group_rollups (
-		group_id String, span UInt8, period Int32,
-		sessions Int64, tutor_me Int64, test Int64, flashcard Int64,
-		material Int64, live_lecture Int64, main Int64,
-		live_lecture_users String, chat_users String, version UInt64
-	) ENGINE = ReplacingMergeTree(version) ORDER BY (group_id, span, period)`,
-	// The students' ordinals: their places in the group rollups' sets.
-	`CREATE TABLE IF NOT EXISTS %s.students (
-		group_id String, student_id String, ordinal UInt32
-	) ENGINE = ReplacingMergeTree() ORDER BY (group_id, student_id)`,
-}
-
-// Migrate creates the database and its tables on every shard.
-func (s *Store) Migrate(ctx context.Context) error {
-	for _, sh := range s.shards {
-		if err := sh.conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+s.database); err != nil {
-			return s.wrap("Migrate", fmt.Errorf("shard %s: %w", sh.name, err))
-		}
-		for _, t := range tables {
-			if err := sh.conn.Exec(ctx, fmt.Sprintf(t, s.database)); err != nil {
-				return s.wrap("Migrate", fmt.Errorf("shard %s: %w", sh.name, err))
-			}
-		}
-	}
-	return nil
-}
-
 // DropDatabase drops the store's database on every shard: for tests and
 // the benchmark.
 func (s *Store) DropDatabase(ctx context.Context) error {
@@ -285,34 +235,4 @@ func unreachable(err error) bool {
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, clickhouse.ErrAcquireConnTimeout) ||
 		errors.As(err, &netErr) || errors.As(err, &opErr)
-}
-
-// RawEvents reads the group's events from every shard: event id -> student
-// id. An id found twice is an error. For tests, which check the store
-// against what it was sent.
-func (s *Store) RawEvents(ctx context.Context, groupID string) (map[string]string, error) {
-	events := map[string]string{}
-	for _, sh := range s.shards {
-		rows, err := sh.conn.Query(ctx, `SELECT event_id, student_id FROM `+s.table("events")+` WHERE group_id = ?`, groupID)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var id, student string
-			if err := rows.Scan(&id, &student); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			if _, twice := events[id]; twice {
-				rows.Close()
-				return nil, fmt.Errorf("event %s of group %s is stored twice", id, groupID)
-			}
-			events[id] = student
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-	}
-	return events, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/report"
+	"groupanalytics/internal/stores"
 )
 
 func table(e *env, header string, rows func(w io.Writer)) {
@@ -59,11 +60,11 @@ func groupMove(e *env, args []string) error {
 	fs, db := flags(e, "group move")
 	group := fs.String("group", "", "group id")
 	shard := fs.String("shard", "", "the shard to move to, host:port as in --usage")
-	return withShards(e, fs, db, args, []string{"group", "shard"}, func(s *stores) error {
-		if _, err := s.dir.Group(e.ctx, *group); err != nil {
+	return withShards(e, fs, db, args, []string{"group", "shard"}, func(s *stores.Stores) error {
+		if _, err := s.Directory.Group(e.ctx, *group); err != nil {
 			return err
 		}
-		res, err := s.ch.MoveGroup(e.ctx, *group, *shard)
+		res, err := s.Shards.MoveGroup(e.ctx, *group, *shard)
 		switch {
 		case err != nil:
 			return err
@@ -81,8 +82,8 @@ func groupMove(e *env, args []string) error {
 
 func shardList(e *env, args []string) error {
 	fs, db := flags(e, "shard list")
-	return withShards(e, fs, db, args, nil, func(s *stores) error {
-		loads, err := s.ch.Loads(e.ctx)
+	return withShards(e, fs, db, args, nil, func(s *stores.Stores) error {
+		loads, err := s.Shards.Loads(e.ctx)
 		table(e, "SHARD\tGROUPS\tEVENTS\tSTATE", func(w io.Writer) {
 			for _, l := range loads {
 				state := "up"

@@ -8,18 +8,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"sort"
 	"strings"
-	"time"
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/buildinfo"
-	"groupanalytics/internal/chstore"
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore"
+	"groupanalytics/internal/stores"
 )
 
 // env is what every command runs with.
@@ -200,80 +197,11 @@ func parse(e *env, fs *flag.FlagSet, args []string, positional bool, required ..
 	return nil
 }
 
-// stores are the directory and the usage store a command works on.
-type stores struct {
-	dir   *sqlstore.Store
-	usage analytics.UsageStore
-	ch    *chstore.Store // the usage store, when on ClickHouse
-}
-
-func (s *stores) ping(ctx context.Context) error {
-	if err := s.dir.Ping(ctx); err != nil || s.ch == nil {
-		return err
-	}
-	return s.ch.Ping(ctx)
-}
-
-// queueDepth is how many appends wait for the usage store's writer.
-func (s *stores) queueDepth() int {
-	if s.ch != nil {
-		return s.ch.QueueDepth()
-	}
-	return s.dir.QueueDepth()
-}
-
-func (s *stores) Close() error {
-	var err error
-	if s.ch != nil {
-		err = s.ch.Close()
-	}
-	return errors.Join(err, s.dir.Close())
-}
-
-// openStores opens and migrates the stores that f names. Unless create
-// is set it refuses a SQLite file that does not exist, so that a mistyped
-// path is an error rather than a new, empty store.
-func openStores(e *env, f storeFlags, create bool, timeout time.Duration, log *slog.Logger, observer analytics.WriteObserver) (*stores, error) {
-	if f.usage != "" && !sqlstore.IsPostgres(f.db) {
-		return nil, fmt.Errorf("--usage on ClickHouse needs the directory on PostgreSQL: give --db a postgres:// URL")
-	}
-	dir, err := openStore(e, f.db, create, sqlstore.Options{CallTimeout: timeout, Observer: observer}, log)
-	if err != nil {
-		return nil, err
-	}
-	s := &stores{dir: dir, usage: dir}
-	if f.usage == "" {
-		return s, nil
-	}
-	if s.ch, err = chstore.Open(e.ctx, f.usage, dir, chstore.Options{CallTimeout: timeout, Observer: observer}); err != nil {
-		dir.Close()
-		return nil, err
-	}
-	if err := s.ch.Migrate(e.ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	s.usage = s.ch
-	return s, nil
-}
-
-// openStore opens and migrates the SQL store dsn names, refusing a missing
-// SQLite file unless create is set.
-func openStore(e *env, dsn string, create bool, opts sqlstore.Options, log *slog.Logger) (*sqlstore.Store, error) {
-	if !create && !sqlstore.IsPostgres(dsn) {
-		if _, err := os.Stat(strings.TrimPrefix(dsn, "sqlite:")); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no store at %s: give --db, or create one with groupanalytics migrate", dsn)
-		}
-	}
-	store, err := sqlstore.Open(e.ctx, dsn, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := store.Migrate(e.ctx, log); err != nil {
-		store.Close()
-		return nil, err
-	}
-	return store, nil
+// open opens and migrates the stores that f names, as cfg says. Unless
+// cfg.Create is set it refuses a SQLite file that does not exist.
+func (f storeFlags) open(e *env, cfg stores.Config) (*stores.Stores, error) {
+	cfg.DB, cfg.Usage = f.db, f.usage
+	return stores.Open(e.ctx, cfg)
 }
 
 // quietLog is the logger of admin commands: warnings and errors only.
@@ -287,25 +215,25 @@ func withPlatform(e *env, fs *flag.FlagSet, db *storeFlags, args []string, posit
 	if err := parse(e, fs, args, positional, required...); err != nil {
 		return err
 	}
-	s, err := openStores(e, *db, false, 0, quietLog(e), nil)
+	s, err := db.open(e, stores.Config{Log: quietLog(e)})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	return fn(platform.New(s.dir, s.usage))
+	return fn(platform.New(s.Directory, s.Usage))
 }
 
 // withShards parses the flags, opens the stores, and runs fn on the
 // ClickHouse usage store, which the command needs.
 func withShards(e *env, fs *flag.FlagSet, db *storeFlags, args []string, required []string,
-	fn func(s *stores) error) error {
+	fn func(s *stores.Stores) error) error {
 	if err := parse(e, fs, args, false, required...); err != nil {
 		return err
 	}
 	if db.usage == "" {
 		return fmt.Errorf("%s works on a usage store on ClickHouse: give --usage clickhouse://…", fs.Name())
 	}
-	s, err := openStores(e, *db, false, 0, quietLog(e), nil)
+	s, err := db.open(e, stores.Config{Log: quietLog(e)})
 	if err != nil {
 		return err
 	}
@@ -337,7 +265,7 @@ func runMigrate(e *env, args []string) error {
 	if err := parse(e, fs, args, false); err != nil {
 		return err
 	}
-	s, err := openStores(e, *db, true, 0, slog.New(slog.NewTextHandler(e.stderr, nil)), nil)
+	s, err := db.open(e, stores.Config{Create: true, Log: slog.New(slog.NewTextHandler(e.stderr, nil))})
 	if err != nil {
 		return err
 	}

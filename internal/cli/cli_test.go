@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // run runs the command line in-process and returns its exit code and

@@ -22,7 +22,7 @@ import (
 
 	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // chromium returns Debian's Chromium, or skips the test (fails it in CI)

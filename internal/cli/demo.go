@@ -13,6 +13,7 @@ import (
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/sqlstore"
+	"groupanalytics/internal/stores"
 )
 
 // demoGroup is one school of the demo data set.
@@ -57,9 +58,9 @@ func runDemo(e *env, args []string) error {
 			}
 		}
 	}
-	return serve(e, *serveFlags, storeFlags{db: path, usage: sf.usage}, func(s *stores, baseURL string) error {
+	return serve(e, *serveFlags, storeFlags{db: path, usage: sf.usage}, func(s *stores.Stores, baseURL string) error {
 		now := time.Now()
-		keys, events, err := loadDemo(e, platform.New(s.dir, s.usage), now)
+		keys, events, err := loadDemo(e, platform.New(s.Directory, s.Usage), now)
 		if err == nil {
 			printDemo(e, path, baseURL, keys, events, now)
 		}

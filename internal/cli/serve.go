@@ -12,6 +12,7 @@ import (
 
 	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/metrics"
+	"groupanalytics/internal/stores"
 )
 
 func runServe(e *env, args []string) error {
@@ -55,7 +56,7 @@ func newLogger(e *env, level string) (*slog.Logger, error) {
 // ends, then shuts down gracefully: requests under way get up to 30
 // seconds to finish. prepare, if set, runs once the address is bound and
 // before the first request is served; it gets the server's base URL.
-func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores, baseURL string) error) error {
+func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, baseURL string) error) error {
 	log, err := newLogger(e, sf.level)
 	if err != nil {
 		return err
@@ -63,16 +64,18 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores, baseURL
 	if sf.storeTimeout <= 0 {
 		return fmt.Errorf("invalid --store-timeout %s: expected a positive duration such as 10s", sf.storeTimeout)
 	}
+	cfg := stores.Config{Create: true, CallTimeout: sf.storeTimeout, Log: log}
 	var m *metrics.Metrics // none unless they are served
 	if sf.metricsAddr != "" {
 		m = metrics.New()
+		cfg.Observer = m
 	}
-	store, err := openStores(e, db, true, sf.storeTimeout, log, m)
+	store, err := db.open(e, cfg)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	m.QueueDepth(store.queueDepth)
+	m.QueueDepth(store.QueueDepth)
 	ln, err := net.Listen("tcp", sf.addr)
 	if err != nil {
 		return err
@@ -98,9 +101,9 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores, baseURL
 	}
 	srv := &http.Server{
 		Handler: httpapi.New(httpapi.Config{
-			Directory: store.dir,
-			Usage:     store.usage,
-			Ready:     store.ping,
+			Directory: store.Directory,
+			Usage:     store.Usage,
+			Ready:     store.Ping,
 			Log:       log,
 			Limits:    sf.limits,
 			Metrics:   m,
@@ -112,11 +115,8 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores, baseURL
 		IdleTimeout:  2 * time.Minute,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	usage := store.dir.Dialect()
-	if store.ch != nil {
-		usage = fmt.Sprintf("clickhouse (%d shards)", len(store.ch.Shards()))
-	}
-	log.Info("listening", "addr", "http://"+ln.Addr().String(), "store", store.dir.Dialect(), "usage", usage)
+	directory, usage := store.Engines()
+	log.Info("listening", "addr", "http://"+ln.Addr().String(), "store", directory, "usage", usage)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

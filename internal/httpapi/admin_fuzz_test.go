@@ -12,7 +12,7 @@ import (
 
 	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // FuzzAdminPathsAndEventIDs: any string as a group, student, key or plan id

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // TestCompression: large answers (JSON and CSV) come compressed with the

@@ -14,7 +14,7 @@ import (
 
 	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 var (

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // csvSchool is a group whose students' names need quoting in CSV (names

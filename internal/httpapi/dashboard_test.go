@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // TestDashboardIsServed: GET / is the dashboard's page, its assets are

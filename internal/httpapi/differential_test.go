@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // The differential test: randomized groups, students and events, and

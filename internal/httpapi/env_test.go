@@ -21,7 +21,7 @@ import (
 	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/sqlstore"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // testNow is the fixed time the tests run at, unless they move the clock.

@@ -11,7 +11,7 @@ import (
 	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/metrics"
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // BenchmarkFloor times the floor request (a report of a group without

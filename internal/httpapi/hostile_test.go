@@ -15,7 +15,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/httpapi"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // Tests of hostile and unlucky requests: each names the defect it guards

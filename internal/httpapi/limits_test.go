@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/httpapi"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // limitedEnv is a server on SQLite with the given limits.

@@ -8,7 +8,7 @@ import (
 
 	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/metrics"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // TestStoreErrorsCounted: a store that cannot answer is a 503 and a count

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/sqlstore"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // tcpProxy forwards a local address to a target, and can cut every

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // The race test: writers ingest overlapping batches (re-sent ids, names

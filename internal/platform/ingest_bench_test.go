@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 func BenchmarkIngest(b *testing.B) {

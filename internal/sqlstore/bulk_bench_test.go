@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // BenchmarkBulkAppend appends time-ordered batches of 100,000 events of

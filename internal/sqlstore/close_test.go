@@ -10,7 +10,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/sqlstore"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // TestCloseWithCallsQueuedAndArriving: Close while appends are queued and

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"groupanalytics/internal/sqlstore"
-	"groupanalytics/internal/sqlstore/storetest"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // TestReplicasMigrateTogether: replicas starting at once on an empty

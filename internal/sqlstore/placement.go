@@ -10,12 +10,22 @@ import (
 	"groupanalytics/internal/analytics"
 )
 
-var _ analytics.UsageLocks = (*Store)(nil)
+// Placement says which shard of a usage store on ClickHouse holds a
+// group's usage: the shard's name, the number of the group's last write,
+// and the intent of a write in progress (nil when none is unfinished).
+// The directory keeps placements for that store (package chstore), which
+// gives them their meaning.
+type Placement struct {
+	GroupID string
+	Shard   string
+	Seq     int64
+	Intent  []byte
+}
 
 // WithGroupLock runs fn once in a transaction holding the group's write
-// lock. It does not retry: fn writes to another database, which a retry
-// would write to twice.
-func (s *Store) WithGroupLock(ctx context.Context, groupID string, fn func(tx analytics.GroupLock) error) error {
+// lock, committed when fn returns nil. It does not retry: fn writes to
+// another database, which a retry would write to twice.
+func (s *Store) WithGroupLock(ctx context.Context, groupID string, fn func(tx *GroupTx) error) error {
 	if s.marks == nil {
 		return fmt.Errorf("WithGroupLock: a sharded usage store needs a PostgreSQL directory, not %s", s.dialect.name)
 	}
@@ -26,22 +36,25 @@ func (s *Store) WithGroupLock(ctx context.Context, groupID string, fn func(tx an
 		if err := s.lockGroups(ctx, tx, []string{groupID}); err != nil {
 			return err
 		}
-		return fn(&groupLock{s: s, tx: tx, groupID: groupID})
+		return fn(&GroupTx{s: s, tx: tx, groupID: groupID})
 	}))
 }
 
-// groupLock is a transaction holding one group's write lock.
-type groupLock struct {
+// GroupTx is a transaction holding one group's write lock: what the usage
+// store on ClickHouse reads and writes of the directory under it.
+type GroupTx struct {
 	s       *Store
 	tx      *txn
 	groupID string
 }
 
-func (g *groupLock) Placement(ctx context.Context) (analytics.Placement, bool, error) {
+// Placement reads the group's placement; ok is false when it has none.
+func (g *GroupTx) Placement(ctx context.Context) (Placement, bool, error) {
 	return g.s.placement(ctx, g.tx, g.groupID)
 }
 
-func (g *groupLock) GroupsPerShard(ctx context.Context) (map[string]int, error) {
+// GroupsPerShard counts the groups placed on each shard.
+func (g *GroupTx) GroupsPerShard(ctx context.Context) (map[string]int, error) {
 	rows, err := g.tx.QueryContext(ctx, `SELECT shard, COUNT(*) FROM usage_placements GROUP BY shard`)
 	if err != nil {
 		return nil, err
@@ -59,7 +72,8 @@ func (g *groupLock) GroupsPerShard(ctx context.Context) (map[string]int, error) 
 	return groups, rows.Err()
 }
 
-func (g *groupLock) Location(ctx context.Context) (*time.Location, error) {
+// Location returns the group's time zone.
+func (g *GroupTx) Location(ctx context.Context) (*time.Location, error) {
 	var zone string
 	if err := g.tx.QueryRowContext(ctx, g.s.q(`SELECT time_zone FROM groups WHERE group_id = ?`), g.groupID).Scan(&zone); err != nil {
 		return nil, err
@@ -67,20 +81,25 @@ func (g *groupLock) Location(ctx context.Context) (*time.Location, error) {
 	return analytics.LoadZone(zone)
 }
 
+// Place records the group on shard, placing or moving it, and returns the
+// placement.
+//
 // Place and MarkIntent write outside the transaction, on connections of
 // their own, so that what they record is committed at once. The row they
 // write is the placement's, not the group's, so the lock the transaction
 // holds does not stand in their way.
-func (g *groupLock) Place(ctx context.Context, shard string) (analytics.Placement, error) {
+func (g *GroupTx) Place(ctx context.Context, shard string) (Placement, error) {
 	if _, err := g.s.marks.ExecContext(ctx, g.s.q(`INSERT INTO usage_placements (group_id, shard) VALUES (?, ?)
 		ON CONFLICT (group_id) DO UPDATE SET shard = excluded.shard`), g.groupID, shard); err != nil {
-		return analytics.Placement{}, err
+		return Placement{}, err
 	}
 	p, _, err := g.s.placement(ctx, g.s.marks, g.groupID)
 	return p, err
 }
 
-func (g *groupLock) MarkIntent(ctx context.Context, intent []byte) (int64, error) {
+// MarkIntent records intent and takes the group's next write number,
+// committed at once.
+func (g *GroupTx) MarkIntent(ctx context.Context, intent []byte) (int64, error) {
 	var seq int64
 	err := g.s.marks.QueryRowContext(ctx, g.s.q(`UPDATE usage_placements SET seq = seq + 1, intent = ?
 		WHERE group_id = ? RETURNING seq`), string(intent), g.groupID).Scan(&seq)
@@ -90,16 +109,20 @@ func (g *groupLock) MarkIntent(ctx context.Context, intent []byte) (int64, error
 	return seq, err
 }
 
-func (g *groupLock) ClearIntent(ctx context.Context) error {
+// ClearIntent ends the group's intent when the transaction commits.
+func (g *GroupTx) ClearIntent(ctx context.Context) error {
 	_, err := g.tx.ExecContext(ctx, g.s.q(`UPDATE usage_placements SET intent = NULL WHERE group_id = ? AND intent IS NOT NULL`), g.groupID)
 	return err
 }
 
-func (g *groupLock) SaveStudents(ctx context.Context, updates []analytics.StudentUpdate) error {
+// SaveStudents enrols and names students with the transaction.
+func (g *GroupTx) SaveStudents(ctx context.Context, updates []analytics.StudentUpdate) error {
 	return g.s.saveStudents(ctx, g.tx, g.groupID, updates)
 }
 
-func (g *groupLock) DeleteStudent(ctx context.Context, studentID string) (bool, error) {
+// DeleteStudent removes a student's enrolment with the transaction and
+// reports whether they were enrolled.
+func (g *GroupTx) DeleteStudent(ctx context.Context, studentID string) (bool, error) {
 	res, err := g.tx.ExecContext(ctx, g.s.q(`DELETE FROM students WHERE group_id = ? AND student_id = ?`), g.groupID, studentID)
 	if err != nil {
 		return false, err
@@ -113,8 +136,8 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func (s *Store) placement(ctx context.Context, q querier, groupID string) (analytics.Placement, bool, error) {
-	p := analytics.Placement{GroupID: groupID}
+func (s *Store) placement(ctx context.Context, q querier, groupID string) (Placement, bool, error) {
+	p := Placement{GroupID: groupID}
 	var intent sql.NullString
 	err := q.QueryRowContext(ctx, s.q(`SELECT shard, seq, intent FROM usage_placements WHERE group_id = ?`), groupID).
 		Scan(&p.Shard, &p.Seq, &intent)
@@ -127,14 +150,16 @@ func (s *Store) placement(ctx context.Context, q querier, groupID string) (analy
 	return p, err == nil, err
 }
 
-func (s *Store) Placement(ctx context.Context, groupID string) (analytics.Placement, bool, error) {
+// Placement returns the group's placement; ok is false when it has none.
+func (s *Store) Placement(ctx context.Context, groupID string) (Placement, bool, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	p, ok, err := s.placement(ctx, s.read, groupID)
 	return p, ok, s.wrap("Placement", err)
 }
 
-func (s *Store) Placements(ctx context.Context) ([]analytics.Placement, error) {
+// Placements returns every group's placement.
+func (s *Store) Placements(ctx context.Context) ([]Placement, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	rows, err := s.read.QueryContext(ctx, `SELECT group_id, shard, seq, intent FROM usage_placements ORDER BY group_id`)
@@ -142,9 +167,9 @@ func (s *Store) Placements(ctx context.Context) ([]analytics.Placement, error) {
 		return nil, s.wrap("Placements", err)
 	}
 	defer rows.Close()
-	var list []analytics.Placement
+	var list []Placement
 	for rows.Next() {
-		var p analytics.Placement
+		var p Placement
 		var intent sql.NullString
 		if err := rows.Scan(&p.GroupID, &p.Shard, &p.Seq, &intent); err != nil {
 			return nil, s.wrap("Placements", err)

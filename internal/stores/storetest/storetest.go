@@ -1,7 +1,8 @@
-// Package storetest gives tests a fresh, migrated store of each kind: an
-// SQLite file, a throwaway PostgreSQL database dropped when the test ends,
-// and such a database as directory with a throwaway ClickHouse database on
-// two shards as usage store.
+// Package storetest gives tests fresh, migrated stores of each kind, opened
+// as a serving process opens them (package stores): an SQLite file, a
+// throwaway PostgreSQL database dropped when the test ends, and such a
+// database as directory with a throwaway ClickHouse database on two shards
+// as usage store.
 //
 // PostgreSQL is found at GROUPANALYTICS_TEST_POSTGRES (default
 // postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable), ClickHouse
@@ -14,10 +15,7 @@ package storetest
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -28,11 +26,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	_ "github.com/jackc/pgx/v5/stdlib" // the pgx driver for database/sql
 
-	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/chstore"
 	"groupanalytics/internal/sqlstore"
+	"groupanalytics/internal/stores"
 )
 
 // PostgresURL is the server tests create their databases on.
@@ -132,16 +132,18 @@ func OpenDSN(t testing.TB, dsn string) *sqlstore.Store {
 // OpenWith is OpenDSN with options of the test's own.
 func OpenWith(t testing.TB, dsn string, opts sqlstore.Options) *sqlstore.Store {
 	t.Helper()
-	ctx := context.Background()
-	store, err := sqlstore.Open(ctx, dsn, opts)
+	return open(t, stores.Config{DB: dsn, Create: true, CallTimeout: opts.CallTimeout, Observer: opts.Observer}).Directory
+}
+
+// open opens the stores cfg names, closed when the test ends.
+func open(t testing.TB, cfg stores.Config) *stores.Stores {
+	t.Helper()
+	s, err := stores.Open(context.Background(), cfg)
 	if err != nil {
-		t.Fatalf("storetest: open %s: %v", dsn, err)
+		t.Fatalf("storetest: open %s %s: %v", cfg.DB, cfg.Usage, err)
 	}
-	t.Cleanup(func() { store.Close() })
-	if err := store.Migrate(ctx, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		t.Fatalf("storetest: migrate %s: %v", dsn, err)
-	}
-	return store
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // Open returns a fresh, migrated store of the given dialect, closed (and
@@ -151,12 +153,8 @@ func Open(t testing.TB, dialect string) *sqlstore.Store {
 	return OpenDSN(t, NewDSN(t, dialect))
 }
 
-// Stores is a directory and the usage store a service runs with it.
-type Stores struct {
-	Directory *sqlstore.Store
-	Usage     analytics.UsageStore
-	Ping      func(context.Context) error // both answer
-}
+// Stores are a directory and the usage store a service runs with it.
+type Stores = stores.Stores
 
 // Kinds are the store kinds Each runs on: SQLite, PostgreSQL, and
 // PostgreSQL with ClickHouse.
@@ -164,7 +162,7 @@ var Kinds = []string{"sqlite", "postgres", "clickhouse"}
 
 // SQL is a SQL store serving as both directory and usage store.
 func SQL(store *sqlstore.Store) Stores {
-	return Stores{Directory: store, Usage: store, Ping: store.Ping}
+	return Stores{Directory: store, Usage: store}
 }
 
 // OpenKind returns fresh stores of a kind of Kinds.
@@ -230,12 +228,9 @@ func NewClickHouseURL(t testing.TB) string {
 	name := fmt.Sprintf("groupanalytics_test_%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e6, dbCounter.Add(1))
 	raw := "clickhouse://" + strings.Join(ClickHouseShards(), ",") + "/" + name
 	t.Cleanup(func() {
-		s, err := chstore.Open(context.Background(), raw, nil, chstore.Options{})
-		if err == nil {
-			err = s.DropDatabase(context.Background())
-			s.Close()
-		}
-		if err != nil {
+		if err := eachShard(raw, func(conn driver.Conn, database string) error {
+			return conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+database)
+		}); err != nil {
 			t.Errorf("drop clickhouse database %s: %v", name, err)
 		}
 	})
@@ -247,18 +242,7 @@ func NewClickHouseURL(t testing.TB) string {
 // twice, they are shared as by two server processes.
 func OpenClickHouse(t testing.TB, dirDSN, usageURL string) Stores {
 	t.Helper()
-	dir := OpenDSN(t, dirDSN)
-	usage, err := chstore.Open(context.Background(), usageURL, dir, chstore.Options{CallTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatalf("storetest: open %s: %v", usageURL, err)
-	}
-	t.Cleanup(func() { usage.Close() })
-	if err := usage.Migrate(context.Background()); err != nil {
-		t.Fatalf("storetest: migrate %s: %v", usageURL, err)
-	}
-	return Stores{Directory: dir, Usage: usage, Ping: func(ctx context.Context) error {
-		return errors.Join(dir.Ping(ctx), usage.Ping(ctx))
-	}}
+	return *open(t, stores.Config{DB: dirDSN, Usage: usageURL, CallTimeout: 30 * time.Second})
 }
 
 // RawEvents reads a group's stored events straight from the database at
@@ -300,16 +284,50 @@ func RawEvents(t testing.TB, dsn, groupID string) map[string]string {
 // -> student id. An id stored twice fails the test.
 func RawClickHouseEvents(t testing.TB, usageURL, groupID string) map[string]string {
 	t.Helper()
-	s, err := chstore.Open(context.Background(), usageURL, nil, chstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	events, err := s.RawEvents(context.Background(), groupID)
+	events := map[string]string{}
+	err := eachShard(usageURL, func(conn driver.Conn, database string) error {
+		rows, err := conn.Query(context.Background(), `SELECT event_id, student_id FROM `+database+`.events WHERE group_id = ?`, groupID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, student string
+			if err := rows.Scan(&id, &student); err != nil {
+				return err
+			}
+			if _, twice := events[id]; twice {
+				return fmt.Errorf("event %s of group %s is stored twice", id, groupID)
+			}
+			events[id] = student
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return events
+}
+
+// eachShard connects to each shard that usageURL names in turn and runs fn
+// with the URL's database name.
+func eachShard(usageURL string, fn func(conn driver.Conn, database string) error) error {
+	cfg, err := chstore.ParseURL(usageURL)
+	if err != nil {
+		return err
+	}
+	for _, addr := range cfg.Shards {
+		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Auth: clickhouse.Auth{Username: cfg.User, Password: cfg.Password}})
+		if err != nil {
+			return err
+		}
+		err = fn(conn, cfg.Database)
+		conn.Close()
+		if err != nil {
+			return fmt.Errorf("shard %s: %w", addr, err)
+		}
+	}
+	return nil
 }
 
 // EachSQL runs fn as a subtest once per SQL dialect, each with a fresh

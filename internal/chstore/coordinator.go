@@ -1,0 +1,64 @@
+package chstore
+
+import (
+	"context"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+// Coordinator is what the store needs of the directory's database, which
+// stands in for the unique keys and transactions ClickHouse lacks: the
+// groups' write locks, their enrolment, and where each group's usage lives.
+// The PostgreSQL directory provides it (see package stores).
+type Coordinator interface {
+	// WithGroupLock runs fn in one directory transaction holding the
+	// group's write lock, committed when fn returns nil and rolled back
+	// otherwise (and when the process dies). It is not retried.
+	WithGroupLock(ctx context.Context, groupID string, fn func(tx GroupLock) error) error
+	// Placement returns the group's placement; ok is false when it has
+	// none (it holds no usage yet).
+	Placement(ctx context.Context, groupID string) (p Placement, ok bool, err error)
+	// Placements returns every group's placement.
+	Placements(ctx context.Context) ([]Placement, error)
+}
+
+// GroupLock is a directory transaction holding one group's write lock.
+// While it lasts, the directory is read through it only: other writers of
+// the group wait for the lock holding connections of their own.
+type GroupLock interface {
+	// Placement reads the group's placement.
+	Placement(ctx context.Context) (p Placement, ok bool, err error)
+	// GroupsPerShard counts the groups placed on each shard.
+	GroupsPerShard(ctx context.Context) (map[string]int, error)
+	// Location returns the group's time zone.
+	Location(ctx context.Context) (*time.Location, error)
+	// Place records the group on shard, placing or moving it (committed
+	// at once, so that it stands whatever becomes of the transaction),
+	// and returns the placement.
+	Place(ctx context.Context, shard string) (Placement, error)
+	// MarkIntent records intent and takes the group's next write number,
+	// committed at once: if the write dies, the intent stays.
+	MarkIntent(ctx context.Context, intent []byte) (seq int64, err error)
+	// Commit-time changes, applied with the transaction: enrolment, an
+	// erased student's removal, the end of the intent. ClearIntent comes
+	// last: after it, MarkIntent would wait for the transaction.
+	SaveStudents(ctx context.Context, updates []analytics.StudentUpdate) error
+	DeleteStudent(ctx context.Context, studentID string) (bool, error)
+	ClearIntent(ctx context.Context) error
+}
+
+// Placement says which shard holds a group's usage, and what the group's
+// last write left behind.
+type Placement struct {
+	GroupID string
+	Shard   string // the shard's name (its address)
+	// Seq numbers the group's writes: each write of the group's usage
+	// takes the next one, so that later rows outrank earlier ones.
+	Seq int64
+	// Intent is what the write in progress (or one that died) means to
+	// do, set before it writes and cleared when it commits; nil when no
+	// write is unfinished. The store reads it back to finish or repair
+	// the write.
+	Intent []byte
+}

@@ -1,0 +1,152 @@
+package chstore
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// migrations are the schema's changes, numbered: NNNNN_name.sql, applied
+// in order on every shard, each once. A migration's statements end with
+// ';' at the end of a line and name tables as {database}.table.
+//
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// migration is one numbered file of migrations.
+type migration struct {
+	version    uint32
+	file       string
+	statements []string
+}
+
+// Migrate brings every shard's schema to the newest migration: it creates
+// the database and its version table, then applies, in order, each
+// migration the shard has not recorded, recording it after its last
+// statement. ClickHouse has no transactions, so a migration cut short is
+// run again whole: each statement must be safe to repeat (IF NOT EXISTS,
+// IF EXISTS). Processes that start together may both apply a migration;
+// that is safe for the same reason.
+func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
+	return s.wrap("Migrate", s.migrate(ctx, log, migrations))
+}
+
+func (s *Store) migrate(ctx context.Context, log *slog.Logger, fsys fs.FS) error {
+	list, err := readMigrations(fsys)
+	if err != nil {
+		return err
+	}
+	for _, sh := range s.shards {
+		if err := s.migrateShard(ctx, log, sh, list); err != nil {
+			return fmt.Errorf("shard %s: %w", sh.name, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) migrateShard(ctx context.Context, log *slog.Logger, sh *shard, list []migration) error {
+	setup := []string{
+		"CREATE DATABASE IF NOT EXISTS " + s.database,
+		`CREATE TABLE IF NOT EXISTS ` + s.table("schema_migrations") + ` (version UInt32, applied_at DateTime)
+			ENGINE = MergeTree() ORDER BY version`,
+	}
+	for _, stmt := range setup {
+		if err := sh.conn.Exec(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	current, err := s.schemaVersion(ctx, sh)
+	if err != nil {
+		return err
+	}
+	for _, m := range list {
+		if m.version <= current {
+			continue
+		}
+		start := time.Now()
+		for _, stmt := range m.statements {
+			if err := sh.conn.Exec(ctx, strings.ReplaceAll(stmt, "{database}", s.database)); err != nil {
+				return fmt.Errorf("migration %s: %w", m.file, err)
+			}
+		}
+		if err := s.recordMigration(ctx, sh, m.version); err != nil {
+			return err
+		}
+		log.Info("migrated", "shard", sh.name, "version", m.version, "file", m.file, "duration", time.Since(start))
+	}
+	return nil
+}
+
+// recordMigration records that the shard has applied migration version.
+func (s *Store) recordMigration(ctx context.Context, sh *shard, version uint32) error {
+	batch, err := sh.conn.PrepareBatch(ctx, `INSERT INTO `+s.table("schema_migrations")+` (version, applied_at)`)
+	if err != nil {
+		return err
+	}
+	defer batch.Abort()
+	if err := batch.Append(version, time.Now()); err != nil {
+		return err
+	}
+	return batch.Send()
+}
+
+// schemaVersion returns the newest migration the shard has recorded; 0
+// when none.
+func (s *Store) schemaVersion(ctx context.Context, sh *shard) (uint32, error) {
+	var v uint32
+	err := sh.conn.QueryRow(ctx, `SELECT toUInt32(max(version)) FROM `+s.table("schema_migrations")).Scan(&v)
+	return v, err
+}
+
+// readMigrations reads the numbered files of fsys's migrations folder,
+// in order.
+func readMigrations(fsys fs.FS) ([]migration, error) {
+	files, err := fs.Glob(fsys, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var list []migration
+	for _, file := range files {
+		number, _, ok := strings.Cut(path.Base(file), "_")
+		v, err := strconv.ParseUint(number, 10, 32)
+		if !ok || err != nil || v == 0 {
+			return nil, fmt.Errorf("migration %s: the name must start with its number, as 00002_name.sql", file)
+		}
+		if len(list) > 0 && list[len(list)-1].version == uint32(v) {
+			return nil, fmt.Errorf("migrations %s and %s have one number", list[len(list)-1].file, file)
+		}
+		text, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, migration{version: uint32(v), file: path.Base(file), statements: statements(string(text))})
+	}
+	return list, nil
+}
+
+// statements splits a migration into its statements: each ends with ';'
+// at the end of a line. Lines of '--' comments are dropped.
+func statements(text string) []string {
+	var list []string
+	var stmt strings.Builder
+	for line := range strings.Lines(text) {
+		if strings.HasPrefix(strings.TrimSpace(line), "--") {
+			continue
+		}
+		stmt.WriteString(line)
+		if trimmed := strings.TrimSpace(line); strings.HasSuffix(trimmed, ";") {
+			list = append(list, strings.TrimSuffix(strings.TrimSpace(stmt.String()), ";"))
+			stmt.Reset()
+		}
+	}
+	if rest := strings.TrimSpace(stmt.String()); rest != "" {
+		list = append(list, rest)
+	}
+	return list
+}

@@ -1,0 +1,130 @@
+// Package stores opens the stores a process works on, as its configuration
+// names them: the directory, on SQLite or PostgreSQL, and the usage store,
+// on the same database or on ClickHouse shards. It is the one place that
+// knows which engines exist: serve, the admin commands, the benchmark and
+// the tests' helpers (storetest) all open their stores here.
+package stores
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/chstore"
+	"groupanalytics/internal/sqlstore"
+)
+
+// Config names the stores and how to run them.
+type Config struct {
+	// DB is the directory's database: a SQLite file path, or a
+	// postgres:// URL. It holds the usage store too unless Usage is set.
+	DB string
+	// Usage, if set, puts the usage store on ClickHouse shards:
+	// clickhouse://host:port[,host:port…]/database. It needs a PostgreSQL
+	// DB, whose group locks and placements coordinate the shards.
+	Usage string
+	// Create lets Open make a SQLite file that does not exist. Without it
+	// a missing file is an error, so that a mistyped path is not taken for
+	// a new, empty store.
+	Create bool
+	// CallTimeout bounds each store call whose context has no deadline;
+	// zero: no bound (for commands that may run long).
+	CallTimeout time.Duration
+	// Observer, if set, is told what the usage store's writer does.
+	Observer analytics.WriteObserver
+	// Log is told of the migrations applied; nil: nobody.
+	Log *slog.Logger
+}
+
+// Stores are a process's open stores.
+type Stores struct {
+	// Directory is the SQL store: the directory, and the usage store too
+	// unless Shards is set.
+	Directory *sqlstore.Store
+	// Usage is the usage store: Directory or Shards.
+	Usage analytics.UsageStore
+	// Shards is the usage store on ClickHouse, when Config.Usage names it.
+	Shards *chstore.Store
+}
+
+// Open opens and migrates the stores that cfg names.
+func Open(ctx context.Context, cfg Config) (*Stores, error) {
+	if cfg.Usage != "" && !sqlstore.IsPostgres(cfg.DB) {
+		return nil, errors.New("--usage on ClickHouse needs the directory on PostgreSQL: give --db a postgres:// URL")
+	}
+	if !cfg.Create && !sqlstore.IsPostgres(cfg.DB) {
+		if _, err := os.Stat(strings.TrimPrefix(cfg.DB, "sqlite:")); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no store at %s: give --db, or create one with groupanalytics migrate", cfg.DB)
+		}
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	dir, err := sqlstore.Open(ctx, cfg.DB, sqlstore.Options{CallTimeout: cfg.CallTimeout, Observer: cfg.Observer})
+	if err != nil {
+		return nil, err
+	}
+	if err := dir.Migrate(ctx, log); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	s := &Stores{Directory: dir, Usage: dir}
+	if cfg.Usage == "" {
+		return s, nil
+	}
+	shards, err := chstore.Open(ctx, cfg.Usage, Coordinator(dir), chstore.Options{CallTimeout: cfg.CallTimeout, Observer: cfg.Observer})
+	if err != nil {
+		dir.Close()
+		return nil, err
+	}
+	s.Shards, s.Usage = shards, shards
+	if err := shards.Migrate(ctx, log); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Ping reports whether the stores can serve: the directory answers, and
+// so does the usage store (on ClickHouse: at least one shard).
+func (s *Stores) Ping(ctx context.Context) error {
+	if err := s.Directory.Ping(ctx); err != nil || s.Shards == nil {
+		return err
+	}
+	return s.Shards.Ping(ctx)
+}
+
+// QueueDepth is how many appends wait for the usage store's writer.
+func (s *Stores) QueueDepth() int {
+	if s.Shards != nil {
+		return s.Shards.QueueDepth()
+	}
+	return s.Directory.QueueDepth()
+}
+
+// Engines names the directory's engine and the usage store's, for logs.
+func (s *Stores) Engines() (directory, usage string) {
+	directory, usage = s.Directory.Dialect(), s.Directory.Dialect()
+	if s.Shards != nil {
+		usage = fmt.Sprintf("clickhouse (%d shards)", len(s.Shards.Shards()))
+	}
+	return directory, usage
+}
+
+// Close closes the usage store, then the directory: a ClickHouse writer
+// finishing its last write still needs the directory's lock.
+func (s *Stores) Close() error {
+	var err error
+	if s.Shards != nil {
+		err = s.Shards.Close()
+	}
+	return errors.Join(err, s.Directory.Close())
+}
