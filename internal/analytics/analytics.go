@@ -5,7 +5,9 @@
 package analytics
 
 import (
+	"cmp"
 	"crypto/sha256"
+	"slices"
 	"time"
 )
 
@@ -76,6 +78,14 @@ type Student struct {
 	GroupID string
 	ID      string
 	Name    string
+}
+
+// SortStudents puts students in report order: by name, then id, in byte
+// order (decisions R1).
+func SortStudents(students []Student) {
+	slices.SortFunc(students, func(a, b Student) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+	})
 }
 
 // Metric is one countable kind of usage event.

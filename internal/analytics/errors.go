@@ -54,3 +54,11 @@ func ErrorMessage(err error) string {
 // ErrUnavailable marks a failure to reach the store; stores wrap it so that
 // callers answer 503 rather than 500.
 var ErrUnavailable = &Error{Code: Unavailable, Message: "Service unavailable"}
+
+// Plural returns "1 day", "2 days": n and unit, in the plural unless n is 1.
+func Plural(n int, unit string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", unit)
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}

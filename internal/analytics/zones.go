@@ -18,9 +18,6 @@ import (
 //go:embed zoneinfo.zip
 var zoneinfo []byte
 
-// ZoneDataVersion names the release of the time zone database in use.
-const ZoneDataVersion = "2025c"
-
 var (
 	zoneFiles = sync.OnceValues(func() (map[string]*zip.File, error) {
 		r, err := zip.NewReader(bytes.NewReader(zoneinfo), int64(len(zoneinfo)))

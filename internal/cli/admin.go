@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/report"
 	"groupanalytics/internal/stores"
 )
 
@@ -26,7 +26,7 @@ func when(t *time.Time) string {
 	if t == nil {
 		return "-"
 	}
-	return report.FormatTime(*t)
+	return analytics.FormatTime(*t)
 }
 
 func groupCreate(e *env, args []string) error {
@@ -49,7 +49,7 @@ func groupList(e *env, args []string) error {
 		groups, err := p.Groups(e.ctx)
 		table(e, "ID\tNAME\tTIME ZONE\tCREATED", func(w io.Writer) {
 			for _, g := range groups {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", g.ID, g.Name, g.TimeZone, report.FormatTime(g.Created))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created))
 			}
 		})
 		return err
@@ -74,7 +74,7 @@ func groupMove(e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "group %s is already on %s\n", *group, res.To)
 		default:
 			fmt.Fprintf(e.stdout, "moved group %s from %s to %s: %s in %s\n", *group, res.From, res.To,
-				report.Plural(int(res.Events), "event"), res.Took.Round(time.Millisecond))
+				analytics.Plural(int(res.Events), "event"), res.Took.Round(time.Millisecond))
 		}
 		return nil
 	})
@@ -106,7 +106,7 @@ func planSet(e *env, args []string) error {
 		plan, err := p.AddPlan(e.ctx, *group, *start, *end)
 		if err == nil {
 			fmt.Fprintf(e.stdout, "added plan %d to group %s: from %s until %s\n", plan.ID, plan.GroupID,
-				report.FormatTime(plan.Starts), when(plan.Ends))
+				analytics.FormatTime(plan.Starts), when(plan.Ends))
 		}
 		return err
 	})
@@ -133,7 +133,7 @@ func planList(e *env, args []string) error {
 		now := time.Now()
 		table(e, "PLAN\tSTARTS\tENDS\tCANCELLED\tVALID NOW", func(w io.Writer) {
 			for _, pl := range plans {
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%t\n", pl.ID, report.FormatTime(pl.Starts), when(pl.Ends), when(pl.Cancelled), pl.ValidAt(now))
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%t\n", pl.ID, analytics.FormatTime(pl.Starts), when(pl.Ends), when(pl.Cancelled), pl.ValidAt(now))
 			}
 		})
 		return err
@@ -160,7 +160,7 @@ func keyList(e *env, args []string) error {
 		keys, err := p.Keys(e.ctx, *group)
 		table(e, "KEY\tPREFIX\tLABEL\tCREATED\tREVOKED\tLAST USED", func(w io.Writer) {
 			for _, k := range keys {
-				fmt.Fprintf(w, "%s\t%s…\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Label, report.FormatTime(k.Created), when(k.Revoked), when(k.LastUsed))
+				fmt.Fprintf(w, "%s\t%s…\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Label, analytics.FormatTime(k.Created), when(k.Revoked), when(k.LastUsed))
 			}
 		})
 		return err
@@ -230,7 +230,7 @@ func studentList(e *env, args []string) error {
 	group := fs.String("group", "", "group id")
 	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
 		students, err := p.Students(e.ctx, *group)
-		report.SortStudents(students)
+		analytics.SortStudents(students)
 		table(e, "ID\tNAME", func(w io.Writer) {
 			for _, s := range students {
 				fmt.Fprintf(w, "%s\t%s\n", s.ID, s.Name)
@@ -258,7 +258,7 @@ func tokenList(e *env, args []string) error {
 		tokens, err := p.Tokens(e.ctx)
 		table(e, "TOKEN\tPREFIX\tLABEL\tCREATED\tREVOKED", func(w io.Writer) {
 			for _, t := range tokens {
-				fmt.Fprintf(w, "%s\t%s…\t%s\t%s\t%s\n", t.ID, t.Prefix, t.Label, report.FormatTime(t.Created), when(t.Revoked))
+				fmt.Fprintf(w, "%s\t%s…\t%s\t%s\t%s\n", t.ID, t.Prefix, t.Label, analytics.FormatTime(t.Created), when(t.Revoked))
 			}
 		})
 		return err
@@ -336,7 +336,7 @@ func runRebuild(e *env, args []string) error {
 		})
 		bar.done()
 		if err == nil {
-			fmt.Fprintf(e.stdout, "rebuilt the rollups of %s in %s\n", report.Plural(len(groups), "group"), time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(e.stdout, "rebuilt the rollups of %s in %s\n", analytics.Plural(len(groups), "group"), time.Since(start).Round(time.Millisecond))
 		}
 		return err
 	})

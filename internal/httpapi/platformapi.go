@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"groupanalytics/internal/analytics"
-	"groupanalytics/internal/report"
 )
 
 // Limits of POST /v1/events.
@@ -223,20 +222,20 @@ func optionalTime(t *time.Time) *string {
 	if t == nil {
 		return nil
 	}
-	s := report.FormatTime(*t)
+	s := analytics.FormatTime(*t)
 	return &s
 }
 
 func toGroup(g analytics.Group) groupJSON {
-	return groupJSON{g.ID, g.Name, g.TimeZone, report.FormatTime(g.Created)}
+	return groupJSON{g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created)}
 }
 
 func (s *Server) toPlan(p analytics.Plan) planJSON {
-	return planJSON{p.ID, p.GroupID, report.FormatTime(p.Starts), optionalTime(p.Ends), optionalTime(p.Cancelled), p.ValidAt(s.now())}
+	return planJSON{p.ID, p.GroupID, analytics.FormatTime(p.Starts), optionalTime(p.Ends), optionalTime(p.Cancelled), p.ValidAt(s.now())}
 }
 
 func toKey(k analytics.APIKey) keyJSON {
-	return keyJSON{ID: k.ID, GroupID: k.GroupID, Prefix: k.Prefix, Label: k.Label, CreatedAt: report.FormatTime(k.Created),
+	return keyJSON{ID: k.ID, GroupID: k.GroupID, Prefix: k.Prefix, Label: k.Label, CreatedAt: analytics.FormatTime(k.Created),
 		RevokedAt: optionalTime(k.Revoked), LastUsedAt: optionalTime(k.LastUsed)}
 }
 
@@ -330,7 +329,7 @@ func (s *Server) addStudent(r *http.Request) (int, any, error) {
 
 func (s *Server) listStudents(r *http.Request) (int, any, error) {
 	students, err := s.platform.Students(r.Context(), r.PathValue("groupId"))
-	report.SortStudents(students)
+	analytics.SortStudents(students)
 	return http.StatusOK, map[string]any{"students": listOf(students, func(st analytics.Student) studentJSON {
 		return studentJSON{st.ID, st.Name}
 	})}, err

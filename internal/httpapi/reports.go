@@ -158,10 +158,10 @@ func parseQuery(values map[string]string) (report.Query, error) {
 	var err error
 	for _, p := range []struct {
 		name string
-		into **report.Date
+		into **analytics.Date
 	}{{"startDate", &q.Start}, {"endDate", &q.End}} {
 		if v, ok := values[p.name]; ok {
-			d, err := report.ParseDate(p.name, v)
+			d, err := analytics.ParseDate(p.name, v)
 			if err != nil {
 				return q, err
 			}
@@ -348,7 +348,7 @@ func (rw *reportWriter) finish() error {
 // numStudentsUsed or the student's id and name, then the metrics in title
 // order.
 func csvRecord(record []string, rep *report.Report) []string {
-	record = append(record, report.FormatTime(rep.Start), report.FormatTime(rep.End))
+	record = append(record, analytics.FormatTime(rep.Start), analytics.FormatTime(rep.End))
 	if rep.Student == nil {
 		record = append(record, strconv.Itoa(rep.NumStudentsUsed))
 	} else {

@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"groupanalytics/internal/analytics"
-	"groupanalytics/internal/report"
 )
 
 // EventInput is one usage event as the platform sends it (decisions R6).
@@ -157,7 +156,7 @@ func validate(in EventInput, loc *time.Location, now time.Time) (analytics.Event
 	if in.OccurredAt == "" {
 		return e, invalid("Missing occurredAt")
 	}
-	at, err := report.ParseTimestamp("occurredAt", in.OccurredAt)
+	at, err := analytics.ParseTimestamp("occurredAt", in.OccurredAt)
 	switch {
 	case err != nil:
 		return e, err

@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"groupanalytics/internal/analytics"
-	"groupanalytics/internal/report"
 )
 
 // Platform performs the operations on a directory and a usage store.
@@ -103,7 +102,7 @@ func (p *Platform) AddPlan(ctx context.Context, groupID, start, end string) (ana
 			return plan, err
 		}
 		if !ends.After(plan.Starts) {
-			return plan, invalid("Invalid end: %s is not after the start %s", report.FormatTime(ends), report.FormatTime(plan.Starts))
+			return plan, invalid("Invalid end: %s is not after the start %s", analytics.FormatTime(ends), analytics.FormatTime(plan.Starts))
 		}
 		plan.Ends = &ends
 	}
@@ -114,7 +113,7 @@ func (p *Platform) AddPlan(ctx context.Context, groupID, start, end string) (ana
 // start of it, or (for an end, which is exclusive) the start of the next.
 func planTime(field, value string, loc *time.Location, isEnd bool) (time.Time, error) {
 	if _, err := time.Parse(time.DateOnly, value); err == nil {
-		d, err := report.ParseDate(field, value)
+		d, err := analytics.ParseDate(field, value)
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -124,7 +123,7 @@ func planTime(field, value string, loc *time.Location, isEnd bool) (time.Time, e
 		}
 		return day.Start(loc).UTC(), nil
 	}
-	t, err := report.ParseTimestamp(field, value)
+	t, err := analytics.ParseTimestamp(field, value)
 	if err != nil {
 		return t, invalid("Invalid %s: expected a date (2025-09-01) or an RFC 3339 timestamp, got %q", field, value)
 	}

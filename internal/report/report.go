@@ -4,11 +4,9 @@
 package report
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -88,12 +86,12 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 		if students, err = e.Directory.Students(ctx, group.ID); err != nil {
 			return err
 		}
-		SortStudents(students)
+		analytics.SortStudents(students)
 	}
 	if err := e.checkSize(r, q, len(students)); err != nil {
 		return err
 	}
-	periods := cut(r, q.Interval)
+	periods := r.Periods(q.Interval)
 	if q.Students {
 		return e.studentReports(ctx, group.ID, loc, ep, periods, students, emit)
 	}
@@ -121,14 +119,6 @@ func (e *Engine) studentTotals(ctx context.Context, groupID string, p analytics.
 	return totals, nil
 }
 
-// SortStudents puts students in report order: by name, then id, in byte
-// order (decisions R1).
-func SortStudents(students []analytics.Student) {
-	slices.SortFunc(students, func(a, b analytics.Student) int {
-		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
-	})
-}
-
 // checkSize refuses a query whose response would pass MaxReports, saying
 // what would fit.
 func (e *Engine) checkSize(r analytics.DayRange, q Query, students int) error {
@@ -136,19 +126,19 @@ func (e *Engine) checkSize(r analytics.DayRange, q Query, students int) error {
 	if q.Students {
 		perPeriod = max(students, 1)
 	}
-	n := countPeriods(r, q.Interval) * perPeriod
+	n := r.CountPeriods(q.Interval) * perPeriod
 	if n <= e.MaxReports {
 		return nil
 	}
 	var fits []string
-	for iv := q.Interval + 1; iv <= Monthly; iv++ {
-		if countPeriods(r, iv)*perPeriod <= e.MaxReports {
+	for iv := q.Interval + 1; iv <= analytics.Monthly; iv++ {
+		if r.CountPeriods(iv)*perPeriod <= e.MaxReports {
 			fits = append(fits, "interval="+iv.String())
 			break
 		}
 	}
-	if unit, ok := map[Interval]string{Daily: "day", Weekly: "week", Monthly: "month"}[q.Interval]; ok && e.MaxReports >= perPeriod {
-		fits = append(fits, fmt.Sprintf("a range of at most %s with interval=%s", Plural(e.MaxReports/perPeriod, unit), q.Interval))
+	if unit, ok := map[analytics.Interval]string{analytics.Daily: "day", analytics.Weekly: "week", analytics.Monthly: "month"}[q.Interval]; ok && e.MaxReports >= perPeriod {
+		fits = append(fits, fmt.Sprintf("a range of at most %s with interval=%s", analytics.Plural(e.MaxReports/perPeriod, unit), q.Interval))
 	}
 	if len(fits) == 0 {
 		fits = append(fits, "fewer students")
@@ -157,51 +147,12 @@ func (e *Engine) checkSize(r analytics.DayRange, q Query, students int) error {
 		describe(r, q.Interval, q.Students, students), n, e.MaxReports, strings.Join(fits, ", or "))
 }
 
-func describe(r analytics.DayRange, iv Interval, perStudent bool, students int) string {
-	s := fmt.Sprintf("interval=%s from %s to %s (%d periods)", iv, r.First, r.Last, countPeriods(r, iv))
+func describe(r analytics.DayRange, iv analytics.Interval, perStudent bool, students int) string {
+	s := fmt.Sprintf("interval=%s from %s to %s (%d periods)", iv, r.First, r.Last, r.CountPeriods(iv))
 	if perStudent {
 		s += fmt.Sprintf(" for %d students", students)
 	}
 	return s
-}
-
-// countPeriods returns how many periods cut(r, iv) has, without cutting.
-func countPeriods(r analytics.DayRange, iv Interval) int {
-	switch iv {
-	case Daily:
-		return r.Len()
-	case Weekly:
-		return int(r.Last.WeekStart()-r.First.WeekStart())/7 + 1
-	case Monthly:
-		y1, m1, _ := r.First.Date()
-		y2, m2, _ := r.Last.Date()
-		return (y2-y1)*12 + int(m2-m1) + 1
-	}
-	return 1
-}
-
-// cut splits r into the calendar periods of iv, the first and last clipped
-// to r.
-func cut(r analytics.DayRange, iv Interval) []analytics.DayRange {
-	if iv == Whole {
-		return []analytics.DayRange{r}
-	}
-	periods := make([]analytics.DayRange, 0, countPeriods(r, iv))
-	for first := r.First; first <= r.Last; {
-		var last analytics.Day
-		switch iv {
-		case Daily:
-			last = first
-		case Weekly:
-			last = first.WeekStart() + 6
-		case Monthly:
-			last = first.NextMonthStart() - 1
-		}
-		last = min(last, r.Last)
-		periods = append(periods, analytics.DayRange{First: first, Last: last})
-		first = last + 1
-	}
-	return periods
 }
 
 func (e *Engine) groupReports(ctx context.Context, groupID string, loc *time.Location, ep *Endpoint,
@@ -214,7 +165,7 @@ func (e *Engine) groupReports(ctx context.Context, groupID string, loc *time.Loc
 		var counts analytics.Counts
 		var users analytics.StudentSet
 		for _, seg := range analytics.Segments(p) {
-			for key := seg.Keys.First; key <= seg.Keys.Last; key = next(seg.Span, key) {
+			for key := seg.Keys.First; key <= seg.Keys.Last; key = seg.Span.Next(key) {
 				if r := rollups[seg.Span][key]; r != nil {
 					counts.Add(&r.Counts)
 					users.Union(ep.users(r))
@@ -230,20 +181,13 @@ func (e *Engine) groupReports(ctx context.Context, groupID string, loc *time.Loc
 	return nil
 }
 
-func next(span analytics.Span, key analytics.Day) analytics.Day {
-	if span == analytics.SpanMonth {
-		return key.NextMonthStart()
-	}
-	return key + 1
-}
-
 // fetchGroupRollups reads every rollup the periods need, merging the
 // segments of neighbouring periods into one read, and the reads at once.
 func (e *Engine) fetchGroupRollups(ctx context.Context, groupID string, periods []analytics.DayRange) (map[analytics.Span]map[analytics.Day]*analytics.GroupRollup, error) {
 	var reads []analytics.Segment
 	for _, p := range periods {
 		for _, seg := range analytics.Segments(p) {
-			if n := len(reads); n > 0 && reads[n-1].Span == seg.Span && next(seg.Span, reads[n-1].Keys.Last) >= seg.Keys.First {
+			if n := len(reads); n > 0 && reads[n-1].Span == seg.Span && seg.Span.Next(reads[n-1].Keys.Last) >= seg.Keys.First {
 				reads[n-1].Keys.Last = seg.Keys.Last
 				continue
 			}

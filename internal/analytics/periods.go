@@ -131,3 +131,65 @@ func Segments(r DayRange) []Segment {
 	}
 	return segs
 }
+
+// Interval is how a range is cut into reports (decisions R1).
+type Interval int
+
+const (
+	Whole Interval = iota // one report for the whole range
+	Daily
+	Weekly  // ISO weeks, Monday to Sunday
+	Monthly // calendar months
+)
+
+var intervalNames = map[Interval]string{Whole: "none", Daily: "day", Weekly: "week", Monthly: "month"}
+
+func (iv Interval) String() string { return intervalNames[iv] }
+
+// CountPeriods returns how many periods r.Periods(iv) has, without
+// cutting.
+func (r DayRange) CountPeriods(iv Interval) int {
+	switch iv {
+	case Daily:
+		return r.Len()
+	case Weekly:
+		return int(r.Last.WeekStart()-r.First.WeekStart())/7 + 1
+	case Monthly:
+		y1, m1, _ := r.First.Date()
+		y2, m2, _ := r.Last.Date()
+		return (y2-y1)*12 + int(m2-m1) + 1
+	}
+	return 1
+}
+
+// Periods cuts r into the calendar periods of iv, the first and last
+// clipped to r (docs/decisions.md, R1).
+func (r DayRange) Periods(iv Interval) []DayRange {
+	if iv == Whole {
+		return []DayRange{r}
+	}
+	periods := make([]DayRange, 0, r.CountPeriods(iv))
+	for first := r.First; first <= r.Last; {
+		var last Day
+		switch iv {
+		case Daily:
+			last = first
+		case Weekly:
+			last = first.WeekStart() + 6
+		case Monthly:
+			last = first.NextMonthStart() - 1
+		}
+		last = min(last, r.Last)
+		periods = append(periods, DayRange{First: first, Last: last})
+		first = last + 1
+	}
+	return periods
+}
+
+// Next returns the key of the rollup after key's.
+func (span Span) Next(key Day) Day {
+	if span == SpanMonth {
+		return key.NextMonthStart()
+	}
+	return key + 1
+}

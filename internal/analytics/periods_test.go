@@ -211,3 +211,35 @@ func TestPlanValidAt(t *testing.T) {
 		t.Error("a cancelled plan is valid until its cancellation only")
 	}
 }
+
+func TestCutIntoPeriods(t *testing.T) {
+	d := func(s string) Day {
+		tm, _ := time.Parse(time.DateOnly, s)
+		return DayOf(tm, time.UTC)
+	}
+	r := DayRange{First: d("2025-01-29"), Last: d("2025-03-04")}
+	tests := []struct {
+		iv   Interval
+		want []string
+	}{
+		{Whole, []string{"2025-01-29..2025-03-04"}},
+		{Weekly, []string{"2025-01-29..2025-02-02", "2025-02-03..2025-02-09", "2025-02-10..2025-02-16",
+			"2025-02-17..2025-02-23", "2025-02-24..2025-03-02", "2025-03-03..2025-03-04"}},
+		{Monthly, []string{"2025-01-29..2025-01-31", "2025-02-01..2025-02-28", "2025-03-01..2025-03-04"}},
+	}
+	for _, tt := range tests {
+		got := r.Periods(tt.iv)
+		if len(got) != len(tt.want) || r.CountPeriods(tt.iv) != len(tt.want) {
+			t.Errorf("%s: %d periods (counted %d), want %d", tt.iv, len(got), r.CountPeriods(tt.iv), len(tt.want))
+			continue
+		}
+		for i, p := range got {
+			if s := p.First.String() + ".." + p.Last.String(); s != tt.want[i] {
+				t.Errorf("%s period %d = %s, want %s", tt.iv, i, s, tt.want[i])
+			}
+		}
+	}
+	if n := len(r.Periods(Daily)); n != r.Len() || r.CountPeriods(Daily) != n {
+		t.Errorf("daily: %d periods, want %d", n, r.Len())
+	}
+}
