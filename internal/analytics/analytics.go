@@ -128,16 +128,6 @@ func (m Metric) IsLiveLecture() bool { return m == SessionsCreated || m == LiveL
 // Counts holds one count per metric.
 type Counts [NumMetrics]int64
 
-// Pointers returns a pointer to each count, in metric order: the
-// destinations of a row scan.
-func (c *Counts) Pointers() []any {
-	ptrs := make([]any, len(c))
-	for i := range c {
-		ptrs[i] = &c[i]
-	}
-	return ptrs
-}
-
 // AddTotal adds c to the totals of student id, keeping c itself as their
 // totals when they have none yet.
 func AddTotal(totals map[string]*Counts, id string, c *Counts) {

@@ -51,6 +51,22 @@ func ErrorMessage(err error) string {
 	return ""
 }
 
+// StoreError names the operation op in err, a store's failure. An error
+// with a code keeps it; one that unreachable says comes from a store that
+// cannot be reached becomes Unavailable, so that callers answer 503 rather
+// than 500.
+func StoreError(op string, err error, unreachable func(error) bool) error {
+	switch {
+	case err == nil:
+		return nil
+	case ErrorCode(err) != Internal:
+		return fmt.Errorf("%s: %w", op, err)
+	case unreachable(err):
+		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
 // ErrUnavailable marks a failure to reach the store; stores wrap it so that
 // callers answer 503 rather than 500.
 var ErrUnavailable = &Error{Code: Unavailable, Message: "Service unavailable"}

@@ -1,9 +1,6 @@
 package analytics
 
-import (
-	"encoding/binary"
-	"math/bits"
-)
+import "math/bits"
 
 // StudentSet is a set of student ordinals: small dense integers a usage
 // store assigns per group, so that "distinct students over a range" is a
@@ -43,26 +40,4 @@ func (s StudentSet) Len() int {
 		n += bits.OnesCount64(w)
 	}
 	return n
-}
-
-// Bytes encodes the set as little-endian words, without trailing empty ones.
-func (s StudentSet) Bytes() []byte {
-	n := len(s)
-	for n > 0 && s[n-1] == 0 {
-		n--
-	}
-	b := make([]byte, 8*n)
-	for i := range n {
-		binary.LittleEndian.PutUint64(b[8*i:], s[i])
-	}
-	return b
-}
-
-// StudentSetFromBytes decodes what Bytes encoded.
-func StudentSetFromBytes(b []byte) StudentSet {
-	s := make(StudentSet, len(b)/8)
-	for i := range s {
-		s[i] = binary.LittleEndian.Uint64(b[8*i:])
-	}
-	return s
 }

@@ -3,18 +3,18 @@ package chstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/ext"
+	"golang.org/x/sync/errgroup"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/rollup"
 )
 
 // intent is what a write of a group's usage means to do, recorded in the
@@ -60,21 +60,6 @@ func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (ana
 	return res, nil
 }
 
-// appendCall is one caller's events of one group, waiting to be written.
-type appendCall struct {
-	ctx    context.Context
-	events []analytics.Event
-	done   chan appendDone
-}
-
-type appendDone struct {
-	accepted int
-	err      error
-}
-
-// maxMergedEvents bounds the events of one merged write.
-const maxMergedEvents = 50_000
-
 // appendGroup stores the events of one group whose ids are new, and
 // returns how many there were. The calls of a group waiting in this
 // process are merged: whoever has the group's turn writes every call
@@ -82,7 +67,7 @@ const maxMergedEvents = 50_000
 // per table), and each caller returns once the write holding its events
 // is done.
 func (s *Store) appendGroup(ctx context.Context, groupID string, events []analytics.Event) (int, error) {
-	call := &appendCall{ctx: ctx, events: events, done: make(chan appendDone, 1)}
+	call := rollup.NewCall(ctx, events)
 	s.pendingMu.Lock()
 	s.pending[groupID] = append(s.pending[groupID], call)
 	s.pendingMu.Unlock()
@@ -90,29 +75,29 @@ func (s *Store) appendGroup(ctx context.Context, groupID string, events []analyt
 	select {
 	case turn <- struct{}{}:
 		defer func() { <-turn }()
-	case d := <-call.done:
-		return d.accepted, d.err
+	case d := <-call.Done:
+		return d.Result.Accepted, d.Err
 	case <-ctx.Done():
 		// Still queued, the call is dropped by the next writer.
 		return 0, fmt.Errorf("waiting for the group's turn: %w", ctx.Err())
 	}
 	for {
 		select {
-		case d := <-call.done:
-			return d.accepted, d.err
+		case d := <-call.Done:
+			return d.Result.Accepted, d.Err
 		default:
 		}
 		calls := s.takePending(groupID)
 		if s.observer != nil && len(calls) > 0 {
 			events := 0
 			for _, c := range calls {
-				events += len(c.events)
+				events += len(c.Events)
 			}
 			s.observer.Merged(len(calls), events)
 		}
 		accepted, err := s.writeCalls(ctx, groupID, calls)
 		for i, c := range calls {
-			c.done <- appendDone{accepted[i], err}
+			c.Done <- rollup.Done{Result: analytics.AppendResult{Accepted: accepted[i], Duplicates: len(c.Events) - accepted[i]}, Err: err}
 		}
 	}
 }
@@ -131,13 +116,13 @@ func (s *Store) QueueDepth() int {
 
 // takePending takes the group's waiting calls, up to maxMergedEvents
 // events (and at least one call), dropping those whose callers are gone.
-func (s *Store) takePending(groupID string) []*appendCall {
+func (s *Store) takePending(groupID string) []*rollup.Call {
 	s.pendingMu.Lock()
 	defer s.pendingMu.Unlock()
 	queue := s.pending[groupID]
 	n, events := 0, 0
-	for n < len(queue) && (n == 0 || events+len(queue[n].events) <= maxMergedEvents) {
-		events += len(queue[n].events)
+	for n < len(queue) && (n == 0 || events+len(queue[n].Events) <= rollup.MaxMergedEvents) {
+		events += len(queue[n].Events)
 		n++
 	}
 	if n == len(queue) {
@@ -145,13 +130,13 @@ func (s *Store) takePending(groupID string) []*appendCall {
 	} else {
 		s.pending[groupID] = queue[n:]
 	}
-	return slices.DeleteFunc(queue[:n:n], func(c *appendCall) bool { return c.ctx.Err() != nil })
+	return slices.DeleteFunc(queue[:n:n], func(c *rollup.Call) bool { return c.Ctx.Err() != nil })
 }
 
 // writeCalls writes the calls' events of one group in one write and
 // returns how many of each call's events were new. The first copy of an
 // id, in the order of the calls, is the one that counts.
-func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*appendCall) ([]int, error) {
+func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*rollup.Call) ([]int, error) {
 	accepted := make([]int, len(calls))
 	if len(calls) == 0 {
 		return accepted, nil
@@ -164,9 +149,9 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*appendC
 		}
 		var ids, students []string
 		seenID, seenStudent := map[string]bool{}, map[string]bool{}
-		keys := map[analytics.GroupRollupKey]bool{}
+		keys := map[rollup.GroupKey]bool{}
 		for _, c := range calls {
-			for _, e := range c.events {
+			for _, e := range c.Events {
 				if !seenID[e.ID] {
 					seenID[e.ID] = true
 					ids = append(ids, e.ID)
@@ -175,7 +160,7 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*appendC
 					seenStudent[e.StudentID] = true
 					students = append(students, e.StudentID)
 				}
-				for _, k := range analytics.GroupKeysOf(e) {
+				for _, k := range rollup.KeysOf(e) {
 					keys[k] = true
 				}
 			}
@@ -186,23 +171,22 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*appendC
 		// is merely unused) and the current rows of the periods touched.
 		var stored map[string]bool
 		var ords map[string]int
-		var current map[analytics.GroupRollupKey]analytics.GroupRollup
-		err = parallel(
-			func() (err error) { stored, err = s.storedIDs(ctx, sh, groupID, ids); return err },
-			func() (err error) { ords, err = s.ordinals(ctx, sh, groupID, students); return err },
-			func() (err error) {
-				current, err = s.groupRows(ctx, sh, groupID, slices.Collect(maps.Keys(keys)))
-				return err
-			},
-		)
-		if err != nil {
+		var current map[rollup.GroupKey]analytics.GroupRollup
+		var lookups errgroup.Group
+		lookups.Go(func() (err error) { stored, err = s.storedIDs(ctx, sh, groupID, ids); return err })
+		lookups.Go(func() (err error) { ords, err = s.ordinals(ctx, sh, groupID, students); return err })
+		lookups.Go(func() (err error) {
+			current, err = s.groupRows(ctx, sh, groupID, slices.Collect(maps.Keys(keys)))
+			return err
+		})
+		if err := lookups.Wait(); err != nil {
 			return err
 		}
 		var fresh []analytics.Event
 		var in intent
-		delta := analytics.NewRollupDelta()
+		delta := rollup.NewDelta()
 		for i, c := range calls {
-			for _, e := range c.events {
+			for _, e := range c.Events {
 				if stored[e.ID] {
 					continue
 				}
@@ -224,12 +208,11 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*appendC
 			return err
 		}
 		gkeys, rows := newGroupRows(delta, current, ords)
-		err = parallel(
-			func() error { return s.insertEvents(ctx, sh, fresh, seq) },
-			func() error { return s.insertStudentRows(ctx, sh, delta.StudentKeys(), delta.Students) },
-			func() error { return s.insertGroupRows(ctx, sh, gkeys, rows, seq) },
-		)
-		if err != nil {
+		var inserts errgroup.Group
+		inserts.Go(func() error { return s.insertEvents(ctx, sh, fresh, seq) })
+		inserts.Go(func() error { return s.insertStudentRows(ctx, sh, delta.StudentKeys(), delta.Students) })
+		inserts.Go(func() error { return s.insertGroupRows(ctx, sh, gkeys, rows, seq) })
+		if err := inserts.Wait(); err != nil {
 			return err
 		}
 		// Every student of the new events, though most are enrolled
@@ -238,21 +221,6 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*appendC
 		return tx.SaveStudents(ctx, in.Students)
 	})
 	return accepted, err
-}
-
-// parallel runs fns at once and returns their errors, joined.
-func parallel(fns ...func() error) error {
-	errs := make([]error, len(fns))
-	var wg sync.WaitGroup
-	for i, fn := range fns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = fn()
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // turnstile is the channel at which the process's writers of the group
@@ -422,8 +390,8 @@ func (s *Store) insertEvents(ctx context.Context, sh *shard, events []analytics.
 
 // newGroupRows returns the new state of the group rows that delta
 // changes, current being their state before.
-func newGroupRows(delta *analytics.RollupDelta, current map[analytics.GroupRollupKey]analytics.GroupRollup,
-	ordinals map[string]int) ([]analytics.GroupRollupKey, []analytics.GroupRollup) {
+func newGroupRows(delta *rollup.Delta, current map[rollup.GroupKey]analytics.GroupRollup,
+	ordinals map[string]int) ([]rollup.GroupKey, []analytics.GroupRollup) {
 	keys := delta.GroupKeys()
 	rows := make([]analytics.GroupRollup, len(keys))
 	for i, k := range keys {
@@ -442,7 +410,7 @@ func newGroupRows(delta *analytics.RollupDelta, current map[analytics.GroupRollu
 	return keys, rows
 }
 
-func (s *Store) insertStudentRows(ctx context.Context, sh *shard, keys []analytics.StudentRollupKey, counts map[analytics.StudentRollupKey]*analytics.Counts) error {
+func (s *Store) insertStudentRows(ctx context.Context, sh *shard, keys []rollup.StudentKey, counts map[rollup.StudentKey]*analytics.Counts) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -461,7 +429,7 @@ func (s *Store) insertStudentRows(ctx context.Context, sh *shard, keys []analyti
 }
 
 // insertGroupRows writes rows as the new state of keys (same order).
-func (s *Store) insertGroupRows(ctx context.Context, sh *shard, keys []analytics.GroupRollupKey, rows []analytics.GroupRollup, seq int64) error {
+func (s *Store) insertGroupRows(ctx context.Context, sh *shard, keys []rollup.GroupKey, rows []analytics.GroupRollup, seq int64) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -473,25 +441,26 @@ func (s *Store) insertGroupRows(ctx context.Context, sh *shard, keys []analytics
 	for i, k := range keys {
 		c := &rows[i].Counts
 		if err := batch.Append(k.GroupID, uint8(k.Span), int32(k.Key), c[0], c[1], c[2], c[3], c[4], c[5], c[6],
-			string(rows[i].LiveLectureUsers.Bytes()), string(rows[i].ChatUsers.Bytes()), uint64(seq)); err != nil {
+			string(rollup.EncodeSet(rows[i].LiveLectureUsers)), string(rollup.EncodeSet(rows[i].ChatUsers)), uint64(seq)); err != nil {
 			return err
 		}
 	}
 	return batch.Send()
 }
 
-// metricList is the count columns, in analytics.Metric order.
-const metricList = `sessions, tutor_me, test, flashcard, material, live_lecture, main`
-
-// groupColumns reads a group rollup's current state: the row of the
-// highest version.
-const groupColumns = `argMax(sessions, version), argMax(tutor_me, version), argMax(test, version),
-	argMax(flashcard, version), argMax(material, version), argMax(live_lecture, version), argMax(main, version),
-	argMax(live_lecture_users, version), argMax(chat_users, version)`
+var (
+	// metricList is the count columns, in analytics.Metric order.
+	metricList = rollup.Columns("{c}")
+	// studentSums is the columns of a student's counts, summed.
+	studentSums = rollup.Columns("sum({c})")
+	// groupColumns reads a group rollup's current state: the row of the
+	// highest version.
+	groupColumns = rollup.Columns("argMax({c}, version)") + ", argMax(live_lecture_users, version), argMax(chat_users, version)"
+)
 
 // groupRows reads the current state of the group's rollups of keys.
-func (s *Store) groupRows(ctx context.Context, sh *shard, groupID string, keys []analytics.GroupRollupKey) (map[analytics.GroupRollupKey]analytics.GroupRollup, error) {
-	current := map[analytics.GroupRollupKey]analytics.GroupRollup{}
+func (s *Store) groupRows(ctx context.Context, sh *shard, groupID string, keys []rollup.GroupKey) (map[rollup.GroupKey]analytics.GroupRollup, error) {
+	current := map[rollup.GroupKey]analytics.GroupRollup{}
 	var days, months []any
 	for _, k := range keys {
 		if k.Span == analytics.SpanDay {
@@ -524,7 +493,7 @@ func (s *Store) groupRows(ctx context.Context, sh *shard, groupID string, keys [
 		if err != nil {
 			return nil, err
 		}
-		current[analytics.GroupRollupKey{GroupID: groupID, Span: analytics.Span(span), Key: analytics.Day(period)}] = r
+		current[rollup.GroupKey{GroupID: groupID, Span: analytics.Span(span), Key: analytics.Day(period)}] = r
 	}
 	return current, rows.Err()
 }
@@ -536,14 +505,10 @@ type scanner interface{ Scan(dest ...any) error }
 func scanGroupRow(row scanner, lead ...any) (analytics.GroupRollup, error) {
 	var r analytics.GroupRollup
 	var ll, chat string
-	dest := lead
-	for i := range r.Counts {
-		dest = append(dest, &r.Counts[i])
-	}
-	if err := row.Scan(append(dest, &ll, &chat)...); err != nil {
+	if err := row.Scan(append(rollup.ScanDest(&r.Counts, lead...), &ll, &chat)...); err != nil {
 		return r, err
 	}
-	r.LiveLectureUsers, r.ChatUsers = analytics.StudentSetFromBytes([]byte(ll)), analytics.StudentSetFromBytes([]byte(chat))
+	r.LiveLectureUsers, r.ChatUsers = rollup.DecodeSet([]byte(ll)), rollup.DecodeSet([]byte(chat))
 	return r, nil
 }
 

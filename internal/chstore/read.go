@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/rollup"
 )
 
 // shardFor returns the shard holding the group's usage, or nil when it
@@ -58,9 +59,6 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 	return rollups, s.wrap("GroupRollups", rows.Err())
 }
 
-// studentSums is the columns of a student's counts, summed.
-const studentSums = `sum(sessions), sum(tutor_me), sum(test), sum(flashcard), sum(material), sum(live_lecture), sum(main)`
-
 func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics.Segment, totals map[string]*analytics.Counts) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -75,16 +73,5 @@ func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics
 		return s.wrap("StudentTotals", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var c analytics.Counts
-		if err := rows.Scan(append([]any{&id}, c.Pointers()...)...); err != nil {
-			return s.wrap("StudentTotals", err)
-		}
-		if c == (analytics.Counts{}) {
-			continue
-		}
-		analytics.AddTotal(totals, id, &c)
-	}
-	return s.wrap("StudentTotals", rows.Err())
+	return s.wrap("StudentTotals", rollup.ScanTotals(rows, totals))
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/rollup"
 )
 
 func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) error {
@@ -58,14 +59,14 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Place
 		return false, nil
 	}
 	in := intent{Erase: studentID}
-	keys := make([]analytics.GroupRollupKey, 0, len(shares))
+	keys := make([]rollup.GroupKey, 0, len(shares))
 	for k := range shares {
 		keys = append(keys, k)
 		if m := k.Key.MonthStart(); !slices.Contains(in.Months, m) {
 			in.Months = append(in.Months, m)
 		}
 	}
-	slices.SortFunc(keys, func(a, b analytics.GroupRollupKey) int {
+	slices.SortFunc(keys, func(a, b rollup.GroupKey) int {
 		return cmp.Or(cmp.Compare(a.Span, b.Span), cmp.Compare(a.Key, b.Key))
 	})
 	seq, err := markIntent(ctx, tx, in)
@@ -102,23 +103,23 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Place
 
 // studentShares returns the student's counts in each of the group's rollup
 // periods.
-func (s *Store) studentShares(ctx context.Context, sh *shard, groupID, studentID string) (map[analytics.GroupRollupKey]analytics.Counts, error) {
+func (s *Store) studentShares(ctx context.Context, sh *shard, groupID, studentID string) (map[rollup.GroupKey]analytics.Counts, error) {
 	rows, err := sh.conn.Query(ctx, `SELECT span, period, `+studentSums+` FROM `+s.table("student_rollups")+`
 		WHERE group_id = ? AND student_id = ? GROUP BY span, period`, groupID, studentID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	shares := map[analytics.GroupRollupKey]analytics.Counts{}
+	shares := map[rollup.GroupKey]analytics.Counts{}
 	for rows.Next() {
 		var span uint8
 		var period int32
 		var c analytics.Counts
-		if err := rows.Scan(append([]any{&span, &period}, c.Pointers()...)...); err != nil {
+		if err := rows.Scan(rollup.ScanDest(&c, &span, &period)...); err != nil {
 			return nil, err
 		}
 		if c != (analytics.Counts{}) {
-			shares[analytics.GroupRollupKey{GroupID: groupID, Span: analytics.Span(span), Key: analytics.Day(period)}] = c
+			shares[rollup.GroupKey{GroupID: groupID, Span: analytics.Span(span), Key: analytics.Day(period)}] = c
 		}
 	}
 	return shares, rows.Err()
@@ -279,7 +280,7 @@ func (s *Store) allMonths(ctx context.Context, sh *shard, groupID string, loc *t
 // group rows by inserting their new state, zero where no usage is left.
 func (s *Store) recomputeMonth(ctx context.Context, sh *shard, groupID string, m analytics.Day, loc *time.Location, seq int64) error {
 	end := m.NextMonthStart()
-	target := analytics.NewRollupDelta()
+	target := rollup.NewDelta()
 	rows, err := sh.conn.Query(ctx, `SELECT event_id, student_id, occurred_at, metric FROM `+s.table("events")+`
 		WHERE group_id = ? AND occurred_at >= ? AND occurred_at < ?`,
 		groupID, m.Start(loc).UnixMilli(), end.Start(loc).UnixMilli())
@@ -307,7 +308,7 @@ func (s *Store) recomputeMonth(ctx context.Context, sh *shard, groupID string, m
 	if err != nil {
 		return err
 	}
-	diff := map[analytics.StudentRollupKey]*analytics.Counts{}
+	diff := map[rollup.StudentKey]*analytics.Counts{}
 	for k, c := range target.Students {
 		d := *c
 		diff[k] = &d
@@ -322,7 +323,7 @@ func (s *Store) recomputeMonth(ctx context.Context, sh *shard, groupID string, m
 			d[i] -= c[i]
 		}
 	}
-	var studentKeys []analytics.StudentRollupKey
+	var studentKeys []rollup.StudentKey
 	for k, d := range diff {
 		if *d != (analytics.Counts{}) {
 			studentKeys = append(studentKeys, k)
@@ -336,11 +337,11 @@ func (s *Store) recomputeMonth(ctx context.Context, sh *shard, groupID string, m
 	if err != nil {
 		return err
 	}
-	var keys []analytics.GroupRollupKey
+	var keys []rollup.GroupKey
 	for d := m; d < end; d++ {
-		keys = append(keys, analytics.GroupRollupKey{GroupID: groupID, Span: analytics.SpanDay, Key: d})
+		keys = append(keys, rollup.GroupKey{GroupID: groupID, Span: analytics.SpanDay, Key: d})
 	}
-	keys = append(keys, analytics.GroupRollupKey{GroupID: groupID, Span: analytics.SpanMonth, Key: m})
+	keys = append(keys, rollup.GroupKey{GroupID: groupID, Span: analytics.SpanMonth, Key: m})
 	groupRows := make([]analytics.GroupRollup, len(keys))
 	for i, k := range keys {
 		r := analytics.GroupRollup{Key: k.Key}
@@ -360,7 +361,7 @@ func (s *Store) recomputeMonth(ctx context.Context, sh *shard, groupID string, m
 
 // monthStudentRows returns the current student rows of month m's days and
 // of m itself.
-func (s *Store) monthStudentRows(ctx context.Context, sh *shard, groupID string, m analytics.Day) (map[analytics.StudentRollupKey]analytics.Counts, error) {
+func (s *Store) monthStudentRows(ctx context.Context, sh *shard, groupID string, m analytics.Day) (map[rollup.StudentKey]analytics.Counts, error) {
 	rows, err := sh.conn.Query(ctx, `SELECT span, period, student_id, `+studentSums+` FROM `+s.table("student_rollups")+`
 		WHERE group_id = ? AND (span = 0 AND period >= ? AND period < ? OR span = 1 AND period = ?)
 		GROUP BY span, period, student_id`, groupID, int32(m), int32(m.NextMonthStart()), int32(m))
@@ -368,17 +369,17 @@ func (s *Store) monthStudentRows(ctx context.Context, sh *shard, groupID string,
 		return nil, err
 	}
 	defer rows.Close()
-	current := map[analytics.StudentRollupKey]analytics.Counts{}
+	current := map[rollup.StudentKey]analytics.Counts{}
 	for rows.Next() {
 		var span uint8
 		var period int32
 		var id string
 		var c analytics.Counts
-		if err := rows.Scan(append([]any{&span, &period, &id}, c.Pointers()...)...); err != nil {
+		if err := rows.Scan(rollup.ScanDest(&c, &span, &period, &id)...); err != nil {
 			return nil, err
 		}
 		if c != (analytics.Counts{}) {
-			current[analytics.StudentRollupKey{GroupID: groupID, Span: analytics.Span(span), Key: analytics.Day(period), StudentID: id}] = c
+			current[rollup.StudentKey{GroupID: groupID, Span: analytics.Span(span), Key: analytics.Day(period), StudentID: id}] = c
 		}
 	}
 	return current, rows.Err()

@@ -26,6 +26,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/rollup"
 )
 
 // Store implements analytics.UsageStore on ClickHouse shards.
@@ -41,7 +42,7 @@ type Store struct {
 	turnstiles [64]chan struct{}
 	// pending are the calls of AppendEvents waiting, by group.
 	pendingMu sync.Mutex
-	pending   map[string][]*appendCall
+	pending   map[string][]*rollup.Call
 }
 
 var turnstileSeed = maphash.MakeSeed()
@@ -117,7 +118,7 @@ func Open(ctx context.Context, raw string, dir Coordinator, opts Options) (*Stor
 		return nil, err
 	}
 	s := &Store{dir: dir, database: cfg.Database, byName: map[string]*shard{}, timeout: opts.CallTimeout,
-		observer: opts.Observer, pending: map[string][]*appendCall{}}
+		observer: opts.Observer, pending: map[string][]*rollup.Call{}}
 	for i := range s.turnstiles {
 		s.turnstiles[i] = make(chan struct{}, 1)
 	}
@@ -217,15 +218,7 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 // wrap names the operation and marks errors of a shard that cannot be
 // reached (or a call out of time) as unavailable.
 func (s *Store) wrap(op string, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case analytics.ErrorCode(err) != analytics.Internal:
-		return fmt.Errorf("%s: %w", op, err)
-	case unreachable(err):
-		return fmt.Errorf("%s: %w: %w", op, analytics.ErrUnavailable, err)
-	}
-	return fmt.Errorf("%s: %w", op, err)
+	return analytics.StoreError(op, err, unreachable)
 }
 
 func unreachable(err error) bool {

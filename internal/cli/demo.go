@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,7 +92,7 @@ func loadDemo(e *env, p *platform.Platform, now time.Time) (map[string]string, i
 				return nil, 0, err
 			}
 		}
-		for chunk := range slicesChunk(batch, 5000) {
+		for chunk := range slices.Chunk(batch, 5000) {
 			res, err := p.Ingest(e.ctx, chunk, true)
 			if err != nil {
 				return nil, 0, err
@@ -103,16 +104,6 @@ func loadDemo(e *env, p *platform.Platform, now time.Time) (map[string]string, i
 		}
 	}
 	return keys, total, nil
-}
-
-func slicesChunk[T any](s []T, n int) func(func([]T) bool) {
-	return func(yield func([]T) bool) {
-		for i := 0; i < len(s); i += n {
-			if !yield(s[i:min(i+n, len(s))]) {
-				return
-			}
-		}
-	}
 }
 
 var (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -280,7 +281,7 @@ func (s *Store) saveStudents(ctx context.Context, tx *txn, groupID string, updat
 		}
 	}
 	current := map[string]string{}
-	for chunk := range chunks(ids, s.dialect.maxParams-1) {
+	for chunk := range slices.Chunk(ids, s.dialect.maxParams-1) {
 		in, args := s.inList(chunk)
 		rows, err := tx.QueryContext(ctx, s.q(`SELECT student_id, name FROM students WHERE group_id = ? AND student_id `+in),
 			append([]any{groupID}, args...)...)
@@ -426,17 +427,4 @@ func (s *Store) AuthorizeToken(ctx context.Context, tokenHash []byte) (analytics
 	}
 	t.Created = fromMillis(created)
 	return t, s.wrap("AuthorizeToken", err)
-}
-
-// chunks yields consecutive pieces of items of at most size elements.
-func chunks[T any](items []T, size int) func(func([]T) bool) {
-	return func(yield func([]T) bool) {
-		for len(items) > 0 {
-			n := min(size, len(items))
-			if !yield(items[:n]) {
-				return
-			}
-			items = items[n:]
-		}
-	}
 }

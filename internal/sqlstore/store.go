@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/rollup"
 )
 
 //go:embed migrations
@@ -44,8 +46,8 @@ type Store struct {
 	writers sync.WaitGroup
 
 	startWriter sync.Once
-	appends     chan *appendCall // to the writer of AppendEvents
-	touches     chan keyTouch    // to the writer of keys' last use
+	appends     chan *rollup.Call // to the writer of AppendEvents
+	touches     chan keyTouch     // to the writer of keys' last use
 }
 
 // Options tune a store.
@@ -205,15 +207,9 @@ func (s *Store) q(query string) string {
 // wrap names the operation in err and marks failures to reach the database
 // as unavailable, so callers answer 503 rather than 500.
 func (s *Store) wrap(op string, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case analytics.ErrorCode(err) != analytics.Internal:
-		return fmt.Errorf("%s: %w", op, err)
-	case s.dialect.unavailable(err), errors.Is(err, context.DeadlineExceeded), s.isClosed():
-		return fmt.Errorf("%s: %w: %w", op, analytics.ErrUnavailable, err)
-	}
-	return fmt.Errorf("%s: %w", op, err)
+	return analytics.StoreError(op, err, func(err error) bool {
+		return s.dialect.unavailable(err) || errors.Is(err, context.DeadlineExceeded) || s.isClosed()
+	})
 }
 
 // transact runs fn in a write transaction, again when the database asks
@@ -292,7 +288,7 @@ func (s *Store) insertRows(ctx context.Context, tx *txn, into string, types []st
 		}
 		return run("SELECT * FROM unnest("+strings.Join(casts, ", ")+")", args)
 	}
-	for chunk := range chunks(rows, s.dialect.maxParams/len(types)) {
+	for chunk := range slices.Chunk(rows, s.dialect.maxParams/len(types)) {
 		args := make([]any, 0, len(chunk)*len(types))
 		for _, row := range chunk {
 			args = append(args, row...)

@@ -5,50 +5,26 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/rollup"
 )
-
-// metricColumns are the rollup columns, in analytics.Metric order.
-var metricColumns = [analytics.NumMetrics]string{"sessions", "tutor_me", "test", "flashcard", "material", "live_lecture", "main"}
 
 var (
-	metricList = strings.Join(metricColumns[:], ", ")
+	metricList = rollup.Columns("{c}")
 	// metricSums is "CAST(SUM(sessions) AS BIGINT), …": PostgreSQL sums
 	// bigints into numerics otherwise.
-	metricSums = "CAST(SUM(" + strings.Join(metricColumns[:], ") AS BIGINT), CAST(SUM(") + ") AS BIGINT)"
+	metricSums = rollup.Columns("CAST(SUM({c}) AS BIGINT)")
+	// addMetrics is "sessions = student_rollups.sessions +
+	// excluded.sessions, …", for an upsert.
+	addMetrics = rollup.Columns("{c} = student_rollups.{c} + excluded.{c}")
 )
-
-// addMetrics returns "c = <table>.c + excluded.c, …" for an upsert.
-func addMetrics(table string) string {
-	parts := make([]string, len(metricColumns))
-	for i, c := range metricColumns {
-		parts[i] = fmt.Sprintf("%s = %s.%s + excluded.%s", c, table, c, c)
-	}
-	return strings.Join(parts, ", ")
-}
 
 // eventTypes are the SQL types of an event row's columns.
 var eventTypes = []string{"text", "text", "text", "bigint", "smallint"}
-
-// appendCall is one AppendEvents call waiting for the writer.
-type appendCall struct {
-	ctx    context.Context
-	events []analytics.Event
-	done   chan appendDone
-}
-
-type appendDone struct {
-	res analytics.AppendResult
-	err error
-}
-
-// maxMergedEvents bounds how many events one merged transaction takes.
-const maxMergedEvents = 50_000
 
 // AppendEvents hands the batch to the store's writer, which merges the
 // calls waiting at that moment into one transaction: one commit for all of
@@ -58,13 +34,13 @@ const maxMergedEvents = 50_000
 func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (analytics.AppendResult, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	call := &appendCall{ctx: ctx, events: events, done: make(chan appendDone, 1)}
+	call := rollup.NewCall(ctx, events)
 	if err := s.enqueue(call); err != nil {
 		return analytics.AppendResult{}, s.wrap("AppendEvents", err)
 	}
 	select {
-	case d := <-call.done:
-		return d.res, d.err
+	case d := <-call.Done:
+		return d.Result, d.Err
 	case <-ctx.Done():
 		// The events may still be written. The caller is not told they
 		// were; sent again, they count once.
@@ -80,22 +56,22 @@ func (s *Store) QueueDepth() int {
 }
 
 // enqueue hands call to the writer, starting it on first use.
-func (s *Store) enqueue(call *appendCall) error {
+func (s *Store) enqueue(call *rollup.Call) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
 	}
 	s.startWriter.Do(func() {
-		s.appends = make(chan *appendCall, 256)
+		s.appends = make(chan *rollup.Call, 256)
 		s.writers.Add(1)
 		go s.writeAppends()
 	})
 	select {
 	case s.appends <- call:
 		return nil
-	case <-call.ctx.Done():
-		return call.ctx.Err()
+	case <-call.Ctx.Done():
+		return call.Ctx.Err()
 	}
 }
 
@@ -106,20 +82,20 @@ func (s *Store) enqueue(call *appendCall) error {
 func (s *Store) writeAppends() {
 	defer s.writers.Done()
 	for first := range s.appends {
-		calls, n := []*appendCall{first}, len(first.events)
+		calls, n := []*rollup.Call{first}, len(first.Events)
 	more:
-		for n < maxMergedEvents {
+		for n < rollup.MaxMergedEvents {
 			select {
 			case c, ok := <-s.appends:
 				if !ok {
 					break more
 				}
-				calls, n = append(calls, c), n+len(c.events)
+				calls, n = append(calls, c), n+len(c.Events)
 			default:
 				break more
 			}
 		}
-		calls = slices.DeleteFunc(calls, func(c *appendCall) bool { return c.ctx.Err() != nil })
+		calls = slices.DeleteFunc(calls, func(c *rollup.Call) bool { return c.Ctx.Err() != nil })
 		if len(calls) == 0 {
 			continue
 		}
@@ -128,17 +104,17 @@ func (s *Store) writeAppends() {
 		}
 		results, err := s.appendMerged(calls)
 		for i, c := range calls {
-			c.done <- appendDone{results[i], err}
+			c.Done <- rollup.Done{Result: results[i], Err: err}
 		}
 	}
 }
 
 // mergedContext lasts as long as the longest of the calls' deadlines: the
 // transaction serves them all.
-func mergedContext(calls []*appendCall) (context.Context, context.CancelFunc) {
+func mergedContext(calls []*rollup.Call) (context.Context, context.CancelFunc) {
 	var latest time.Time
 	for _, c := range calls {
-		d, ok := c.ctx.Deadline()
+		d, ok := c.Ctx.Deadline()
 		if !ok {
 			return context.WithCancel(context.Background())
 		}
@@ -152,10 +128,10 @@ func mergedContext(calls []*appendCall) (context.Context, context.CancelFunc) {
 // appendMerged writes the events of several calls in one transaction and
 // tells each call how many of its events were new. An id sent by two calls
 // counts for the first; only the new events enrol and name students.
-func (s *Store) appendMerged(calls []*appendCall) ([]analytics.AppendResult, error) {
+func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, error) {
 	var batch []analytics.Event
 	for _, c := range calls {
-		batch = append(batch, c.events...)
+		batch = append(batch, c.Events...)
 	}
 	// Sorted, so that concurrent writers (other processes) with shared ids
 	// wait on each other in one order, and with duplicates dropped up front.
@@ -180,11 +156,11 @@ func (s *Store) appendMerged(calls []*appendCall) ([]analytics.AppendResult, err
 		if err != nil {
 			return err
 		}
-		delta := analytics.NewRollupDelta()
+		delta := rollup.NewDelta()
 		students := map[string][]analytics.StudentUpdate{}
 		for i, c := range calls {
 			results[i] = analytics.AppendResult{}
-			for _, e := range c.events {
+			for _, e := range c.Events {
 				k := [2]string{e.GroupID, e.ID}
 				if !inserted[k] {
 					results[i].Duplicates++
@@ -266,7 +242,7 @@ func scanKeys(rows *sql.Rows) (map[[2]string]bool, error) {
 
 // applyDelta adds delta to the rollups: counts by upsert, student sets by
 // reading each group row under lock and writing the union back.
-func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *analytics.RollupDelta) error {
+func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *rollup.Delta) error {
 	ordinals, err := s.ordinals(ctx, tx, delta.StudentIDs())
 	if err != nil {
 		return err
@@ -286,7 +262,7 @@ func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *analytics.Rollup
 		rows[i] = row
 	}
 	if err := s.insertRows(ctx, tx, "student_rollups (group_id, span, period, student_id, "+metricList+")", types, rows,
-		"ON CONFLICT (group_id, span, period, student_id) DO UPDATE SET "+addMetrics("student_rollups"), nil); err != nil {
+		"ON CONFLICT (group_id, span, period, student_id) DO UPDATE SET "+addMetrics, nil); err != nil {
 		return err
 	}
 	for _, k := range delta.GroupKeys() {
@@ -310,7 +286,7 @@ func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *analytics.Rollup
 // updateGroupRollup applies change to one group rollup row, creating it if
 // needed. The row is created first, so that concurrent writers of a new row
 // queue on its lock instead of both inserting.
-func (s *Store) updateGroupRollup(ctx context.Context, tx *txn, k analytics.GroupRollupKey, change func(*analytics.GroupRollup)) error {
+func (s *Store) updateGroupRollup(ctx context.Context, tx *txn, k rollup.GroupKey, change func(*analytics.GroupRollup)) error {
 	zeros := strings.TrimSuffix(strings.Repeat("0, ", analytics.NumMetrics), ", ")
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO group_rollups (group_id, span, period, `+metricList+`, live_lecture_users, chat_users)
 		VALUES (?, ?, ?, `+zeros+`, ?, ?) ON CONFLICT (group_id, span, period) DO NOTHING`),
@@ -321,18 +297,18 @@ func (s *Store) updateGroupRollup(ctx context.Context, tx *txn, k analytics.Grou
 	var ll, chat []byte
 	if err := tx.QueryRowContext(ctx, s.q(`SELECT `+metricList+`, live_lecture_users, chat_users FROM group_rollups
 		WHERE group_id = ? AND span = ? AND period = ?`+s.dialect.forUpdate), k.GroupID, int(k.Span), int(k.Key)).
-		Scan(append(r.Counts.Pointers(), &ll, &chat)...); err != nil {
+		Scan(append(rollup.ScanDest(&r.Counts), &ll, &chat)...); err != nil {
 		return err
 	}
-	r.LiveLectureUsers, r.ChatUsers = analytics.StudentSetFromBytes(ll), analytics.StudentSetFromBytes(chat)
+	r.LiveLectureUsers, r.ChatUsers = rollup.DecodeSet(ll), rollup.DecodeSet(chat)
 	change(&r)
-	sets := make([]string, len(metricColumns))
-	args := make([]any, 0, len(metricColumns)+5)
-	for i, c := range metricColumns {
+	sets := make([]string, len(rollup.MetricColumns))
+	args := make([]any, 0, len(rollup.MetricColumns)+5)
+	for i, c := range rollup.MetricColumns {
 		sets[i] = c + " = ?"
 		args = append(args, r.Counts[i])
 	}
-	args = append(args, r.LiveLectureUsers.Bytes(), r.ChatUsers.Bytes(), k.GroupID, int(k.Span), int(k.Key))
+	args = append(args, rollup.EncodeSet(r.LiveLectureUsers), rollup.EncodeSet(r.ChatUsers), k.GroupID, int(k.Span), int(k.Key))
 	_, err := tx.ExecContext(ctx, s.q(`UPDATE group_rollups SET `+strings.Join(sets, ", ")+`, live_lecture_users = ?, chat_users = ?
 		WHERE group_id = ? AND span = ? AND period = ?`), args...)
 	return err
@@ -386,7 +362,7 @@ func (s *Store) ordinals(ctx context.Context, tx *txn, students map[string][]str
 }
 
 func (s *Store) loadOrdinals(ctx context.Context, tx *txn, groupID string, ids []string, into map[[2]string]int) error {
-	for chunk := range chunks(ids, s.dialect.maxParams-1) {
+	for chunk := range slices.Chunk(ids, s.dialect.maxParams-1) {
 		in, args := s.inList(chunk)
 		rows, err := tx.QueryContext(ctx, s.q(`SELECT student_id, ordinal FROM usage_students WHERE group_id = ? AND student_id `+in),
 			append([]any{groupID}, args...)...)
@@ -424,10 +400,10 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 	for rows.Next() {
 		var r analytics.GroupRollup
 		var ll, chat []byte
-		if err := rows.Scan(append(append([]any{&r.Key}, r.Counts.Pointers()...), &ll, &chat)...); err != nil {
+		if err := rows.Scan(append(rollup.ScanDest(&r.Counts, &r.Key), &ll, &chat)...); err != nil {
 			return nil, s.wrap("GroupRollups", err)
 		}
-		r.LiveLectureUsers, r.ChatUsers = analytics.StudentSetFromBytes(ll), analytics.StudentSetFromBytes(chat)
+		r.LiveLectureUsers, r.ChatUsers = rollup.DecodeSet(ll), rollup.DecodeSet(chat)
 		rollups = append(rollups, r)
 	}
 	return rollups, s.wrap("GroupRollups", rows.Err())
@@ -443,15 +419,7 @@ func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics
 		return s.wrap("StudentTotals", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var c analytics.Counts
-		if err := rows.Scan(append([]any{&id}, c.Pointers()...)...); err != nil {
-			return s.wrap("StudentTotals", err)
-		}
-		analytics.AddTotal(totals, id, &c)
-	}
-	return s.wrap("StudentTotals", rows.Err())
+	return s.wrap("StudentTotals", rollup.ScanTotals(rows, totals))
 }
 
 func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) error {
@@ -487,7 +455,7 @@ func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID stri
 	}
 	if numbered {
 		type share struct {
-			key    analytics.GroupRollupKey
+			key    rollup.GroupKey
 			counts analytics.Counts
 		}
 		rows, err := tx.QueryContext(ctx, s.q(`SELECT span, period, `+metricList+` FROM student_rollups
@@ -497,8 +465,8 @@ func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID stri
 		}
 		var shares []share
 		for rows.Next() {
-			sh := share{key: analytics.GroupRollupKey{GroupID: groupID}}
-			if err := rows.Scan(append([]any{&sh.key.Span, &sh.key.Key}, sh.counts.Pointers()...)...); err != nil {
+			sh := share{key: rollup.GroupKey{GroupID: groupID}}
+			if err := rows.Scan(rollup.ScanDest(&sh.counts, &sh.key.Span, &sh.key.Key)...); err != nil {
 				rows.Close()
 				return false, err
 			}
@@ -554,7 +522,7 @@ func (s *Store) Rebuild(ctx context.Context, groupID string, loc *time.Location)
 			if err != nil || len(events) == 0 {
 				return err
 			}
-			delta := analytics.NewRollupDelta()
+			delta := rollup.NewDelta()
 			for _, e := range events {
 				delta.Add(e)
 			}

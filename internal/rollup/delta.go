@@ -1,57 +1,64 @@
-package analytics
+// Package rollup is what the usage stores share, whichever database holds
+// them: how new events add to the rollup rows that reports read (Delta),
+// how those rows are stored (their count columns, the encoding of student
+// sets) and scanned back, and how the appends waiting for a writer are
+// merged into one write (Call).
+package rollup
 
 import (
 	"cmp"
 	"slices"
+
+	"groupanalytics/internal/analytics"
 )
 
-// StudentRollupKey names one student's rollup row.
-type StudentRollupKey struct {
+// StudentKey names one student's rollup row.
+type StudentKey struct {
 	GroupID   string
-	Span      Span
-	Key       Day
+	Span      analytics.Span
+	Key       analytics.Day
 	StudentID string
 }
 
-// GroupRollupKey names one group rollup row.
-type GroupRollupKey struct {
+// GroupKey names one group rollup row.
+type GroupKey struct {
 	GroupID string
-	Span    Span
-	Key     Day
+	Span    analytics.Span
+	Key     analytics.Day
 }
 
 // GroupDelta is what a batch of events adds to one group rollup row.
 type GroupDelta struct {
-	Counts           Counts
+	Counts           analytics.Counts
 	LiveLectureUsers map[string]struct{} // student ids
 	ChatUsers        map[string]struct{}
 }
 
-// RollupDelta is what a batch of new events adds to the rollups: every
+// Delta is what a batch of new events adds to the rollups: every
 // store applies it the same way, as upserts that add counts and union sets.
-type RollupDelta struct {
-	Students map[StudentRollupKey]*Counts
-	Groups   map[GroupRollupKey]*GroupDelta
+type Delta struct {
+	Students map[StudentKey]*analytics.Counts
+	Groups   map[GroupKey]*GroupDelta
 }
 
-// NewRollupDelta returns an empty delta.
-func NewRollupDelta() *RollupDelta {
-	return &RollupDelta{Students: map[StudentRollupKey]*Counts{}, Groups: map[GroupRollupKey]*GroupDelta{}}
+// NewDelta returns an empty delta.
+func NewDelta() *Delta {
+	return &Delta{Students: map[StudentKey]*analytics.Counts{}, Groups: map[GroupKey]*GroupDelta{}}
 }
 
-// GroupKeysOf returns the group rollup rows that count e: its day's and
+// KeysOf returns the group rollup rows that count e: its day's and
 // its month's.
-func GroupKeysOf(e Event) [2]GroupRollupKey {
-	return [...]GroupRollupKey{{e.GroupID, SpanDay, e.Day}, {e.GroupID, SpanMonth, e.Day.MonthStart()}}
+func KeysOf(e analytics.Event) [2]GroupKey {
+	return [...]GroupKey{{e.GroupID, analytics.SpanDay, e.Day}, {e.GroupID, analytics.SpanMonth, e.Day.MonthStart()}}
 }
 
 // Add counts e in its day's and its month's rollups.
-func (d *RollupDelta) Add(e Event) {
-	for _, k := range GroupKeysOf(e) {
-		sk := StudentRollupKey{k.GroupID, k.Span, k.Key, e.StudentID}
+func (d *Delta) Add(e analytics.Event) {
+	for _, k := range KeysOf(e) {
+		sk := StudentKey{k.GroupID, k.Span, k.Key, e.StudentID}
 		sc := d.Students[sk]
 		if sc == nil {
-			sc = new(Counts)
+			sc = new(analytics.Counts)
 			d.Students[sk] = sc
 		}
 		sc[e.Metric]++
@@ -72,12 +79,12 @@ func (d *RollupDelta) Add(e Event) {
 
 // StudentKeys returns the student rollup keys in one fixed order, so that
 // concurrent writers lock rows in the same order and cannot deadlock.
-func (d *RollupDelta) StudentKeys() []StudentRollupKey {
-	keys := make([]StudentRollupKey, 0, len(d.Students))
+func (d *Delta) StudentKeys() []StudentKey {
+	keys := make([]StudentKey, 0, len(d.Students))
 	for k := range d.Students {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b StudentRollupKey) int {
+	slices.SortFunc(keys, func(a, b StudentKey) int {
 		return cmp.Or(cmp.Compare(a.GroupID, b.GroupID), cmp.Compare(a.Span, b.Span),
 			cmp.Compare(a.Key, b.Key), cmp.Compare(a.StudentID, b.StudentID))
 	})
@@ -85,12 +92,12 @@ func (d *RollupDelta) StudentKeys() []StudentRollupKey {
 }
 
 // GroupKeys returns the group rollup keys in one fixed order.
-func (d *RollupDelta) GroupKeys() []GroupRollupKey {
-	keys := make([]GroupRollupKey, 0, len(d.Groups))
+func (d *Delta) GroupKeys() []GroupKey {
+	keys := make([]GroupKey, 0, len(d.Groups))
 	for k := range d.Groups {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b GroupRollupKey) int {
+	slices.SortFunc(keys, func(a, b GroupKey) int {
 		return cmp.Or(cmp.Compare(a.GroupID, b.GroupID), cmp.Compare(a.Span, b.Span), cmp.Compare(a.Key, b.Key))
 	})
 	return keys
@@ -98,7 +105,7 @@ func (d *RollupDelta) GroupKeys() []GroupRollupKey {
 
 // StudentIDs returns the ids of the students the delta touches in each
 // group, sorted.
-func (d *RollupDelta) StudentIDs() map[string][]string {
+func (d *Delta) StudentIDs() map[string][]string {
 	seen := map[[2]string]bool{}
 	ids := map[string][]string{}
 	for k := range d.Students {

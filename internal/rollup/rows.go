@@ -1,0 +1,81 @@
+package rollup
+
+import (
+	"encoding/binary"
+	"strings"
+
+	"groupanalytics/internal/analytics"
+)
+
+// MetricColumns are the count columns of the rollup tables, in
+// analytics.Metric order.
+var MetricColumns = [analytics.NumMetrics]string{"sessions", "tutor_me", "test", "flashcard", "material", "live_lecture", "main"}
+
+// Columns returns pattern for each count column, its name put where
+// pattern says {c}, joined by ", ": Columns("sum({c})") is
+// "sum(sessions), sum(tutor_me), …".
+func Columns(pattern string) string {
+	parts := make([]string, len(MetricColumns))
+	for i, c := range MetricColumns {
+		parts[i] = strings.ReplaceAll(pattern, "{c}", c)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ScanDest returns the destinations of a row scan that reads lead, then
+// every count of c in metric order.
+func ScanDest(c *analytics.Counts, lead ...any) []any {
+	dest := make([]any, 0, len(lead)+len(c))
+	dest = append(dest, lead...)
+	for i := range c {
+		dest = append(dest, &c[i])
+	}
+	return dest
+}
+
+// Rows are a query's result rows, of database/sql or of clickhouse-go.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// ScanTotals adds rows of (student id, counts in metric order) to totals,
+// creating entries as needed. A row of zeros, what an erased student's
+// share leaves where deltas are summed, adds no one.
+func ScanTotals(rows Rows, totals map[string]*analytics.Counts) error {
+	for rows.Next() {
+		var id string
+		var c analytics.Counts
+		if err := rows.Scan(ScanDest(&c, &id)...); err != nil {
+			return err
+		}
+		if c != (analytics.Counts{}) {
+			analytics.AddTotal(totals, id, &c)
+		}
+	}
+	return rows.Err()
+}
+
+// EncodeSet stores a student set as little-endian words, without trailing
+// empty ones.
+func EncodeSet(s analytics.StudentSet) []byte {
+	n := len(s)
+	for n > 0 && s[n-1] == 0 {
+		n--
+	}
+	b := make([]byte, 8*n)
+	for i := range n {
+		binary.LittleEndian.PutUint64(b[8*i:], s[i])
+	}
+	return b
+}
+
+// DecodeSet reads what EncodeSet stored.
+func DecodeSet(b []byte) analytics.StudentSet {
+	s := make(analytics.StudentSet, len(b)/8)
+	for i := range s {
+		s[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	return s
+}
