@@ -22,6 +22,7 @@ import (
 
 	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/platform"
+	"groupanalytics/internal/report"
 	"groupanalytics/internal/stores/storetest"
 )
 
@@ -51,7 +52,7 @@ func demoServer(t *testing.T) (string, map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(httpapi.Config{Directory: store, Usage: store, Ready: store.Ping,
+	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: report.NewEngine(store, store), Platform: platform.New(store, store), Ready: store.Ping,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(srv.Close)
 	return srv.URL, keys

@@ -12,6 +12,8 @@ import (
 
 	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/metrics"
+	"groupanalytics/internal/platform"
+	"groupanalytics/internal/report"
 	"groupanalytics/internal/stores"
 )
 
@@ -101,12 +103,12 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 	}
 	srv := &http.Server{
 		Handler: httpapi.New(httpapi.Config{
-			Directory: store.Directory,
-			Usage:     store.Usage,
-			Ready:     store.Ping,
-			Log:       log,
-			Limits:    sf.limits,
-			Metrics:   m,
+			Engine:   report.NewEngine(store.Directory, store.Usage),
+			Platform: platform.New(store.Directory, store.Usage),
+			Ready:    store.Ping,
+			Log:      log,
+			Limits:   sf.limits,
+			Metrics:  m,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,

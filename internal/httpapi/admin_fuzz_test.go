@@ -12,6 +12,7 @@ import (
 
 	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/platform"
+	reportengine "groupanalytics/internal/report"
 	"groupanalytics/internal/stores/storetest"
 )
 
@@ -34,7 +35,7 @@ func FuzzAdminPathsAndEventIDs(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		srv := httptest.NewServer(httpapi.New(httpapi.Config{Directory: store, Usage: store, Ready: store.Ping,
+		srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: reportengine.NewEngine(store, store), Platform: platform.New(store, store), Ready: store.Ping,
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 		f.Cleanup(srv.Close)
 		targets = append(targets, target{srv.URL, token})

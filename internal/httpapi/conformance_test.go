@@ -512,7 +512,7 @@ func TestR2_ReportCap(t *testing.T) {
 		}
 	}
 	storetest.Each(t, func(t *testing.T, stores storetest.Stores) {
-		storeTest(t, newEnvWith(t, stores, func(c *httpapi.Config) { c.MaxReports = 1000 }))
+		storeTest(t, newEnvWith(t, stores, func(c *httpapi.Config) { c.Engine.MaxReports = 1000 }))
 	})
 }
 

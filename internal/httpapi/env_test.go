@@ -20,6 +20,7 @@ import (
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/platform"
+	reportengine "groupanalytics/internal/report"
 	"groupanalytics/internal/sqlstore"
 	"groupanalytics/internal/stores/storetest"
 )
@@ -70,11 +71,11 @@ func newEnvWith(t *testing.T, stores storetest.Stores, tune func(*httpapi.Config
 	e.platform = platform.New(stores.Directory, stores.Usage)
 	e.platform.Now = e.clock.Now
 	cfg := httpapi.Config{
-		Directory: stores.Directory,
-		Usage:     stores.Usage,
-		Ready:     stores.Ping,
-		Log:       slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:       e.clock.Now,
+		Engine:   reportengine.NewEngine(stores.Directory, stores.Usage),
+		Platform: e.platform,
+		Ready:    stores.Ping,
+		Log:      slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:      e.clock.Now,
 	}
 	tune(&cfg)
 	e.server = httptest.NewServer(httpapi.New(cfg))

@@ -11,6 +11,7 @@ import (
 	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/metrics"
 	"groupanalytics/internal/platform"
+	reportengine "groupanalytics/internal/report"
 	"groupanalytics/internal/stores/storetest"
 )
 
@@ -43,7 +44,7 @@ func BenchmarkFloor(b *testing.B) {
 		{"limits+metrics", limits, metrics.New()},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			srv := httptest.NewServer(httpapi.New(httpapi.Config{Directory: store, Usage: store,
+			srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: reportengine.NewEngine(store, store), Platform: platform.New(store, store),
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Limits: c.limits, Metrics: c.metrics}))
 			defer srv.Close()
 			for b.Loop() {

@@ -376,7 +376,7 @@ func (p *panicky) StudentTotals(ctx context.Context, groupID string, seg analyti
 func TestPanicMidStreamAborts(t *testing.T) {
 	store := storetest.Open(t, "sqlite")
 	for _, at := range []int{1, 40} {
-		e := newEnvWith(t, storetest.SQL(store), func(c *httpapi.Config) { c.Usage = &panicky{UsageStore: store, at: at} })
+		e := newEnvWith(t, storetest.SQL(store), func(c *httpapi.Config) { c.Engine.Usage = &panicky{UsageStore: store, at: at} })
 		var key string
 		if at == 1 {
 			key = e.school("north", "UTC")

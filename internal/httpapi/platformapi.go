@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"groupanalytics/internal/analytics"
 )
@@ -26,36 +25,6 @@ const (
 // body to send as JSON, or an error for the one error writer.
 type platformHandler func(r *http.Request) (int, any, error)
 
-// platformRoutes registers the platform API: ingestion and administration,
-// all behind a platform token.
-func (s *Server) platformRoutes(mux *http.ServeMux) {
-	routes := []struct {
-		path     string
-		byMethod map[string]platformHandler
-	}{
-		{"/v1/events", map[string]platformHandler{"POST": s.ingest}},
-		{"/v1/admin/groups", map[string]platformHandler{"GET": s.listGroups, "POST": s.createGroup}},
-		{"/v1/admin/groups/{groupId}", map[string]platformHandler{"GET": s.getGroup}},
-		{"/v1/admin/groups/{groupId}/plans", map[string]platformHandler{"GET": s.listPlans, "POST": s.addPlan}},
-		{"/v1/admin/groups/{groupId}/plans/{planId}/cancel", map[string]platformHandler{"POST": s.cancelPlan}},
-		{"/v1/admin/groups/{groupId}/keys", map[string]platformHandler{"GET": s.listKeys, "POST": s.createKey}},
-		{"/v1/admin/groups/{groupId}/keys/{keyId}", map[string]platformHandler{"DELETE": s.revokeKey}},
-		{"/v1/admin/groups/{groupId}/students", map[string]platformHandler{"GET": s.listStudents, "POST": s.addStudent}},
-		{"/v1/admin/groups/{groupId}/students/{studentId}", map[string]platformHandler{"PATCH": s.renameStudent, "DELETE": s.deleteStudent}},
-	}
-	for _, rt := range routes {
-		byMethod := map[string]http.HandlerFunc{}
-		for method, h := range rt.byMethod {
-			byMethod[method] = s.withToken(h)
-		}
-		limit := int64(maxAdminBody)
-		if rt.path == "/v1/events" {
-			limit = MaxEventsBody
-		}
-		s.route(mux, rt.path, limit, byMethod)
-	}
-}
-
 // withToken runs h for requests with a valid platform token.
 func (s *Server) withToken(h platformHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -68,7 +37,7 @@ func (s *Server) withToken(h platformHandler) http.HandlerFunc {
 		err := analytics.Errorf(analytics.Unauthenticated, "Missing platform token: send Authorization: Bearer <token>")
 		var token analytics.PlatformToken
 		if strings.EqualFold(scheme, "Bearer") && secret != "" {
-			token, err = s.directory.AuthorizeToken(r.Context(), analytics.HashSecret(strings.TrimSpace(secret)))
+			token, err = s.platform.Directory.AuthorizeToken(r.Context(), analytics.HashSecret(strings.TrimSpace(secret)))
 		}
 		if err != nil {
 			if analytics.ErrorCode(err) == analytics.Unauthenticated {
@@ -91,30 +60,6 @@ func (s *Server) withToken(h platformHandler) http.HandlerFunc {
 			writeJSON(w, status, body)
 		}
 	}
-}
-
-// readBody reads a request body, which the route has capped; past the cap
-// it is a TooLarge error that says the limit.
-func readBody(r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(r.Body)
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return nil, analytics.Errorf(analytics.TooLarge, "Request body too large: at most %d bytes", tooLarge.Limit)
-	case err != nil:
-		return nil, analytics.Errorf(analytics.Invalid, "Request body could not be read")
-	}
-	return body, nil
-}
-
-// readJSONBody reads a body to be decoded as JSON: its bytes must be UTF-8,
-// which JSON decoding would otherwise replace without a word.
-func readJSONBody(r *http.Request) ([]byte, error) {
-	body, err := readBody(r)
-	if err == nil && !utf8.Valid(body) {
-		err = analytics.Errorf(analytics.Invalid, "Invalid body: not valid UTF-8")
-	}
-	return body, err
 }
 
 // decodeBody reads a JSON object body into v, refusing unknown fields and

@@ -24,14 +24,14 @@ import (
 const maxReportBody = 64 << 10
 
 // reportParams are the parameters a report request may carry, in the query
-// string or in a JSON object body (decisions R1 to R3), and the format of
+// string or in a JSON object body (docs/decisions.md, R1 to R3), and the format of
 // the answer.
 var reportParams = []string{"startDate", "endDate", "students", "interval", "format"}
 
 // unauthorizedQuantum: a 403 of a report endpoint is sent at the first
 // multiple of this after the request came, so that how long the key check
 // took, which differs by cause (no such key, a revoked one, a group
-// without a valid plan), does not show (decisions R4). A failed check thus
+// without a valid plan), does not show (docs/decisions.md, R4). A failed check thus
 // costs a guesser at least this long.
 const unauthorizedQuantum = 5 * time.Millisecond
 
@@ -46,7 +46,7 @@ func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
 			return
 		}
 		keyHash := analytics.HashSecret(r.Header.Get("x-api-key"))
-		group, err := s.directory.Authorize(r.Context(), keyHash, now)
+		group, err := s.engine.Directory.Authorize(r.Context(), keyHash, now)
 		if err != nil {
 			if analytics.ErrorCode(err) == analytics.Unauthorized {
 				s.failedAuth(w, addr, now)

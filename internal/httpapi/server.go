@@ -8,14 +8,15 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"path"
-	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/gzhttp"
 
@@ -29,13 +30,12 @@ import (
 
 // Server answers HTTP requests. Build one with New.
 type Server struct {
-	directory analytics.Directory
-	engine    *report.Engine
-	platform  *platform.Platform
-	ready     func(context.Context) error
-	log       *slog.Logger
-	now       func() time.Time
-	handler   http.Handler
+	engine   *report.Engine
+	platform *platform.Platform
+	ready    func(context.Context) error
+	log      *slog.Logger
+	now      func() time.Time
+	handler  http.Handler
 	// streamWriteTimeout is how long a client may take to accept each
 	// part of a report as it streams; one that stops reading is cut off
 	// after it, rather than hold its connection for good.
@@ -46,15 +46,16 @@ type Server struct {
 
 // Config is what a Server is made of.
 type Config struct {
-	Directory analytics.Directory
-	Usage     analytics.UsageStore
+	// Engine answers the report endpoints; its directory checks the keys.
+	Engine *report.Engine
+	// Platform serves the platform API; its directory checks the tokens.
+	Platform *platform.Platform
 	// Ready reports whether the store answers; /readyz calls it.
 	Ready func(context.Context) error
 	Log   *slog.Logger
-	// Now is the clock; nil means time.Now.
+	// Now is the clock of the report endpoints and the rate limits; nil
+	// means time.Now. (The platform has a clock of its own.)
 	Now func() time.Time
-	// MaxReports caps the reports of one response; 0 means the default.
-	MaxReports int
 	// StreamWriteTimeout bounds each write of a streamed report; 0 means
 	// 20 seconds.
 	StreamWriteTimeout time.Duration
@@ -67,12 +68,11 @@ type Config struct {
 // New returns a Server for cfg.
 func New(cfg Config) *Server {
 	s := &Server{
-		directory: cfg.Directory,
-		engine:    &report.Engine{Directory: cfg.Directory, Usage: cfg.Usage, MaxReports: cmp.Or(cfg.MaxReports, report.DefaultMaxReports)},
-		platform:  platform.New(cfg.Directory, cfg.Usage),
-		ready:     cfg.Ready,
-		log:       cfg.Log,
-		now:       cfg.Now,
+		engine:   cfg.Engine,
+		platform: cfg.Platform,
+		ready:    cfg.Ready,
+		log:      cfg.Log,
+		now:      cfg.Now,
 
 		streamWriteTimeout: cmp.Or(cfg.StreamWriteTimeout, 20*time.Second),
 		limits:             newLimiters(cfg.Limits),
@@ -81,20 +81,7 @@ func New(cfg Config) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.platform.Now = s.now
-	mux := http.NewServeMux()
-	s.route(mux, "/api/groups/live-lecture", maxReportBody, map[string]http.HandlerFunc{"POST": s.reports(report.LiveLecture)})
-	s.route(mux, "/api/groups/chat", maxReportBody, map[string]http.HandlerFunc{"POST": s.reports(report.Chat)})
-	s.platformRoutes(mux)
-	s.route(mux, "/openapi.json", 0, map[string]http.HandlerFunc{"GET": serveOpenAPI})
-	s.route(mux, "/healthz", 0, map[string]http.HandlerFunc{"GET": s.healthz})
-	s.route(mux, "/readyz", 0, map[string]http.HandlerFunc{"GET": s.readyz})
-	s.route(mux, "/{$}", 0, map[string]http.HandlerFunc{"GET": dashboard.Page})
-	s.route(mux, "/assets/{file...}", 0, map[string]http.HandlerFunc{"GET": s.asset})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeStatus(w, r, http.StatusNotFound, "Not found")
-	})
-	s.handler = s.logRequests(s.screen(compress(mux)))
+	s.handler = s.logRequests(s.screen(compress(s.mux())))
 	return s
 }
 
@@ -111,30 +98,6 @@ var compress = func() func(http.Handler) http.HandlerFunc {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
-
-// route registers a path's handlers by method, and a 405 with an Allow
-// header, in JSON, for every other method. Request bodies are cut off past
-// bodyLimit bytes.
-func (s *Server) route(mux *http.ServeMux, path string, bodyLimit int64, byMethod map[string]http.HandlerFunc) {
-	var allow []string
-	for method, h := range byMethod {
-		mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
-			setRoute(r, path)
-			r.Body = http.MaxBytesReader(innermost(w), r.Body, bodyLimit)
-			h(w, r)
-		})
-		allow = append(allow, method)
-		if method == "GET" {
-			allow = append(allow, "HEAD")
-		}
-	}
-	slices.Sort(allow)
-	mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-		setRoute(r, path)
-		w.Header().Set("Allow", strings.Join(allow, ", "))
-		s.writeStatus(w, r, http.StatusMethodNotAllowed, "Method not allowed")
-	})
-}
 
 // innermost returns the server's own ResponseWriter under the wrappers:
 // MaxBytesReader needs it to close the connection after an oversized body.
@@ -236,6 +199,30 @@ func (s *Server) writeStatus(w http.ResponseWriter, r *http.Request, status int,
 		w.Header().Set("Connection", "close")
 	}
 	writeJSON(w, status, errorBody{msg})
+}
+
+// readBody reads a request body, which the route has capped; past the cap
+// it is a TooLarge error that says the limit.
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(r.Body)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, analytics.Errorf(analytics.TooLarge, "Request body too large: at most %d bytes", tooLarge.Limit)
+	case err != nil:
+		return nil, analytics.Errorf(analytics.Invalid, "Request body could not be read")
+	}
+	return body, nil
+}
+
+// readJSONBody reads a body to be decoded as JSON: its bytes must be UTF-8,
+// which JSON decoding would otherwise replace without a word.
+func readJSONBody(r *http.Request) ([]byte, error) {
+	body, err := readBody(r)
+	if err == nil && !utf8.Valid(body) {
+		err = analytics.Errorf(analytics.Invalid, "Invalid body: not valid UTF-8")
+	}
+	return body, err
 }
 
 // writeJSON answers with v as JSON, without HTML escaping: these are API
@@ -381,9 +368,6 @@ func setRoute(r *http.Request, pattern string) {
 
 //go:embed openapi.json
 var openAPI []byte
-
-// OpenAPI returns the API reference, an OpenAPI 3.1 document.
-func OpenAPI() []byte { return openAPI }
 
 func serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")

@@ -62,12 +62,17 @@ type Report struct {
 type Engine struct {
 	Directory analytics.Directory
 	Usage     analytics.UsageStore
-	// MaxReports caps the reports of one response (decisions R2).
+	// MaxReports caps the reports of one response (docs/decisions.md, R2).
 	MaxReports int
 }
 
 // DefaultMaxReports is the documented cap on reports per response.
 const DefaultMaxReports = 200_000
+
+// NewEngine returns an engine on the stores, with the documented cap.
+func NewEngine(dir analytics.Directory, usage analytics.UsageStore) *Engine {
+	return &Engine{Directory: dir, Usage: usage, MaxReports: DefaultMaxReports}
+}
 
 // Run computes the reports q asks of group at time now and passes them to
 // emit in response order. Every error about q is returned before the first

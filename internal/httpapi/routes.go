@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"groupanalytics/internal/dashboard"
+	"groupanalytics/internal/report"
+)
+
+// route is one route as the mux sees it: a method and a path pattern, the
+// cap on the request's body, and the handler.
+type route struct {
+	pattern   string
+	bodyLimit int64
+	handler   http.HandlerFunc
+}
+
+// routes are every route of the service, one a line.
+func (s *Server) routes() []route {
+	return []route{
+		// The report API, behind a school's key (x-api-key).
+		{"POST /api/groups/live-lecture", maxReportBody, s.reports(report.LiveLecture)},
+		{"POST /api/groups/chat", maxReportBody, s.reports(report.Chat)},
+
+		// The platform API, behind a platform token (Authorization: Bearer).
+		{"POST /v1/events", MaxEventsBody, s.withToken(s.ingest)},
+		{"GET /v1/admin/groups", maxAdminBody, s.withToken(s.listGroups)},
+		{"POST /v1/admin/groups", maxAdminBody, s.withToken(s.createGroup)},
+		{"GET /v1/admin/groups/{groupId}", maxAdminBody, s.withToken(s.getGroup)},
+		{"GET /v1/admin/groups/{groupId}/plans", maxAdminBody, s.withToken(s.listPlans)},
+		{"POST /v1/admin/groups/{groupId}/plans", maxAdminBody, s.withToken(s.addPlan)},
+		{"POST /v1/admin/groups/{groupId}/plans/{planId}/cancel", maxAdminBody, s.withToken(s.cancelPlan)},
+		{"GET /v1/admin/groups/{groupId}/keys", maxAdminBody, s.withToken(s.listKeys)},
+		{"POST /v1/admin/groups/{groupId}/keys", maxAdminBody, s.withToken(s.createKey)},
+		{"DELETE /v1/admin/groups/{groupId}/keys/{keyId}", maxAdminBody, s.withToken(s.revokeKey)},
+		{"GET /v1/admin/groups/{groupId}/students", maxAdminBody, s.withToken(s.listStudents)},
+		{"POST /v1/admin/groups/{groupId}/students", maxAdminBody, s.withToken(s.addStudent)},
+		{"PATCH /v1/admin/groups/{groupId}/students/{studentId}", maxAdminBody, s.withToken(s.renameStudent)},
+		{"DELETE /v1/admin/groups/{groupId}/students/{studentId}", maxAdminBody, s.withToken(s.deleteStudent)},
+
+		// The API reference, the health checks and the dashboard.
+		{"GET /openapi.json", 0, serveOpenAPI},
+		{"GET /healthz", 0, s.healthz},
+		{"GET /readyz", 0, s.readyz},
+		{"GET /{$}", 0, dashboard.Page},
+		{"GET /assets/{file...}", 0, s.asset},
+	}
+}
+
+// mux registers the routes. Each path also answers every other method with
+// a 405 and an Allow header, and any other path is a 404, both in JSON.
+// Request bodies are cut off past their route's cap.
+func (s *Server) mux() *http.ServeMux {
+	mux := http.NewServeMux()
+	var paths []string
+	allow := map[string][]string{}
+	for _, rt := range s.routes() {
+		method, path, _ := strings.Cut(rt.pattern, " ")
+		mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
+			setRoute(r, path)
+			r.Body = http.MaxBytesReader(innermost(w), r.Body, rt.bodyLimit)
+			rt.handler(w, r)
+		})
+		if allow[path] == nil {
+			paths = append(paths, path)
+		}
+		allow[path] = append(allow[path], method)
+		if method == http.MethodGet {
+			allow[path] = append(allow[path], http.MethodHead)
+		}
+	}
+	for _, path := range paths {
+		slices.Sort(allow[path])
+		methods := strings.Join(allow[path], ", ")
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			setRoute(r, path)
+			w.Header().Set("Allow", methods)
+			s.writeStatus(w, r, http.StatusMethodNotAllowed, "Method not allowed")
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeStatus(w, r, http.StatusNotFound, "Not found")
+	})
+	return mux
+}
