@@ -34,7 +34,7 @@ type Plan struct {
 	Cancelled *time.Time // set when cancelled; invalid from then on
 }
 
-// ValidAt reports whether the plan allows access at t (decisions R5).
+// ValidAt reports whether the plan allows access at t (docs/decisions.md, R5).
 func (p Plan) ValidAt(t time.Time) bool {
 	if t.Before(p.Starts) {
 		return false
@@ -81,7 +81,7 @@ type Student struct {
 }
 
 // SortStudents puts students in report order: by name, then id, in byte
-// order (decisions R1).
+// order (docs/decisions.md, R1).
 func SortStudents(students []Student) {
 	slices.SortFunc(students, func(a, b Student) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
@@ -102,7 +102,7 @@ const (
 	NumMetrics = iota
 )
 
-// Event kinds and chat types as the platform sends them (decisions R6).
+// Event kinds and chat types as the platform sends them (docs/decisions.md, R6).
 const (
 	KindSessionCreated = "live_lecture.session_created"
 	KindMessageSent    = "chat.message_sent"

@@ -30,14 +30,14 @@ var isoDate = regexp.MustCompile(`^(\d{4})-(\d{2})-(\d{2})` +
 	`(?:[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?` +
 	`([Zz]|[+\- ]\d{2}(?::?\d{2})?)?)?$`)
 
-// Years accepted in dates (decisions R2): every bound echoed for a day of
+// Years accepted in dates (docs/decisions.md, R2): every bound echoed for a day of
 // them, in any zone, has a four-digit year.
 const (
 	MinYear = 1
 	MaxYear = 9998
 )
 
-// ParseDate reads a startDate or endDate value (decisions R2).
+// ParseDate reads a startDate or endDate value (docs/decisions.md, R2).
 func ParseDate(name, value string) (Date, error) {
 	const expected = "an ISO 8601 date or timestamp"
 	m := isoDate.FindStringSubmatch(value)

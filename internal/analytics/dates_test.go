@@ -60,7 +60,7 @@ func TestParseDate(t *testing.T) {
 }
 
 // TestParseDateYears: only the years 0001 to 9998 are accepted, so that
-// every bound a report echoes has a four-digit year (decisions R2).
+// every bound a report echoes has a four-digit year (docs/decisions.md, R2).
 func TestParseDateYears(t *testing.T) {
 	for _, value := range []string{"0001-01-01", "9998-12-31", "9998-12-31T23:59:59Z", "0001-01-01T00:00:00+14:00"} {
 		if _, err := ParseDate("endDate", value); err != nil {

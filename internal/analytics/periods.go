@@ -132,7 +132,7 @@ func Segments(r DayRange) []Segment {
 	return segs
 }
 
-// Interval is how a range is cut into reports (decisions R1).
+// Interval is how a range is cut into reports (docs/decisions.md, R1).
 type Interval int
 
 const (

@@ -43,7 +43,7 @@ type refEvent struct {
 func (m *refModel) apply(in platform.EventInput) {
 	k := in.GroupID + "\x00" + in.ID
 	if m.seen[k] {
-		return // a re-sent event changes nothing, not even a name (R6)
+		return // a re-sent event changes nothing, not even a name (docs/decisions.md, R6)
 	}
 	m.seen[k] = true
 	if m.names[in.GroupID] == nil {

@@ -187,8 +187,8 @@ func (l *limiters) clientAddress(r *http.Request) string {
 	return host
 }
 
-// tooMany answers 429 with q's headers; limit names the limit for the
-// metrics, what says it to the client.
+// tooMany answers 429 with q's headers. limit names the limit in the
+// metrics; what describes it to the client.
 func (s *Server) tooMany(w http.ResponseWriter, r *http.Request, q quota, limit, what string) {
 	q.setHeaders(w.Header())
 	s.metrics.RateLimited(limit)

@@ -13,7 +13,7 @@ import (
 	"groupanalytics/internal/analytics"
 )
 
-// EventInput is one usage event as the platform sends it (decisions R6).
+// EventInput is one usage event as the platform sends it (docs/decisions.md, R6).
 type EventInput struct {
 	ID          string `json:"id"`
 	GroupID     string `json:"groupId"`

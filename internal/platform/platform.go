@@ -286,7 +286,7 @@ func (p *Platform) Students(ctx context.Context, groupID string) ([]analytics.St
 }
 
 // DeleteStudent erases a student: their enrolment, events and share of
-// every rollup, at once, whatever ingestion is racing it (decisions R7).
+// every rollup, at once, whatever ingestion is racing it (docs/decisions.md, R7).
 func (p *Platform) DeleteStudent(ctx context.Context, groupID, studentID string) error {
 	if _, err := p.Group(ctx, groupID); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"groupanalytics/internal/analytics"
 )
 
+// CreateGroup adds a group; a group id already taken is a Conflict.
 func (s *Store) CreateGroup(ctx context.Context, g analytics.Group) error {
 	return s.transact(ctx, "CreateGroup", func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO groups (group_id, name, time_zone, created_at)
@@ -34,6 +35,7 @@ func scanGroup(row interface{ Scan(...any) error }) (analytics.Group, error) {
 	return g, err
 }
 
+// Group returns the group with this id, or NotFound.
 func (s *Store) Group(ctx context.Context, groupID string) (analytics.Group, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -44,6 +46,7 @@ func (s *Store) Group(ctx context.Context, groupID string) (analytics.Group, err
 	return g, s.wrap("Group", err)
 }
 
+// Groups returns every group, by id.
 func (s *Store) Groups(ctx context.Context) ([]analytics.Group, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -74,6 +77,7 @@ func (s *Store) lockGroup(ctx context.Context, tx *txn, groupID string) error {
 	return err
 }
 
+// AddPlan adds a plan to its group and returns it with its id.
 func (s *Store) AddPlan(ctx context.Context, p analytics.Plan) (analytics.Plan, error) {
 	err := s.transact(ctx, "AddPlan", func(tx *txn) error {
 		if err := s.lockGroup(ctx, tx, p.GroupID); err != nil {
@@ -97,6 +101,7 @@ func scanPlan(row interface{ Scan(...any) error }) (analytics.Plan, error) {
 	return p, err
 }
 
+// CancelPlan cancels the group's plan from at on and returns it.
 func (s *Store) CancelPlan(ctx context.Context, groupID string, planID int64, at time.Time) (analytics.Plan, error) {
 	var p analytics.Plan
 	err := s.transact(ctx, "CancelPlan", func(tx *txn) error {
@@ -111,6 +116,7 @@ func (s *Store) CancelPlan(ctx context.Context, groupID string, planID int64, at
 	return p, err
 }
 
+// Plans returns the group's plans, in the order they were added.
 func (s *Store) Plans(ctx context.Context, groupID string) ([]analytics.Plan, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -133,6 +139,7 @@ func (s *Store) Plans(ctx context.Context, groupID string) ([]analytics.Plan, er
 	return plans, s.wrap("Plans", rows.Err())
 }
 
+// AddKey stores a report key (its hash, never the secret).
 func (s *Store) AddKey(ctx context.Context, k analytics.APIKey) error {
 	return s.transact(ctx, "AddKey", func(tx *txn) error {
 		if err := s.lockGroup(ctx, tx, k.GroupID); err != nil {
@@ -144,6 +151,7 @@ func (s *Store) AddKey(ctx context.Context, k analytics.APIKey) error {
 	})
 }
 
+// Keys returns the group's report keys.
 func (s *Store) Keys(ctx context.Context, groupID string) ([]analytics.APIKey, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -170,6 +178,7 @@ func (s *Store) Keys(ctx context.Context, groupID string) ([]analytics.APIKey, e
 	return keys, s.wrap("Keys", rows.Err())
 }
 
+// RevokeKey revokes the group's key from at on.
 func (s *Store) RevokeKey(ctx context.Context, groupID, keyID string, at time.Time) error {
 	return s.transact(ctx, "RevokeKey", func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?)
@@ -256,6 +265,8 @@ func (s *Store) writeTouches() {
 	}
 }
 
+// SaveStudents enrols the students the group lacks and renames those
+// whose update carries a name, in one transaction.
 func (s *Store) SaveStudents(ctx context.Context, groupID string, updates []analytics.StudentUpdate) error {
 	return s.transact(ctx, "SaveStudents", func(tx *txn) error {
 		if err := s.lockGroups(ctx, tx, []string{groupID}); err != nil {
@@ -320,6 +331,7 @@ func (s *Store) saveStudents(ctx context.Context, tx *txn, groupID string, updat
 		"ON CONFLICT (group_id, student_id) DO UPDATE SET name = excluded.name", nil)
 }
 
+// AddStudent enrols a student; one already enrolled is a Conflict.
 func (s *Store) AddStudent(ctx context.Context, st analytics.Student) error {
 	return s.transact(ctx, "AddStudent", func(tx *txn) error {
 		if err := s.lockGroup(ctx, tx, st.GroupID); err != nil {
@@ -337,6 +349,7 @@ func (s *Store) AddStudent(ctx context.Context, st analytics.Student) error {
 	})
 }
 
+// RenameStudent changes an enrolled student's name.
 func (s *Store) RenameStudent(ctx context.Context, st analytics.Student) error {
 	return s.transact(ctx, "RenameStudent", func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE students SET name = ? WHERE group_id = ? AND student_id = ?`),
@@ -351,6 +364,7 @@ func (s *Store) RenameStudent(ctx context.Context, st analytics.Student) error {
 	})
 }
 
+// Students returns the group's students.
 func (s *Store) Students(ctx context.Context, groupID string) ([]analytics.Student, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -370,6 +384,7 @@ func (s *Store) Students(ctx context.Context, groupID string) ([]analytics.Stude
 	return students, s.wrap("Students", rows.Err())
 }
 
+// AddToken stores a platform token (its hash, never the secret).
 func (s *Store) AddToken(ctx context.Context, t analytics.PlatformToken) error {
 	return s.transact(ctx, "AddToken", func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO platform_tokens (token_id, token_hash, prefix, label, created_at)
@@ -378,6 +393,7 @@ func (s *Store) AddToken(ctx context.Context, t analytics.PlatformToken) error {
 	})
 }
 
+// Tokens returns every platform token.
 func (s *Store) Tokens(ctx context.Context) ([]analytics.PlatformToken, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -401,6 +417,7 @@ func (s *Store) Tokens(ctx context.Context) ([]analytics.PlatformToken, error) {
 	return tokens, s.wrap("Tokens", rows.Err())
 }
 
+// RevokeToken revokes a platform token from at on.
 func (s *Store) RevokeToken(ctx context.Context, tokenID string, at time.Time) error {
 	return s.transact(ctx, "RevokeToken", func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE platform_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE token_id = ?`),
@@ -415,6 +432,8 @@ func (s *Store) RevokeToken(ctx context.Context, tokenID string, at time.Time) e
 	})
 }
 
+// AuthorizeToken returns the unrevoked token with this hash, or an
+// Unauthenticated error.
 func (s *Store) AuthorizeToken(ctx context.Context, tokenHash []byte) (analytics.PlatformToken, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()

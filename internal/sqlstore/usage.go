@@ -386,6 +386,7 @@ func (s *Store) loadOrdinals(ctx context.Context, tx *txn, groupID string, ids [
 	return nil
 }
 
+// GroupRollups returns the group's rollups of seg, ascending by period.
 func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.Segment) ([]analytics.GroupRollup, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -409,6 +410,7 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 	return rollups, s.wrap("GroupRollups", rows.Err())
 }
 
+// StudentTotals adds each student's counts over seg's rollups to totals.
 func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics.Segment, totals map[string]*analytics.Counts) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -422,6 +424,8 @@ func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics
 	return s.wrap("StudentTotals", rollup.ScanTotals(rows, totals))
 }
 
+// EraseStudent removes the student's enrolment, events and share of every
+// rollup in one transaction under the group's write lock.
 func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) error {
 	return s.transact(ctx, "EraseStudent", func(tx *txn) error {
 		if err := s.lockGroups(ctx, tx, []string{groupID}); err != nil {

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// house is the project's packages from the ground up, as the README's
+// "How it works" draws them: each may import only packages before it.
+// Packages on one line sit side by side and import nothing of each other.
+var house = [][]string{
+	{"analytics", "buildinfo", "dashboard"},
+	{"metrics", "rollup"},
+	{"sqlstore", "chstore"},
+	{"stores"},
+	{"stores/storetest", "report", "platform"},
+	{"httpapi", "bench"},
+	{"cli"},
+}
+
+// TestTheHouse reads the imports of every package of the module: no
+// package imports one above it or beside it, the domain imports nothing
+// of ours, and only tests import storetest.
+func TestTheHouse(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "groupanalytics/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	floor := map[string]int{}
+	for i, level := range house {
+		for _, p := range level {
+			floor[p] = i
+		}
+	}
+	const ours = "groupanalytics/internal/"
+	for line := range strings.Lines(strings.TrimSpace(string(out))) {
+		fields := strings.Fields(line)
+		pkg, imports := strings.TrimPrefix(fields[0], ours), fields[1:]
+		if pkg == "groupanalytics/cmd/groupanalytics" {
+			continue
+		}
+		at, known := floor[pkg]
+		if !known {
+			t.Errorf("package %s is not in the house: add it to the README's \"How it works\" and to this test", pkg)
+			continue
+		}
+		for _, imp := range imports {
+			dep, isOurs := strings.CutPrefix(imp, ours)
+			if !isOurs {
+				continue
+			}
+			switch {
+			case pkg == "analytics":
+				t.Errorf("analytics imports %s: the domain imports nothing of ours", dep)
+			case dep == "stores/storetest":
+				t.Errorf("%s imports storetest, which is for tests", pkg)
+			case floor[dep] >= at:
+				t.Errorf("%s imports %s, which does not sit below it", pkg, dep)
+			}
+		}
+	}
+}
