@@ -24,9 +24,9 @@ func TestClickHouseServerKilledMidStream(t *testing.T) {
 	bin := buildBinary(t)
 	key, token := setupGroup(t, bin, stores, "crash")
 	srv := startServer(t, bin, stores)
-	acked, inFlight := streamUntilFault(t, srv.base, token, func() { cluster.Kill(1) })
+	acked, inFlight := streamUntilFault(t, srv.Base, token, func() { cluster.Kill(1) })
 	cluster.Start()
-	checkEveryBatchOnce(t, srv.base, key, token, acked, inFlight)
+	checkEveryBatchOnce(t, srv.Base, key, token, acked, inFlight)
 }
 
 // shardLoad is a line of shard list: a shard, its groups and its events.
@@ -45,7 +45,7 @@ func TestMoveWhileStreaming(t *testing.T) {
 	bin := buildBinary(t)
 	key, token := setupGroup(t, bin, stores, "crash")
 	srv := startServer(t, bin, stores)
-	if _, _, err := sendBatch(srv.base, token, 0); err != nil {
+	if _, _, err := sendBatch(srv.Base, token, 0); err != nil {
 		t.Fatal(err)
 	}
 	loads := shardLoad.FindAllStringSubmatch(runBinary(t, bin, append([]string{"shard", "list"}, stores...)...), -1)
@@ -76,7 +76,7 @@ func TestMoveWhileStreaming(t *testing.T) {
 	for stop := false; !stop; {
 		var err error
 		for range 200 {
-			if _, _, err = sendBatch(srv.base, token, batches); err == nil {
+			if _, _, err = sendBatch(srv.Base, token, batches); err == nil {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -96,7 +96,7 @@ func TestMoveWhileStreaming(t *testing.T) {
 		}
 	}
 
-	counts := perBatchCounts(t, srv.base, key)
+	counts := perBatchCounts(t, srv.Base, key)
 	var total int64
 	for b := range batches {
 		if n := counts[batchStudent(b)]; n != batchSize {

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"groupanalytics/internal/bench"
 )
 
 // chatTypes of the concurrency test, by id: an event's content is a
@@ -35,7 +37,7 @@ func TestTwoServersIngestConcurrently(t *testing.T) {
 
 func twoServersIngest(t *testing.T, bin string, stores []string) {
 	key, token := setupGroup(t, bin, stores, "busy")
-	servers := []*server{startServer(t, bin, stores), startServer(t, bin, stores)}
+	servers := []*bench.Server{startServer(t, bin, stores), startServer(t, bin, stores)}
 
 	const idSpace = 6000
 	var wg sync.WaitGroup
@@ -47,7 +49,7 @@ func twoServersIngest(t *testing.T, bin string, stores []string) {
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(c), 7))
-			base := servers[c%2].base
+			base := servers[c%2].Base
 			for range 15 {
 				var batch []map[string]string
 				var ids []int
@@ -84,11 +86,11 @@ func twoServersIngest(t *testing.T, bin string, stores []string) {
 		t.Errorf("the servers accepted %d events in all, want %d distinct", acceptedTotal, len(sent))
 	}
 	for _, srv := range servers {
-		got := studentChatCounts(t, srv.base, key)
+		got := studentChatCounts(t, srv.Base, key)
 		for student, byType := range want {
 			for ct, n := range byType {
 				if got[student][ct] != n {
-					t.Errorf("%s: %s %s = %d, want %d", srv.base, student, ct, got[student][ct], n)
+					t.Errorf("%s: %s %s = %d, want %d", srv.Base, student, ct, got[student][ct], n)
 				}
 			}
 		}

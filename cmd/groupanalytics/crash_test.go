@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -15,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"groupanalytics/internal/bench"
 	"groupanalytics/internal/stores/storetest"
 )
 
@@ -38,38 +37,16 @@ func runBinary(t *testing.T, bin string, args ...string) string {
 	return string(out)
 }
 
-// server is a groupanalytics serve process.
-type server struct {
-	cmd  *exec.Cmd
-	base string
-}
-
 // startServer starts serve on the stores that the flags name (--db and
-// perhaps --usage) and waits until it answers.
-func startServer(t *testing.T, bin string, stores []string) *server {
+// --usage), killed when the test ends.
+func startServer(t *testing.T, bin string, stores []string) *bench.Server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := bench.StartServer(bin, stores)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--log-level", "warn"}, stores...)...)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{cmd: cmd, base: "http://" + addr}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for range 200 {
-		if resp, err := http.Get(s.base + "/healthz"); err == nil {
-			resp.Body.Close()
-			return s
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatal("server did not start")
-	return nil
+	t.Cleanup(func() { s.Cmd.Process.Kill(); s.Cmd.Wait() })
+	return s
 }
 
 // setupGroup creates the group with a plan from 2025 on, a report key for
@@ -278,10 +255,10 @@ func TestCrashLosesNoAcknowledgedEvent(t *testing.T) {
 			stores := storeKinds[kind](t)
 			key, token := setupGroup(t, bin, stores, "crash")
 			srv := startServer(t, bin, stores)
-			acked, inFlight := streamUntilFault(t, srv.base, token, func() { srv.cmd.Process.Signal(syscall.SIGKILL) })
-			srv.cmd.Wait()
+			acked, inFlight := streamUntilFault(t, srv.Base, token, func() { srv.Cmd.Process.Signal(syscall.SIGKILL) })
+			srv.Cmd.Wait()
 			srv = startServer(t, bin, stores)
-			checkEveryBatchOnce(t, srv.base, key, token, acked, inFlight)
+			checkEveryBatchOnce(t, srv.Base, key, token, acked, inFlight)
 		})
 	}
 }

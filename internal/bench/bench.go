@@ -151,12 +151,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	// The server runs with rate limits (too high to refuse anything) and
 	// metrics, as in production; the floor is measured again without them.
-	srv, err := startServer(ctx, cfg.Binary, append(slices.Clone(serverArgs), "--key-rate-limit", "1000000/s",
+	srv, err := StartServer(cfg.Binary, append(slices.Clone(serverArgs), "--key-rate-limit", "1000000/s",
 		"--token-rate-limit", "1000000/s", "--metrics-addr", "127.0.0.1:0"))
 	if err != nil {
 		return nil, err
 	}
-	defer srv.stop()
+	defer srv.Stop()
 	var base *baseline
 	if ch != nil {
 		base, err = openClickHouseBaseline(ctx, store, ch)
@@ -179,7 +179,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		{"chat, students, interval=month", "chat", period + "&students=true&interval=month", (*baseline).chatStudentsMonthly},
 	}
 	floor := scenario{name: "floor: empty group", endpoint: "chat", query: period}
-	res.Floor, _, err = measure(srv.base, keys.empty, floor, cfg)
+	res.Floor, _, err = measure(srv.Base, keys.empty, floor, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	fmt.Fprintf(cfg.Out, "floor: p50 %.3f ms with rate limits and metrics, %.3f ms without\n", res.Floor.P50, res.FloorBare.P50)
 	for _, sc := range scenarios {
-		rr, got, err := measure(srv.base, keys.main, sc, cfg)
+		rr, got, err := measure(srv.Base, keys.main, sc, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -206,7 +206,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Reports = append(res.Reports, rr)
 		fmt.Fprintf(cfg.Out, "measured %s\n", sc.name)
 	}
-	if res.Ingest, err = ingest(srv.base, keys.token, cfg, now); err != nil {
+	if res.Ingest, err = ingest(srv.Base, keys.token, cfg, now); err != nil {
 		return nil, err
 	}
 	if res.PeakRSSBytes, err = srv.peakRSS(); err != nil {
@@ -222,7 +222,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.DiskBytesPerEvt = float64(res.DiskBytes) / float64(res.Events+res.Ingest.Events)
 	if ch != nil {
-		if res.Move, err = moveMain(ctx, ch, store, srv.base, keys.main, scenarios[2]); err != nil {
+		if res.Move, err = moveMain(ctx, ch, store, srv.Base, keys.main, scenarios[2]); err != nil {
 			return nil, err
 		}
 	}
@@ -377,13 +377,13 @@ func bulkLoad(ctx context.Context, store analytics.UsageStore, cfg Config, now t
 // measureBareFloor measures the floor on a server without rate limits and
 // metrics, to tell what they cost.
 func measureBareFloor(ctx context.Context, cfg Config, serverArgs []string, key string, floor scenario) (ReportResult, error) {
-	srv, err := startServer(ctx, cfg.Binary, append(slices.Clone(serverArgs),
+	srv, err := StartServer(cfg.Binary, append(slices.Clone(serverArgs),
 		"--key-rate-limit", "off", "--token-rate-limit", "off", "--failed-auth-limit", "off"))
 	if err != nil {
 		return ReportResult{}, err
 	}
-	defer srv.stop()
-	rr, _, err := measure(srv.base, key, scenario{name: "floor without limits and metrics", endpoint: floor.endpoint, query: floor.query}, cfg)
+	defer srv.Stop()
+	rr, _, err := measure(srv.Base, key, scenario{name: "floor without limits and metrics", endpoint: floor.endpoint, query: floor.query}, cfg)
 	return rr, err
 }
 
@@ -416,14 +416,16 @@ func moveMain(ctx context.Context, ch *chstore.Store, dir *sqlstore.Store, base,
 	return &MoveResult{Events: moved.Events, Seconds: moved.Took.Seconds()}, nil
 }
 
-// server is the groupanalytics serve process under measurement.
-type server struct {
-	cmd  *exec.Cmd
-	base string
+// Server is a groupanalytics serve process: the one under measurement,
+// or one that a test of the binary starts.
+type Server struct {
+	Cmd  *exec.Cmd
+	Base string // http://host:port
 }
 
-// startServer starts serve on the stores that args name.
-func startServer(ctx context.Context, binary string, args []string) (*server, error) {
+// StartServer starts the binary's serve on a free loopback port, with
+// args naming its stores and settings, and waits until it is ready.
+func StartServer(binary string, args []string) (*Server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -435,9 +437,9 @@ func startServer(ctx context.Context, binary string, args []string) (*server, er
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start server: %w", err)
 	}
-	s := &server{cmd: cmd, base: "http://" + addr}
+	s := &Server{Cmd: cmd, Base: "http://" + addr}
 	for range 400 {
-		if resp, err := http.Get(s.base + "/readyz"); err == nil {
+		if resp, err := http.Get(s.Base + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return s, nil
@@ -445,24 +447,25 @@ func startServer(ctx context.Context, binary string, args []string) (*server, er
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	s.stop()
+	s.Stop()
 	return nil, errors.New("the server did not become ready")
 }
 
-func (s *server) stop() {
-	s.cmd.Process.Signal(syscall.SIGTERM)
+// Stop stops the server gracefully (SIGTERM), or kills it after 30 s.
+func (s *Server) Stop() {
+	s.Cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
-	go func() { s.cmd.Wait(); close(done) }()
+	go func() { s.Cmd.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
-		s.cmd.Process.Kill()
+		s.Cmd.Process.Kill()
 	}
 }
 
 // peakRSS reads the server's high-water mark of resident memory.
-func (s *server) peakRSS() (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+func (s *Server) peakRSS() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}
