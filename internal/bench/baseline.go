@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -47,13 +48,14 @@ func openClickHouseBaseline(ctx context.Context, dir *sqlstore.Store, ch *chstor
 
 // time runs the baseline of sc runs times and returns its answer and the
 // duration of each run.
-func (b *baseline) time(sc scenario, r analytics.DayRange, runs int) (answer, []float64, error) {
+func (b *baseline) time(sc scenario, runs int) (answer, []float64, error) {
+	group := cmp.Or(sc.group, "bench-main")
 	var a answer
 	var durations []float64
 	for range max(runs, 1) {
 		start := time.Now()
 		var err error
-		if a, err = sc.baseline(b, r); err != nil {
+		if a, err = sc.baseline(b, group, sc.r); err != nil {
 			return nil, nil, err
 		}
 		durations = append(durations, ms(time.Since(start)))
@@ -135,29 +137,29 @@ func withTotal(a answer) answer {
 	return a
 }
 
-func (b *baseline) liveLectureGroup(r analytics.DayRange) (answer, error) {
+func (b *baseline) liveLectureGroup(group string, r analytics.DayRange) (answer, error) {
 	from, to := bounds(r)
 	return b.rows(`SELECT 'all', `+count(analytics.SessionsCreated)+`, `+count(analytics.LiveLectureMessages)+`,
 		COUNT(DISTINCT CASE WHEN metric IN (0, 5) THEN student_id END)
-		FROM events WHERE group_id = 'bench-main' AND occurred_at BETWEEN ? AND ?`,
-		func(string) string { return r.First.String() + "|" }, 3, from, to)
+		FROM events WHERE group_id = ? AND occurred_at BETWEEN ? AND ?`,
+		func(string) string { return r.First.String() + "|" }, 3, group, from, to)
 }
 
-func (b *baseline) chatGroup(r analytics.DayRange) (answer, error) {
+func (b *baseline) chatGroup(group string, r analytics.DayRange) (answer, error) {
 	from, to := bounds(r)
 	a, err := b.rows(`SELECT 'all', `+chatCounts()+`, COUNT(DISTINCT CASE WHEN metric > 0 THEN student_id END)
-		FROM events WHERE group_id = 'bench-main' AND occurred_at BETWEEN ? AND ?`,
-		func(string) string { return r.First.String() + "|" }, 7, from, to)
+		FROM events WHERE group_id = ? AND occurred_at BETWEEN ? AND ?`,
+		func(string) string { return r.First.String() + "|" }, 7, group, from, to)
 	return withTotal(a), err
 }
 
 // chatStudents groups the events by student; students without events are
 // zeros, which sameAnswer allows for.
-func (b *baseline) chatStudents(r analytics.DayRange) (answer, error) {
+func (b *baseline) chatStudents(group string, r analytics.DayRange) (answer, error) {
 	from, to := bounds(r)
 	a, err := b.rows(`SELECT student_id, `+chatCounts()+`
-		FROM events WHERE group_id = 'bench-main' AND occurred_at BETWEEN ? AND ? GROUP BY student_id`,
-		func(id string) string { return r.First.String() + "|" + id }, 6, from, to)
+		FROM events WHERE group_id = ? AND occurred_at BETWEEN ? AND ? GROUP BY student_id`,
+		func(id string) string { return r.First.String() + "|" + id }, 6, group, from, to)
 	return withTotal(a), err
 }
 
@@ -169,7 +171,7 @@ func weekOf(r analytics.DayRange, w string) string {
 	return max(analytics.Day(n*7-3), r.First).String()
 }
 
-func (b *baseline) chatWeekly(r analytics.DayRange) (answer, error) {
+func (b *baseline) chatWeekly(group string, r analytics.DayRange) (answer, error) {
 	from, to := bounds(r)
 	week := `CAST((occurred_at / 86400000 + 3) / 7 AS TEXT)`
 	if b.dialect == "clickhouse" {
@@ -177,12 +179,12 @@ func (b *baseline) chatWeekly(r analytics.DayRange) (answer, error) {
 	}
 	a, err := b.rows(`SELECT `+week+` AS week, `+chatCounts()+`,
 		COUNT(DISTINCT CASE WHEN metric > 0 THEN student_id END)
-		FROM events WHERE group_id = 'bench-main' AND occurred_at BETWEEN ? AND ? GROUP BY week`,
-		func(w string) string { return weekOf(r, w) + "|" }, 7, from, to)
+		FROM events WHERE group_id = ? AND occurred_at BETWEEN ? AND ? GROUP BY week`,
+		func(w string) string { return weekOf(r, w) + "|" }, 7, group, from, to)
 	return withTotal(a), err
 }
 
-func (b *baseline) chatStudentsMonthly(r analytics.DayRange) (answer, error) {
+func (b *baseline) chatStudentsMonthly(group string, r analytics.DayRange) (answer, error) {
 	from, to := bounds(r)
 	month := `strftime('%Y-%m', occurred_at / 1000, 'unixepoch')`
 	switch b.dialect {
@@ -192,11 +194,28 @@ func (b *baseline) chatStudentsMonthly(r analytics.DayRange) (answer, error) {
 		month = `formatDateTime(toDateTime(intDiv(occurred_at, 1000), 'UTC'), '%Y-%m')`
 	}
 	a, err := b.rows(`SELECT `+month+` || '|' || student_id AS k, `+chatCounts()+`
-		FROM events WHERE group_id = 'bench-main' AND occurred_at BETWEEN ? AND ? GROUP BY k`,
+		FROM events WHERE group_id = ? AND occurred_at BETWEEN ? AND ? GROUP BY k`,
 		func(k string) string {
 			m, student, _ := strings.Cut(k, "|")
 			first, _ := time.Parse("2006-01-02", m+"-01")
 			return max(analytics.DayOf(first, time.UTC), r.First).String() + "|" + student
-		}, 6, from, to)
+		}, 6, group, from, to)
+	return withTotal(a), err
+}
+
+func (b *baseline) chatStudentsDaily(group string, r analytics.DayRange) (answer, error) {
+	from, to := bounds(r)
+	day := `CAST(occurred_at / 86400000 AS TEXT)`
+	if b.dialect == "clickhouse" {
+		day = `toString(intDiv(occurred_at, 86400000))`
+	}
+	a, err := b.rows(`SELECT `+day+` || '|' || student_id AS k, `+chatCounts()+`
+		FROM events WHERE group_id = ? AND occurred_at BETWEEN ? AND ? GROUP BY k`,
+		func(k string) string {
+			d, student, _ := strings.Cut(k, "|")
+			var n int64
+			fmt.Sscan(d, &n)
+			return analytics.Day(n).String() + "|" + student
+		}, 6, group, from, to)
 	return withTotal(a), err
 }

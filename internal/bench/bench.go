@@ -27,6 +27,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/chstore"
 	"groupanalytics/internal/platform"
@@ -44,7 +47,8 @@ type Config struct {
 	Baseline    int           // runs of each baseline query
 	Concurrency int           // clients of the throughput runs
 	Throughput  time.Duration // length of each throughput run
-	Ingest      int           // events sent through POST /v1/events
+	Ingest      int           // events sent through POST /v1/events in batches of 1,000
+	IngestOne   int           // events sent through POST /v1/events one per request
 	IngestConns int
 	Binary      string // the groupanalytics binary to run the server with
 	Out         io.Writer
@@ -63,6 +67,7 @@ type Result struct {
 	Floor            ReportResult     `json:"floor"`
 	FloorBare        ReportResult     `json:"floorWithoutLimitsAndMetrics"`
 	Ingest           IngestResult     `json:"ingest"`
+	IngestOne        IngestResult     `json:"ingestOneEventBatches"`
 	PeakRSSBytes     int64            `json:"serverPeakRSSBytes"`
 	DiskBytes        int64            `json:"storeBytes"`
 	DiskBytesPerEvt  float64          `json:"storeBytesPerEvent"`
@@ -82,6 +87,10 @@ type ReportResult struct {
 	BaselineRatio float64 `json:"baselineOverService,omitempty"`
 	FloorRatio    float64 `json:"serviceOverFloor,omitempty"`
 	SameAnswer    bool    `json:"sameAnswerAsBaseline"`
+	// Bytes is the size of the answer as sent: compressed when the
+	// scenario asks for it.
+	Bytes    int    `json:"bytes"`
+	Encoding string `json:"contentEncoding,omitempty"`
 }
 
 // MoveResult is the figures of moving the main group to another shard (a
@@ -101,9 +110,30 @@ type IngestResult struct {
 
 // scenario is one report request measured.
 type scenario struct {
-	name, endpoint, query string
-	baseline              func(b *baseline, r analytics.DayRange) (answer, error)
+	name, endpoint string
+	group          string // whose key asks: bench-main unless set
+	r              analytics.DayRange
+	params         string // beside startDate and endDate
+	// acceptEncoding is sent as Accept-Encoding; empty: none, so that the
+	// answer comes uncompressed.
+	acceptEncoding string
+	baseline       func(b *baseline, group string, r analytics.DayRange) (answer, error)
+	// sameAs names the scenario whose answer this one must equal, for one
+	// without a baseline of its own.
+	sameAs string
 }
+
+// query is the scenario's query string.
+func (sc scenario) query() string {
+	q := "startDate=" + sc.r.First.String() + "&endDate=" + sc.r.Last.String()
+	if sc.params != "" {
+		q += "&" + sc.params
+	}
+	return q
+}
+
+// browserEncodings is what a browser sends as Accept-Encoding.
+const browserEncodings = "gzip, deflate, br, zstd"
 
 // answer is a report response reduced to comparable values: by period key
 // and student ("" for the group), the metric values in title order, then
@@ -170,15 +200,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	first := cfg.Scale.firstDay(now)
 	r := analytics.DayRange{First: first, Last: first + analytics.Day(cfg.Scale.Days) - 1}
-	period := "startDate=" + r.First.String() + "&endDate=" + r.Last.String()
+	quarter := analytics.DayRange{First: max(r.First, r.Last-89), Last: r.Last}
 	scenarios := []scenario{
-		{"live lecture, group, whole period", "live-lecture", period, (*baseline).liveLectureGroup},
-		{"chat, group, whole period", "chat", period, (*baseline).chatGroup},
-		{"chat, students, whole period", "chat", period + "&students=true", (*baseline).chatStudents},
-		{"chat, group, interval=week", "chat", period + "&interval=week", (*baseline).chatWeekly},
-		{"chat, students, interval=month", "chat", period + "&students=true&interval=month", (*baseline).chatStudentsMonthly},
+		{name: "live lecture, group, whole period", endpoint: "live-lecture", r: r, baseline: (*baseline).liveLectureGroup},
+		{name: "chat, group, whole period", endpoint: "chat", r: r, baseline: (*baseline).chatGroup},
+		{name: "chat, students, whole period", endpoint: "chat", r: r, params: "students=true", baseline: (*baseline).chatStudents},
+		{name: "chat, group, interval=week", endpoint: "chat", r: r, params: "interval=week", baseline: (*baseline).chatWeekly},
+		{name: "chat, students, interval=month", endpoint: "chat", r: r, params: "students=true&interval=month", baseline: (*baseline).chatStudentsMonthly},
+		{name: "the same, compressed as a browser asks", endpoint: "chat", r: r, params: "students=true&interval=month",
+			acceptEncoding: browserEncodings, sameAs: "chat, students, interval=month"},
+		{name: "chat, students, interval=day, a quarter (small group)", endpoint: "chat", group: "bench-other-1", r: quarter,
+			params: "students=true&interval=day", baseline: (*baseline).chatStudentsDaily},
 	}
-	floor := scenario{name: "floor: empty group", endpoint: "chat", query: period}
+	floor := scenario{name: "floor: empty group", endpoint: "chat", r: r}
 	res.Floor, _, err = measure(srv.Base, keys.empty, floor, cfg)
 	if err != nil {
 		return nil, err
@@ -187,26 +221,39 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Out, "floor: p50 %.3f ms with rate limits and metrics, %.3f ms without\n", res.Floor.P50, res.FloorBare.P50)
+	answers := map[string]answer{}
 	for _, sc := range scenarios {
-		rr, got, err := measure(srv.Base, keys.main, sc, cfg)
+		key := keys.main
+		if sc.group != "" {
+			key = keys.other
+		}
+		rr, got, err := measure(srv.Base, key, sc, cfg)
 		if err != nil {
 			return nil, err
 		}
-		want, durations, err := base.time(sc, r, cfg.Baseline)
-		if err != nil {
-			return nil, fmt.Errorf("baseline %s: %w", sc.name, err)
+		answers[sc.name] = got
+		if sc.baseline == nil {
+			rr.SameAnswer = sameAnswer(got, answers[sc.sameAs]) && sameAnswer(answers[sc.sameAs], got)
+		} else {
+			want, durations, err := base.time(sc, cfg.Baseline)
+			if err != nil {
+				return nil, fmt.Errorf("baseline %s: %w", sc.name, err)
+			}
+			rr.BaselineP50 = percentile(durations, 50)
+			rr.BaselineRatio = rr.BaselineP50 / rr.P50
+			rr.SameAnswer = sameAnswer(got, want)
 		}
-		rr.BaselineP50 = percentile(durations, 50)
-		rr.BaselineRatio = rr.BaselineP50 / rr.P50
 		rr.FloorRatio = rr.P50 / res.Floor.P50
-		rr.SameAnswer = sameAnswer(got, want)
 		if !rr.SameAnswer {
 			return nil, fmt.Errorf("%s: the service and the baseline disagree", sc.name)
 		}
 		res.Reports = append(res.Reports, rr)
 		fmt.Fprintf(cfg.Out, "measured %s\n", sc.name)
 	}
-	if res.Ingest, err = ingest(srv.Base, keys.token, cfg, now); err != nil {
+	if res.Ingest, err = ingest(srv.Base, keys.token, cfg, now, "i", 1000, cfg.Ingest); err != nil {
+		return nil, err
+	}
+	if res.IngestOne, err = ingest(srv.Base, keys.token, cfg, now, "j", 1, cfg.IngestOne); err != nil {
 		return nil, err
 	}
 	if res.PeakRSSBytes, err = srv.peakRSS(); err != nil {
@@ -220,7 +267,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.DiskBytesPerEvt = float64(res.DiskBytes) / float64(res.Events+res.Ingest.Events)
+	res.DiskBytesPerEvt = float64(res.DiskBytes) / float64(res.Events+res.Ingest.Events+res.IngestOne.Events)
 	if ch != nil {
 		if res.Move, err = moveMain(ctx, ch, store, srv.Base, keys.main, scenarios[2]); err != nil {
 			return nil, err
@@ -313,7 +360,7 @@ func usageDatabase(cfg Config) (string, error) {
 	return u.String(), nil
 }
 
-type benchKeys struct{ main, empty, token string }
+type benchKeys struct{ main, other, empty, token string }
 
 // setUp creates the groups (in UTC, so that the baseline's SQL cuts days
 // as the service does), their plans, students and keys, an empty group for
@@ -340,6 +387,11 @@ func setUp(ctx context.Context, store *sqlstore.Store, s Scale) (benchKeys, erro
 	var err error
 	if _, keys.main, err = p.CreateKey(ctx, "bench-main", "bench"); err != nil {
 		return keys, err
+	}
+	if s.OtherGroups > 0 {
+		if _, keys.other, err = p.CreateKey(ctx, "bench-other-1", "bench"); err != nil {
+			return keys, err
+		}
 	}
 	if _, keys.empty, err = p.CreateKey(ctx, "bench-empty", "bench"); err != nil {
 		return keys, err
@@ -383,14 +435,14 @@ func measureBareFloor(ctx context.Context, cfg Config, serverArgs []string, key 
 		return ReportResult{}, err
 	}
 	defer srv.Stop()
-	rr, _, err := measure(srv.Base, key, scenario{name: "floor without limits and metrics", endpoint: floor.endpoint, query: floor.query}, cfg)
+	rr, _, err := measure(srv.Base, key, scenario{name: "floor without limits and metrics", endpoint: floor.endpoint, r: floor.r}, cfg)
 	return rr, err
 }
 
 // moveMain moves the main group to another shard, and checks that a report
 // answers the same after.
 func moveMain(ctx context.Context, ch *chstore.Store, dir *sqlstore.Store, base, key string, sc scenario) (*MoveResult, error) {
-	before, err := request(base, key, sc)
+	before, _, err := request(base, key, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +458,7 @@ func moveMain(ctx context.Context, ch *chstore.Store, dir *sqlstore.Store, base,
 	if err != nil {
 		return nil, err
 	}
-	after, err := request(base, key, sc)
+	after, _, err := request(base, key, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -480,31 +532,62 @@ func (s *Server) peakRSS() (int64, error) {
 
 var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 5 * time.Minute}
 
-// request makes one report request and returns its body.
-func request(base, key string, sc scenario) ([]byte, error) {
-	req, err := http.NewRequest("POST", base+"/api/groups/"+sc.endpoint+"?"+sc.query, nil)
+// request makes one report request and returns its body as sent, and
+// its Content-Encoding.
+func request(base, key string, sc scenario) ([]byte, string, error) {
+	req, err := http.NewRequest("POST", base+"/api/groups/"+sc.endpoint+"?"+sc.query(), nil)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	req.Header.Set("x-api-key", key)
+	if sc.acceptEncoding != "" {
+		// Set by hand, so that the transport leaves the body as sent.
+		req.Header.Set("Accept-Encoding", sc.acceptEncoding)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err == nil && resp.StatusCode != http.StatusOK {
 		err = fmt.Errorf("%s: status %d: %s", sc.name, resp.StatusCode, body)
 	}
-	return body, err
+	return body, resp.Header.Get("Content-Encoding"), err
+}
+
+// decode undoes a Content-Encoding.
+func decode(body []byte, encoding string) ([]byte, error) {
+	switch encoding {
+	case "":
+		return body, nil
+	case "gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		return io.ReadAll(zr)
+	case "zstd":
+		zr, err := zstd.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		defer zr.Close()
+		return io.ReadAll(zr)
+	}
+	return nil, fmt.Errorf("answer in an unknown Content-Encoding %q", encoding)
 }
 
 // measure times sequential requests, then the throughput of concurrent
 // clients, and returns the figures with the answer.
 func measure(base, key string, sc scenario, cfg Config) (ReportResult, answer, error) {
 	rr := ReportResult{Name: sc.name}
-	body, err := request(base, key, sc) // warm-up, and the answer
+	body, encoding, err := request(base, key, sc) // warm-up, and the answer
 	if err != nil {
+		return rr, nil, err
+	}
+	rr.Bytes, rr.Encoding = len(body), encoding
+	if body, err = decode(body, encoding); err != nil {
 		return rr, nil, err
 	}
 	got, n, err := parseAnswer(body)
@@ -515,7 +598,7 @@ func measure(base, key string, sc scenario, cfg Config) (ReportResult, answer, e
 	var durations []float64
 	for range cfg.Requests {
 		start := time.Now()
-		if _, err := request(base, key, sc); err != nil {
+		if _, _, err := request(base, key, sc); err != nil {
 			return rr, nil, err
 		}
 		durations = append(durations, ms(time.Since(start)))
@@ -532,7 +615,7 @@ func measure(base, key string, sc scenario, cfg Config) (ReportResult, answer, e
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
-				if _, err := request(base, key, sc); err != nil {
+				if _, _, err := request(base, key, sc); err != nil {
 					mu.Lock()
 					firstErr = cmp.Or(firstErr, err)
 					mu.Unlock()
@@ -608,20 +691,20 @@ func sameAnswer(service, baseline answer) bool {
 	return true
 }
 
-// ingest sends events through POST /v1/events in batches of 1,000 from
-// several connections, and returns the rate.
-func ingest(base, token string, cfg Config, now time.Time) (IngestResult, error) {
-	const batchSize = 1000
+// ingest sends n events through POST /v1/events in batches of batchSize
+// from several connections, and returns the rate. Event ids start with
+// prefix, which tells the runs apart.
+func ingest(base, token string, cfg Config, now time.Time, prefix string, batchSize, n int) (IngestResult, error) {
 	res := IngestResult{BatchSize: batchSize, Connections: cfg.IngestConns}
 	var bodies [][]byte
 	day := now.Add(-2 * time.Hour)
-	for b := 0; b*batchSize < cfg.Ingest; b++ {
+	for b := 0; b*batchSize < n; b++ {
 		batch := make([]platform.EventInput, batchSize)
 		for i := range batch {
-			n := b*batchSize + i
-			batch[i] = platform.EventInput{ID: fmt.Sprintf("i%09d", n), GroupID: "bench-ingest", StudentID: studentID(n % 1000),
-				OccurredAt: day.Add(time.Duration(n%3600) * time.Second).UTC().Format(time.RFC3339), Kind: analytics.KindMessageSent,
-				ChatType: []string{"tutor_me", "test", "flashcard", "material", "live_lecture", "main"}[n%6]}
+			k := b*batchSize + i
+			batch[i] = platform.EventInput{ID: fmt.Sprintf("%s%09d", prefix, k), GroupID: "bench-ingest", StudentID: studentID(k % 1000),
+				OccurredAt: day.Add(time.Duration(k%3600) * time.Second).UTC().Format(time.RFC3339), Kind: analytics.KindMessageSent,
+				ChatType: []string{"tutor_me", "test", "flashcard", "material", "live_lecture", "main"}[k%6]}
 		}
 		body, _ := json.Marshal(batch)
 		bodies = append(bodies, body)
@@ -692,7 +775,7 @@ func diskBytes(ctx context.Context, db *sql.DB, dialect, dsn string) (int64, err
 
 func printTable(w io.Writer, res *Result) {
 	fmt.Fprintf(w, "\nmachine: %s\nstore: %s; events: %d (main group %d)\n\n", res.Machine, res.Store, res.Events, res.MainGroupEvents)
-	fmt.Fprintf(w, "%-34s %8s %9s %9s %9s %9s %12s %10s %10s\n", "report", "reports", "p50 ms", "p95 ms", "p99 ms", "req/s", "baseline ms", "base/svc", "svc/floor")
+	fmt.Fprintf(w, "%-52s %8s %9s %9s %9s %9s %12s %10s %10s %10s\n", "report", "reports", "p50 ms", "p95 ms", "p99 ms", "req/s", "baseline ms", "base/svc", "svc/floor", "MB sent")
 	row := func(r ReportResult) {
 		base, ratio, floor := "-", "-", "-"
 		if r.BaselineP50 > 0 {
@@ -701,15 +784,19 @@ func printTable(w io.Writer, res *Result) {
 		if r.FloorRatio > 0 {
 			floor = fmt.Sprintf("%.1fx", r.FloorRatio)
 		}
-		fmt.Fprintf(w, "%-34s %8d %9.2f %9.2f %9.2f %9.0f %12s %10s %10s\n", r.Name, r.Reports, r.P50, r.P95, r.P99, r.RequestsPerS, base, ratio, floor)
+		fmt.Fprintf(w, "%-52s %8d %9.2f %9.2f %9.2f %9.0f %12s %10s %10s %10.1f %s\n", r.Name, r.Reports, r.P50, r.P95, r.P99, r.RequestsPerS,
+			base, ratio, floor, float64(r.Bytes)/1e6, r.Encoding)
 	}
 	row(res.Floor)
 	row(res.FloorBare)
 	for _, r := range res.Reports {
 		row(r)
 	}
-	fmt.Fprintf(w, "\ningestion over HTTP: %.0f events/s (%d events, batches of %d, %d connections)\n",
-		res.Ingest.EventsPerSec, res.Ingest.Events, res.Ingest.BatchSize, res.Ingest.Connections)
+	fmt.Fprintln(w)
+	for _, in := range []IngestResult{res.Ingest, res.IngestOne} {
+		fmt.Fprintf(w, "ingestion over HTTP: %.0f events/s (%d events, batches of %d, %d connections)\n",
+			in.EventsPerSec, in.Events, in.BatchSize, in.Connections)
+	}
 	fmt.Fprintf(w, "bulk load: %.0f events/s (%d events in %.1f s)\n", res.BulkEventsPerSec, res.Events, res.BulkLoadSeconds)
 	fmt.Fprintf(w, "server peak RSS: %.0f MB\n", float64(res.PeakRSSBytes)/1e6)
 	fmt.Fprintf(w, "store on disk: %.0f MB, %.0f bytes per event\n", float64(res.DiskBytes)/1e6, res.DiskBytesPerEvt)

@@ -32,6 +32,7 @@ func runBench(e *env, args []string) error {
 	concurrency := fs.Int("concurrency", 4, "clients of the throughput runs")
 	throughput := fs.Duration("throughput", 3*time.Second, "length of each throughput run")
 	ingest := fs.Int("ingest", 300_000, "events to send through POST /v1/events")
+	ingestOne := fs.Int("ingest-one", 20_000, "events to send through POST /v1/events one per request")
 	ingestConns := fs.Int("ingest-conns", 4, "connections sending events")
 	jsonOut := fs.String("json", "", "also write the figures as JSON to this file")
 	keep := fs.Bool("keep", false, "keep the data after the run")
@@ -48,6 +49,7 @@ func runBench(e *env, args []string) error {
 			"other-groups": func() { scale.OtherGroups = q.OtherGroups }, "other-size": func() { scale.OtherSize = q.OtherSize },
 			"requests": func() { *requests = 20 }, "baseline-runs": func() { *baselineRuns = 3 },
 			"throughput": func() { *throughput = 500 * time.Millisecond }, "ingest": func() { *ingest = 20_000 },
+			"ingest-one": func() { *ingestOne = 2_000 },
 		} {
 			if !given[name] {
 				set()
@@ -59,7 +61,7 @@ func runBench(e *env, args []string) error {
 		return err
 	}
 	res, err := bench.Run(e.ctx, bench.Config{DB: stores.db, Usage: stores.usage, Keep: *keep, Scale: scale, Requests: *requests,
-		Baseline: *baselineRuns, Concurrency: *concurrency, Throughput: *throughput, Ingest: *ingest,
+		Baseline: *baselineRuns, Concurrency: *concurrency, Throughput: *throughput, Ingest: *ingest, IngestOne: *ingestOne,
 		IngestConns: *ingestConns, Binary: binary, Out: e.stdout})
 	if err != nil {
 		return err
