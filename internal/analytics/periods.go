@@ -1,6 +1,9 @@
 package analytics
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Day is a calendar date counted in days since 1970-01-01. It carries no
 // time zone: the same Day is a different span of instants in each zone.
@@ -192,4 +195,37 @@ func (span Span) Next(key Day) Day {
 		return key.NextMonthStart()
 	}
 	return key + 1
+}
+
+// Runs merges segments that follow each other, of the same span, into
+// one: the reads that cover segs (in order, not overlapping).
+func Runs(segs []Segment) []Segment {
+	var runs []Segment
+	for _, seg := range segs {
+		if n := len(runs); n > 0 && runs[n-1].Span == seg.Span && seg.Span.Next(runs[n-1].Keys.Last) >= seg.Keys.First {
+			runs[n-1].Keys.Last = max(runs[n-1].Keys.Last, seg.Keys.Last)
+			continue
+		}
+		runs = append(runs, seg)
+	}
+	return runs
+}
+
+// SegmentOf returns the index of the segment of segs (in order, not
+// overlapping) that holds the rollup of span and key, or -1. Segments
+// that do not overlap in days do not overlap in keys either.
+func SegmentOf(segs []Segment, span Span, key Day) int {
+	i, found := slices.BinarySearchFunc(segs, key, func(s Segment, key Day) int {
+		switch {
+		case s.Keys.Last < key:
+			return -1
+		case key < s.Keys.First:
+			return 1
+		}
+		return 0
+	})
+	if !found || segs[i].Span != span {
+		return -1
+	}
+	return i
 }

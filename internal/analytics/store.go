@@ -71,9 +71,17 @@ type UsageStore interface {
 	// GroupRollups returns the group's rollups of seg's span whose keys lie
 	// in seg, ascending; periods without usage have no row.
 	GroupRollups(ctx context.Context, groupID string, seg Segment) ([]GroupRollup, error)
-	// StudentTotals adds each student's counts over the rollups of seg to
-	// totals, creating entries as needed.
-	StudentTotals(ctx context.Context, groupID string, seg Segment, totals map[string]*Counts) error
+	// Ordinals returns the ordinal of each student of the group the store
+	// has numbered: their place in StudentTotals' counts. A student keeps
+	// their ordinal until erased, and an ordinal is never given to another
+	// student, so that a reader may take the ordinals and the counts in
+	// two steps.
+	Ordinals(ctx context.Context, groupID string) (map[string]int, error)
+	// StudentTotals sums each student's counts over the rollups of each
+	// segment of segs, which do not overlap, into totals[i][ordinal] for
+	// segs[i], growing totals[i] as needed. The caller passes len(segs)
+	// buffers, empty (len 0) and perhaps reused.
+	StudentTotals(ctx context.Context, groupID string, segs []Segment, totals [][]Counts) error
 	// EraseStudent removes a student's enrolment, events and share of every
 	// rollup at once: when it returns, no read counts anything of theirs.
 	// It answers NotFound for a student the group neither has nor holds

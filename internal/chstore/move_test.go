@@ -30,12 +30,18 @@ func (f *fixture) usageOf(group string) string {
 		for _, r := range rows {
 			fmt.Fprintf(&b, "%d %s %v live %d chat %d\n", span, r.Key, r.Counts, r.LiveLectureUsers.Len(), r.ChatUsers.Len())
 		}
-		totals := map[string]*analytics.Counts{}
-		if err := f.usage.StudentTotals(ctx, group, seg, totals); err != nil {
+		ordinals, err := f.usage.Ordinals(ctx, group)
+		if err != nil {
 			f.t.Fatal(err)
 		}
-		for _, id := range slices.Sorted(maps.Keys(totals)) {
-			fmt.Fprintf(&b, "%d %s %v\n", span, id, *totals[id])
+		totals := make([][]analytics.Counts, 1)
+		if err := f.usage.StudentTotals(ctx, group, []analytics.Segment{seg}, totals); err != nil {
+			f.t.Fatal(err)
+		}
+		for _, id := range slices.Sorted(maps.Keys(ordinals)) {
+			if n := ordinals[id]; n < len(totals[0]) {
+				fmt.Fprintf(&b, "%d %s %v\n", span, id, totals[0][n])
+			}
 		}
 	}
 	return b.String()

@@ -2,6 +2,9 @@ package chstore
 
 import (
 	"context"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
@@ -59,19 +62,76 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 	return rollups, s.wrap("GroupRollups", rows.Err())
 }
 
-func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics.Segment, totals map[string]*analytics.Counts) error {
+// Ordinals leaves out the marks of erased students' ordinals.
+func (s *Store) Ordinals(ctx context.Context, groupID string) (map[string]int, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	ordinals := map[string]int{}
+	sh, err := s.shardFor(ctx, groupID)
+	if err != nil || sh == nil {
+		return ordinals, s.wrap("Ordinals", err)
+	}
+	rows, err := sh.conn.Query(ctx, `SELECT student_id, min(ordinal) FROM `+s.table("students")+`
+		WHERE group_id = ? GROUP BY student_id`, groupID)
+	if err != nil {
+		return nil, s.wrap("Ordinals", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var n uint32
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, s.wrap("Ordinals", err)
+		}
+		if !strings.HasPrefix(id, erasedMark) {
+			ordinals[id] = int(n)
+		}
+	}
+	return ordinals, s.wrap("Ordinals", rows.Err())
+}
+
+// StudentTotals reads each run of neighbouring segments in one query, the
+// runs at once, and places each student's counts by their ordinal.
+func (s *Store) StudentTotals(ctx context.Context, groupID string, segs []analytics.Segment, totals [][]analytics.Counts) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	sh, err := s.shardFor(ctx, groupID)
 	if err != nil || sh == nil {
 		return s.wrap("StudentTotals", err)
 	}
-	rows, err := sh.conn.Query(ctx, `SELECT student_id, `+studentSums+` FROM `+s.table("student_rollups")+`
-		WHERE group_id = ? AND span = ? AND period BETWEEN ? AND ? GROUP BY student_id`,
-		groupID, uint8(seg.Span), int32(seg.Keys.First), int32(seg.Keys.Last))
+	ordinals, err := s.Ordinals(ctx, groupID)
 	if err != nil {
-		return s.wrap("StudentTotals", err)
+		return err
 	}
-	defer rows.Close()
-	return s.wrap("StudentTotals", rollup.ScanTotals(rows, totals))
+	var reads errgroup.Group
+	for _, run := range analytics.Runs(segs) {
+		reads.Go(func() error {
+			rows, err := sh.conn.Query(ctx, `SELECT period, student_id, `+studentSums+` FROM `+s.table("student_rollups")+`
+				WHERE group_id = ? AND span = ? AND period BETWEEN ? AND ? GROUP BY period, student_id`,
+				groupID, uint8(run.Span), int32(run.Keys.First), int32(run.Keys.Last))
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var period int32
+				var id string
+				var c analytics.Counts
+				if err := rows.Scan(rollup.ScanDest(&c, &period, &id)...); err != nil {
+					return err
+				}
+				n, ok := ordinals[id]
+				i := analytics.SegmentOf(segs, run.Span, analytics.Day(period))
+				if !ok || i < 0 {
+					continue
+				}
+				if len(totals[i]) <= n {
+					totals[i] = append(totals[i], make([]analytics.Counts, n+1-len(totals[i]))...)
+				}
+				totals[i][n].Add(&c)
+			}
+			return rows.Err()
+		})
+	}
+	return s.wrap("StudentTotals", reads.Wait())
 }

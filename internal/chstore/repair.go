@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -125,9 +126,46 @@ func (s *Store) studentShares(ctx context.Context, sh *shard, groupID, studentID
 	return shares, rows.Err()
 }
 
-// deleteStudentRows deletes every row naming the student and waits until
-// the deletions are done.
+// erasedMark starts the id under which an erased student's ordinal stays
+// taken: student ids have no control characters, and an ordinal is never
+// given to another student (analytics.UsageStore.Ordinals).
+const erasedMark = "\x00erased "
+
+// deleteStudentRows deletes every row naming the student, marking their
+// ordinal taken, and waits until the deletions are done.
 func (s *Store) deleteStudentRows(ctx context.Context, sh *shard, groupID, studentID string) error {
+	var ordinals []uint32
+	rows, err := sh.conn.Query(ctx, `SELECT ordinal FROM `+s.table("students")+` WHERE group_id = ? AND student_id = ?`, groupID, studentID)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var n uint32
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return err
+		}
+		ordinals = append(ordinals, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(ordinals) > 0 {
+		batch, err := sh.conn.PrepareBatch(ctx, `INSERT INTO `+s.table("students")+` (group_id, student_id, ordinal)`)
+		if err != nil {
+			return err
+		}
+		for _, n := range ordinals {
+			if err := batch.Append(groupID, erasedMark+strconv.Itoa(int(n)), n); err != nil {
+				batch.Abort()
+				return err
+			}
+		}
+		if err := batch.Send(); err != nil {
+			return err
+		}
+	}
 	for _, t := range []string{"events", "student_rollups", "students"} {
 		if err := sh.conn.Exec(ctx, `ALTER TABLE `+s.table(t)+` DELETE WHERE group_id = ? AND student_id = ?`, groupID, studentID); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,8 +53,12 @@ var Chat = &Endpoint{
 // Report is one entry of a response: a group report when Student is nil,
 // else that student's.
 type Report struct {
-	Start, End      time.Time
-	Student         *analytics.Student
+	Start, End time.Time
+	Student    *analytics.Student
+	// StudentIndex is the student's place in the response's order of
+	// students, the same in every period, so that a writer can keep what
+	// it makes of a student for the next period.
+	StudentIndex    int
 	NumStudentsUsed int
 	Values          []int64 // one per title of the endpoint, in order
 }
@@ -76,7 +81,8 @@ func NewEngine(dir analytics.Directory, usage analytics.UsageStore) *Engine {
 
 // Run computes the reports q asks of group at time now and passes them to
 // emit in response order. Every error about q is returned before the first
-// emit; an error after it means the response cannot be completed.
+// emit; an error after it means the response cannot be completed. The
+// report passed to emit is reused for the next: emit must not keep it.
 func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q Query, now time.Time, emit func(*Report) error) error {
 	loc, err := group.Location()
 	if err != nil {
@@ -87,41 +93,29 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 		return analytics.Errorf(analytics.Invalid, "Invalid range: startDate %s is after endDate %s", r.First, r.Last)
 	}
 	var students []analytics.Student
+	var ordinals map[string]int
 	if q.Students {
-		if students, err = e.Directory.Students(ctx, group.ID); err != nil {
+		err := inParallel(2, func(i int) (err error) {
+			if i == 0 {
+				students, err = e.Directory.Students(ctx, group.ID)
+				analytics.SortStudents(students)
+			} else {
+				ordinals, err = e.Usage.Ordinals(ctx, group.ID)
+			}
+			return err
+		})
+		if err != nil {
 			return err
 		}
-		analytics.SortStudents(students)
 	}
 	if err := e.checkSize(r, q, len(students)); err != nil {
 		return err
 	}
 	periods := r.Periods(q.Interval)
 	if q.Students {
-		return e.studentReports(ctx, group.ID, loc, ep, periods, students, emit)
+		return e.studentReports(ctx, group.ID, loc, ep, periods, students, ordinals, emit)
 	}
 	return e.groupReports(ctx, group.ID, loc, ep, periods, emit)
-}
-
-// studentTotals sums each student's usage over p. The segments of p are
-// read at once and merged.
-func (e *Engine) studentTotals(ctx context.Context, groupID string, p analytics.DayRange) (map[string]*analytics.Counts, error) {
-	segs := analytics.Segments(p)
-	parts := make([]map[string]*analytics.Counts, len(segs))
-	err := inParallel(len(segs), func(i int) error {
-		parts[i] = map[string]*analytics.Counts{}
-		return e.Usage.StudentTotals(ctx, groupID, segs[i], parts[i])
-	})
-	if err != nil {
-		return nil, err
-	}
-	totals := parts[0]
-	for _, part := range parts[1:] {
-		for id, c := range part {
-			analytics.AddTotal(totals, id, c)
-		}
-	}
-	return totals, nil
 }
 
 // checkSize refuses a query whose response would pass MaxReports, saying
@@ -189,16 +183,11 @@ func (e *Engine) groupReports(ctx context.Context, groupID string, loc *time.Loc
 // fetchGroupRollups reads every rollup the periods need, merging the
 // segments of neighbouring periods into one read, and the reads at once.
 func (e *Engine) fetchGroupRollups(ctx context.Context, groupID string, periods []analytics.DayRange) (map[analytics.Span]map[analytics.Day]*analytics.GroupRollup, error) {
-	var reads []analytics.Segment
+	var segs []analytics.Segment
 	for _, p := range periods {
-		for _, seg := range analytics.Segments(p) {
-			if n := len(reads); n > 0 && reads[n-1].Span == seg.Span && seg.Span.Next(reads[n-1].Keys.Last) >= seg.Keys.First {
-				reads[n-1].Keys.Last = seg.Keys.Last
-				continue
-			}
-			reads = append(reads, seg)
-		}
+		segs = append(segs, analytics.Segments(p)...)
 	}
+	reads := analytics.Runs(segs)
 	results := make([][]analytics.GroupRollup, len(reads))
 	err := inParallel(len(reads), func(i int) (err error) {
 		results[i], err = e.Usage.GroupRollups(ctx, groupID, reads[i])
@@ -240,29 +229,79 @@ func inParallel(n int, fn func(i int) error) error {
 	return errors.Join(errs...)
 }
 
+// periodsPerRead is how many periods of student reports are read at
+// once: few reads, and memory bounded by this many periods' counts.
+const periodsPerRead = 32
+
+// studentReports emits the students' reports period by period, in the
+// order of students. Each student's counts sit at their ordinal in the
+// totals the usage store sums; the place of each student's is found once.
 func (e *Engine) studentReports(ctx context.Context, groupID string, loc *time.Location, ep *Endpoint,
-	periods []analytics.DayRange, students []analytics.Student, emit func(*Report) error) error {
+	periods []analytics.DayRange, students []analytics.Student, ordinals map[string]int, emit func(*Report) error) error {
 	if len(students) == 0 {
 		return nil
 	}
+	places := make([]int, len(students))
+	for i, s := range students {
+		if n, ok := ordinals[s.ID]; ok {
+			places[i] = n
+		} else {
+			places[i] = -1
+		}
+	}
 	var zero analytics.Counts
-	for _, p := range periods {
-		totals, err := e.studentTotals(ctx, groupID, p)
-		if err != nil {
+	rep := &Report{Values: make([]int64, len(ep.Titles))}
+	var totals [][]analytics.Counts
+	for batch := range slices.Chunk(periods, periodsPerRead) {
+		var segs []analytics.Segment
+		var ends []int // ends[j]: the end of period j's segments in segs
+		for _, p := range batch {
+			segs = append(segs, analytics.Segments(p)...)
+			ends = append(ends, len(segs))
+		}
+		for len(totals) < len(segs) {
+			totals = append(totals, nil)
+		}
+		for i := range totals {
+			totals[i] = totals[i][:0]
+		}
+		if err := e.Usage.StudentTotals(ctx, groupID, segs, totals[:len(segs)]); err != nil {
 			return err
 		}
-		start, end := p.First.Start(loc), p.Last.End(loc)
-		values := make([]int64, len(ep.Titles))
-		for i := range students {
-			counts := totals[students[i].ID]
-			if counts == nil {
-				counts = &zero
-			}
-			ep.values(counts, values)
-			if err := emit(&Report{Start: start, End: end, Student: &students[i], Values: values}); err != nil {
-				return err
+		first := 0
+		for j, p := range batch {
+			sum := addUp(totals[first:ends[j]])
+			first = ends[j]
+			rep.Start, rep.End = p.First.Start(loc), p.Last.End(loc)
+			for i := range students {
+				counts := &zero
+				if n := places[i]; n >= 0 && n < len(sum) {
+					counts = &sum[n]
+				}
+				ep.values(counts, rep.Values)
+				rep.Student, rep.StudentIndex = &students[i], i
+				if err := emit(rep); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// addUp adds the totals of a period's segments into the first, and
+// returns it.
+func addUp(parts [][]analytics.Counts) []analytics.Counts {
+	sum := parts[0]
+	for _, part := range parts[1:] {
+		if n := len(sum); len(part) > n {
+			sum = append(sum, part[n:]...)
+			part = part[:n]
+		}
+		for i := range part {
+			sum[i].Add(&part[i])
+		}
+	}
+	parts[0] = sum
+	return sum
 }

@@ -293,7 +293,7 @@ func (s *Store) saveStudents(ctx context.Context, tx *txn, groupID string, updat
 	}
 	current := map[string]string{}
 	for chunk := range slices.Chunk(ids, s.dialect.maxParams-1) {
-		in, args := s.inList(chunk)
+		in, args := inList(s.dialect, chunk, "text")
 		rows, err := tx.QueryContext(ctx, s.q(`SELECT student_id, name FROM students WHERE group_id = ? AND student_id `+in),
 			append([]any{groupID}, args...)...)
 		if err != nil {

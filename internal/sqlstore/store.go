@@ -167,7 +167,7 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("Migrate: %w", err)
 	}
-	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true), goose.WithGoMigrations(s.studentCountsMigration())}
 	if lock := s.migrationLock(); lock != nil {
 		opts = append(opts, lock)
 	}
@@ -302,10 +302,17 @@ func (s *Store) insertRows(ctx context.Context, tx *txn, into string, types []st
 
 // column gathers column c of rows as a typed slice, for a PostgreSQL array.
 func column(rows [][]any, c int, typ string) any {
-	if typ == "text" {
+	switch typ {
+	case "text":
 		out := make([]string, len(rows))
 		for i, r := range rows {
 			out[i] = r[c].(string)
+		}
+		return out
+	case "bytea":
+		out := make([][]byte, len(rows))
+		for i, r := range rows {
+			out[i] = r[c].([]byte)
 		}
 		return out
 	}
@@ -328,11 +335,11 @@ func toInt64(v any) int64 {
 	panic(fmt.Sprintf("sqlstore: %T is not an integer column", v))
 }
 
-// inList returns "IN (?, ?, …)" for SQLite, "= ANY(CAST(? AS text[]))" for
-// PostgreSQL, and the arguments that fill it.
-func (s *Store) inList(values []string) (string, []any) {
-	if s.dialect.numbered {
-		return "= ANY(CAST(? AS text[]))", []any{values}
+// inList returns "IN (?, ?, …)" for SQLite, "= ANY(CAST(? AS pgType[]))"
+// for PostgreSQL, and the arguments that fill it.
+func inList[T any](d dialect, values []T, pgType string) (string, []any) {
+	if d.numbered {
+		return "= ANY(CAST(? AS " + pgType + "[]))", []any{values}
 	}
 	return "IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(values)), ", ") + ")", anySlice(values)
 }

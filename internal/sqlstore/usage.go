@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -18,9 +19,6 @@ var (
 	// metricSums is "CAST(SUM(sessions) AS BIGINT), …": PostgreSQL sums
 	// bigints into numerics otherwise.
 	metricSums = rollup.Columns("CAST(SUM({c}) AS BIGINT)")
-	// addMetrics is "sessions = student_rollups.sessions +
-	// excluded.sessions, …", for an upsert.
-	addMetrics = rollup.Columns("{c} = student_rollups.{c} + excluded.{c}")
 )
 
 // eventTypes are the SQL types of an event row's columns.
@@ -240,29 +238,15 @@ func scanKeys(rows *sql.Rows) (map[[2]string]bool, error) {
 	return keys, rows.Err()
 }
 
-// applyDelta adds delta to the rollups: counts by upsert, student sets by
-// reading each group row under lock and writing the union back.
+// applyDelta adds delta to the rollups: the students' counts to their
+// rows, the group rows' counts and student sets by reading each under
+// lock and writing the sum and union back.
 func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *rollup.Delta) error {
 	ordinals, err := s.ordinals(ctx, tx, delta.StudentIDs())
 	if err != nil {
 		return err
 	}
-	types := []string{"text", "smallint", "integer", "text"}
-	for range analytics.NumMetrics {
-		types = append(types, "bigint")
-	}
-	keys := delta.StudentKeys()
-	rows := make([][]any, len(keys))
-	for i, k := range keys {
-		row := make([]any, 0, len(types))
-		row = append(row, k.GroupID, int(k.Span), int(k.Key), k.StudentID)
-		for _, v := range delta.Students[k] {
-			row = append(row, v)
-		}
-		rows[i] = row
-	}
-	if err := s.insertRows(ctx, tx, "student_rollups (group_id, span, period, student_id, "+metricList+")", types, rows,
-		"ON CONFLICT (group_id, span, period, student_id) DO UPDATE SET "+addMetrics, nil); err != nil {
+	if err := s.addCounts(ctx, tx, delta, ordinals); err != nil {
 		return err
 	}
 	for _, k := range delta.GroupKeys() {
@@ -363,7 +347,7 @@ func (s *Store) ordinals(ctx context.Context, tx *txn, students map[string][]str
 
 func (s *Store) loadOrdinals(ctx context.Context, tx *txn, groupID string, ids []string, into map[[2]string]int) error {
 	for chunk := range slices.Chunk(ids, s.dialect.maxParams-1) {
-		in, args := s.inList(chunk)
+		in, args := inList(s.dialect, chunk, "text")
 		rows, err := tx.QueryContext(ctx, s.q(`SELECT student_id, ordinal FROM usage_students WHERE group_id = ? AND student_id `+in),
 			append([]any{groupID}, args...)...)
 		if err != nil {
@@ -410,20 +394,6 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 	return rollups, s.wrap("GroupRollups", rows.Err())
 }
 
-// StudentTotals adds each student's counts over seg's rollups to totals.
-func (s *Store) StudentTotals(ctx context.Context, groupID string, seg analytics.Segment, totals map[string]*analytics.Counts) error {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	rows, err := s.read.QueryContext(ctx, s.q(`SELECT student_id, `+metricSums+` FROM student_rollups
-		WHERE group_id = ? AND span = ? AND period BETWEEN ? AND ? GROUP BY student_id`),
-		groupID, int(seg.Span), int(seg.Keys.First), int(seg.Keys.Last))
-	if err != nil {
-		return s.wrap("StudentTotals", err)
-	}
-	defer rows.Close()
-	return s.wrap("StudentTotals", rollup.ScanTotals(rows, totals))
-}
-
 // EraseStudent removes the student's enrolment, events and share of every
 // rollup in one transaction under the group's write lock.
 func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) error {
@@ -447,8 +417,9 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) err
 	})
 }
 
-// eraseUsage deletes a student's events and rollups and takes their share
-// out of the group rollups; it reports whether there were any events.
+// eraseUsage deletes a student's events, counts and ordinal and takes
+// their share out of the group rollups; it reports whether there were any
+// events.
 func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID string) (bool, error) {
 	var ordinal int
 	err := tx.QueryRowContext(ctx, s.q(`SELECT ordinal FROM usage_students WHERE group_id = ? AND student_id = ?`),
@@ -458,32 +429,18 @@ func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID stri
 		return false, err
 	}
 	if numbered {
-		type share struct {
-			key    rollup.GroupKey
-			counts analytics.Counts
-		}
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT span, period, `+metricList+` FROM student_rollups
-			WHERE group_id = ? AND student_id = ? ORDER BY span, period`), groupID, studentID)
+		shares, err := s.eraseCounts(ctx, tx, groupID, ordinal)
 		if err != nil {
 			return false, err
 		}
-		var shares []share
-		for rows.Next() {
-			sh := share{key: rollup.GroupKey{GroupID: groupID}}
-			if err := rows.Scan(rollup.ScanDest(&sh.counts, &sh.key.Span, &sh.key.Key)...); err != nil {
-				rows.Close()
-				return false, err
-			}
-			shares = append(shares, sh)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return false, err
-		}
-		for _, sh := range shares {
-			if err := s.updateGroupRollup(ctx, tx, sh.key, func(r *analytics.GroupRollup) {
+		keys := slices.SortedFunc(maps.Keys(shares), func(a, b rollup.GroupKey) int {
+			return cmp.Or(cmp.Compare(a.Span, b.Span), cmp.Compare(a.Key, b.Key))
+		})
+		for _, k := range keys {
+			share := shares[k]
+			if err := s.updateGroupRollup(ctx, tx, k, func(r *analytics.GroupRollup) {
 				for i := range r.Counts {
-					r.Counts[i] -= sh.counts[i]
+					r.Counts[i] -= share[i]
 				}
 				r.LiveLectureUsers.Remove(ordinal)
 				r.ChatUsers.Remove(ordinal)
@@ -493,7 +450,7 @@ func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID stri
 		}
 	}
 	var events int64
-	for _, table := range []string{"events", "student_rollups", "usage_students"} {
+	for _, table := range []string{"events", "usage_students"} {
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ? AND student_id = ?`), groupID, studentID)
 		if err != nil {
 			return false, err
@@ -509,13 +466,13 @@ func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID stri
 const rebuildChunk = 50_000
 
 // Rebuild holds the group's write lock throughout, so the group's
-// ingestion waits for it.
+// ingestion waits for it. The students keep their ordinals.
 func (s *Store) Rebuild(ctx context.Context, groupID string, loc *time.Location) error {
 	return s.transact(ctx, "Rebuild", func(tx *txn) error {
 		if err := s.lockGroups(ctx, tx, []string{groupID}); err != nil {
 			return err
 		}
-		for _, table := range []string{"student_rollups", "group_rollups", "usage_students", "usage_groups"} {
+		for _, table := range []string{"student_counts", "group_rollups"} {
 			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ?`), groupID); err != nil {
 				return err
 			}

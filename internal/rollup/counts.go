@@ -1,0 +1,200 @@
+package rollup
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"slices"
+
+	"groupanalytics/internal/analytics"
+)
+
+// A group's per-student counts of one period are stored as a few rows,
+// one per chunk of ChunkStudents ordinals, each row the counts of the
+// chunk's students with usage, encoded by AppendCounts. A report of a
+// year of 10,000 students reads a few hundred such rows rather than a row
+// per student per period, and a write rewrites only the chunks of the
+// students it touches.
+
+// ChunkStudents is how many student ordinals one row of counts covers.
+const ChunkStudents = 1024
+
+// ChunkOf returns the chunk of ordinal n.
+func ChunkOf(n int) int { return n / ChunkStudents }
+
+// StudentCounts is one student's counts in a row.
+type StudentCounts struct {
+	Ordinal int
+	Counts  analytics.Counts
+}
+
+// countsFormat is the first byte of an encoded row, for the day its
+// format changes.
+const countsFormat = 1
+
+// ErrCorruptCounts is returned for a row that AppendCounts did not write.
+var ErrCorruptCounts = errors.New("corrupt student counts")
+
+// AppendCounts appends the encoding of students (by ascending ordinal) to
+// b: per student, the gap from the ordinal after the previous one, a byte
+// with a bit set for each metric that is not zero, and those counts as
+// varints. A row of 1,024 students takes about 8 bytes a student.
+func AppendCounts(b []byte, students []StudentCounts) []byte {
+	b = append(b, countsFormat)
+	next := 0
+	for i := range students {
+		s := &students[i]
+		var mask byte
+		for m, v := range s.Counts {
+			if v != 0 {
+				mask |= 1 << m
+			}
+		}
+		if mask == 0 {
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(s.Ordinal-next))
+		b = append(b, mask)
+		for _, v := range s.Counts {
+			if v != 0 {
+				b = binary.AppendVarint(b, v)
+			}
+		}
+		next = s.Ordinal + 1
+	}
+	return b
+}
+
+// countsReader walks an encoded row.
+type countsReader struct {
+	b    []byte
+	next int
+}
+
+func newCountsReader(b []byte) (countsReader, error) {
+	if len(b) == 0 || b[0] != countsFormat {
+		return countsReader{}, ErrCorruptCounts
+	}
+	return countsReader{b: b[1:]}, nil
+}
+
+// read decodes the next student into c (all of it, zeros included) and
+// returns their ordinal; ok is false at the end of the row.
+func (r *countsReader) read(c *analytics.Counts) (ordinal int, ok bool, err error) {
+	if len(r.b) == 0 {
+		return 0, false, nil
+	}
+	gap, n := binary.Uvarint(r.b)
+	if n <= 0 || len(r.b) < n+1 || gap > 1<<31 {
+		return 0, false, ErrCorruptCounts
+	}
+	mask := r.b[n]
+	r.b = r.b[n+1:]
+	ordinal = r.next + int(gap)
+	r.next = ordinal + 1
+	for m := range c {
+		c[m] = 0
+		if mask&(1<<m) == 0 {
+			continue
+		}
+		v, n := binary.Varint(r.b)
+		if n <= 0 {
+			return 0, false, ErrCorruptCounts
+		}
+		c[m], r.b = v, r.b[n:]
+	}
+	return ordinal, true, nil
+}
+
+// DecodeCounts reads what AppendCounts wrote.
+func DecodeCounts(b []byte) ([]StudentCounts, error) {
+	r, err := newCountsReader(b)
+	if err != nil {
+		return nil, err
+	}
+	var students []StudentCounts
+	for {
+		var s StudentCounts
+		ord, ok, err := r.read(&s.Counts)
+		if err != nil || !ok {
+			return students, err
+		}
+		s.Ordinal = ord
+		students = append(students, s)
+	}
+}
+
+// AddCounts adds each student's counts in the encoded row b to
+// totals[ordinal], growing totals as needed, and returns totals.
+func AddCounts(totals []analytics.Counts, b []byte) ([]analytics.Counts, error) {
+	r, err := newCountsReader(b)
+	if err != nil {
+		return totals, err
+	}
+	var c analytics.Counts
+	for {
+		ord, ok, err := r.read(&c)
+		if err != nil || !ok {
+			return totals, err
+		}
+		if n := len(totals); ord >= n {
+			totals = slices.Grow(totals, ord+1-n)[:ord+1]
+			clear(totals[n:])
+		}
+		totals[ord].Add(&c)
+	}
+}
+
+// CountsKey names one row of student counts.
+type CountsKey struct {
+	GroupID string
+	Span    analytics.Span
+	Key     analytics.Day
+	Chunk   int
+}
+
+// CountsRows returns what the delta adds to the rows of student counts,
+// each row's students by ascending ordinal, and the rows' keys in one
+// fixed order; ordinal gives each student's.
+func (d *Delta) CountsRows(ordinal func(groupID, studentID string) int) ([]CountsKey, map[CountsKey][]StudentCounts) {
+	rows := map[CountsKey][]StudentCounts{}
+	for k, c := range d.Students {
+		n := ordinal(k.GroupID, k.StudentID)
+		ck := CountsKey{k.GroupID, k.Span, k.Key, ChunkOf(n)}
+		rows[ck] = append(rows[ck], StudentCounts{Ordinal: n, Counts: *c})
+	}
+	keys := make([]CountsKey, 0, len(rows))
+	for k, students := range rows {
+		slices.SortFunc(students, func(a, b StudentCounts) int { return cmp.Compare(a.Ordinal, b.Ordinal) })
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b CountsKey) int {
+		return cmp.Or(cmp.Compare(a.GroupID, b.GroupID), cmp.Compare(a.Span, b.Span), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Chunk, b.Chunk))
+	})
+	return keys, rows
+}
+
+// MergeCounts returns the students of row with add added: both by
+// ascending ordinal, the result too. A student whose counts come to all
+// zeros is left out.
+func MergeCounts(row, add []StudentCounts) []StudentCounts {
+	out := make([]StudentCounts, 0, len(row)+len(add))
+	i, j := 0, 0
+	for i < len(row) || j < len(add) {
+		var s StudentCounts
+		switch {
+		case j == len(add) || i < len(row) && row[i].Ordinal < add[j].Ordinal:
+			s, i = row[i], i+1
+		case i == len(row) || add[j].Ordinal < row[i].Ordinal:
+			s, j = add[j], j+1
+		default:
+			s = row[i]
+			s.Counts.Add(&add[j].Counts)
+			i, j = i+1, j+1
+		}
+		if s.Counts != (analytics.Counts{}) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,197 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+
+	"golang.org/x/sync/errgroup"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/rollup"
+)
+
+// The students' counts live in student_counts: per group, span and
+// period, one row per chunk of student ordinals, its students' counts
+// encoded by rollup.AppendCounts. A write reads the rows it changes, adds
+// its counts and writes them back, under the group's write lock.
+
+// addCounts adds the delta's student counts to their rows.
+func (s *Store) addCounts(ctx context.Context, tx *txn, delta *rollup.Delta, ordinals map[[2]string]int) error {
+	keys, add := delta.CountsRows(func(groupID, studentID string) int { return ordinals[[2]string{groupID, studentID}] })
+	if len(keys) == 0 {
+		return nil
+	}
+	current, err := s.countsRows(ctx, tx, keys)
+	if err != nil {
+		return err
+	}
+	rows := make([][]any, len(keys))
+	for i, k := range keys {
+		merged := add[k]
+		if b, ok := current[k]; ok {
+			row, err := rollup.DecodeCounts(b)
+			if err != nil {
+				return fmt.Errorf("student counts of %s %d %d: %w", k.GroupID, k.Key, k.Chunk, err)
+			}
+			merged = rollup.MergeCounts(row, merged)
+		}
+		rows[i] = []any{k.GroupID, int(k.Span), int(k.Key), k.Chunk, rollup.AppendCounts(nil, merged)}
+	}
+	return s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
+		[]string{"text", "smallint", "integer", "integer", "bytea"}, rows,
+		"ON CONFLICT (group_id, span, period, chunk) DO UPDATE SET counts = excluded.counts", nil)
+}
+
+// countsRows reads the stored rows of keys (sorted); those not stored yet
+// are absent.
+func (s *Store) countsRows(ctx context.Context, tx *txn, keys []rollup.CountsKey) (map[rollup.CountsKey][]byte, error) {
+	type groupSpan struct {
+		groupID string
+		span    analytics.Span
+	}
+	want := map[rollup.CountsKey]bool{}
+	periods := map[groupSpan][]int32{}
+	for _, k := range keys {
+		want[k] = true
+		gs := groupSpan{k.GroupID, k.Span}
+		if ps := periods[gs]; len(ps) == 0 || ps[len(ps)-1] != int32(k.Key) {
+			periods[gs] = append(ps, int32(k.Key))
+		}
+	}
+	current := map[rollup.CountsKey][]byte{}
+	for gs, ps := range periods {
+		for chunk := range slices.Chunk(ps, s.dialect.maxParams-2) {
+			in, args := inList(s.dialect, chunk, "integer")
+			rows, err := tx.QueryContext(ctx, s.q(`SELECT period, chunk, counts FROM student_counts
+				WHERE group_id = ? AND span = ? AND period `+in), append([]any{gs.groupID, int(gs.span)}, args...)...)
+			if err != nil {
+				return nil, err
+			}
+			for rows.Next() {
+				k := rollup.CountsKey{GroupID: gs.groupID, Span: gs.span}
+				var b []byte
+				if err := rows.Scan(&k.Key, &k.Chunk, &b); err != nil {
+					rows.Close()
+					return nil, err
+				}
+				if want[k] {
+					current[k] = b
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return current, nil
+}
+
+// Ordinals returns the group's numbered students.
+func (s *Store) Ordinals(ctx context.Context, groupID string) (map[string]int, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT student_id, ordinal FROM usage_students WHERE group_id = ?`), groupID)
+	if err != nil {
+		return nil, s.wrap("Ordinals", err)
+	}
+	defer rows.Close()
+	ordinals := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, s.wrap("Ordinals", err)
+		}
+		ordinals[id] = n
+	}
+	return ordinals, s.wrap("Ordinals", rows.Err())
+}
+
+// StudentTotals reads each run of neighbouring segments in one query, the
+// runs at once.
+func (s *Store) StudentTotals(ctx context.Context, groupID string, segs []analytics.Segment, totals [][]analytics.Counts) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	runs := analytics.Runs(segs)
+	// Each run adds into segments of its own: no two share a buffer.
+	var reads errgroup.Group
+	for _, run := range runs {
+		reads.Go(func() error {
+			rows, err := s.read.QueryContext(ctx, s.q(`SELECT period, counts FROM student_counts
+				WHERE group_id = ? AND span = ? AND period BETWEEN ? AND ?`),
+				groupID, int(run.Span), int(run.Keys.First), int(run.Keys.Last))
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var period analytics.Day
+				var b sql.RawBytes
+				if err := rows.Scan(&period, &b); err != nil {
+					return err
+				}
+				i := analytics.SegmentOf(segs, run.Span, period)
+				if i < 0 {
+					continue
+				}
+				if totals[i], err = rollup.AddCounts(totals[i], b); err != nil {
+					return fmt.Errorf("student counts of %s %s: %w", groupID, period, err)
+				}
+			}
+			return rows.Err()
+		})
+	}
+	return s.wrap("StudentTotals", reads.Wait())
+}
+
+// eraseCounts takes the student of ordinal out of the group's rows of
+// counts, and returns their counts in each period.
+func (s *Store) eraseCounts(ctx context.Context, tx *txn, groupID string, ordinal int) (map[rollup.GroupKey]analytics.Counts, error) {
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT span, period, counts FROM student_counts
+		WHERE group_id = ? AND chunk = ?`), groupID, rollup.ChunkOf(ordinal))
+	if err != nil {
+		return nil, err
+	}
+	shares := map[rollup.GroupKey]analytics.Counts{}
+	var updates [][]any
+	var emptied []rollup.GroupKey
+	for rows.Next() {
+		k := rollup.GroupKey{GroupID: groupID}
+		var b []byte
+		if err := rows.Scan(&k.Span, &k.Key, &b); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		students, err := rollup.DecodeCounts(b)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("student counts of %s %s: %w", groupID, k.Key, err)
+		}
+		i := slices.IndexFunc(students, func(sc rollup.StudentCounts) bool { return sc.Ordinal == ordinal })
+		if i < 0 {
+			continue
+		}
+		shares[k] = students[i].Counts
+		if students = slices.Delete(students, i, i+1); len(students) == 0 {
+			emptied = append(emptied, k)
+		} else {
+			updates = append(updates, []any{groupID, int(k.Span), int(k.Key), rollup.ChunkOf(ordinal), rollup.AppendCounts(nil, students)})
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, k := range emptied {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM student_counts WHERE group_id = ? AND span = ? AND period = ? AND chunk = ?`),
+			groupID, int(k.Span), int(k.Key), rollup.ChunkOf(ordinal)); err != nil {
+			return nil, err
+		}
+	}
+	return shares, s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
+		[]string{"text", "smallint", "integer", "integer", "bytea"}, updates,
+		"ON CONFLICT (group_id, span, period, chunk) DO UPDATE SET counts = excluded.counts", nil)
+}
