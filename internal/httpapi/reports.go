@@ -1,19 +1,19 @@
 package httpapi
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"groupanalytics/internal/analytics"
@@ -261,19 +261,30 @@ func isReportParam(name string) bool {
 
 // reportWriter streams the response envelope around the reports. Nothing
 // is sent until the first report, so errors found before it still get
-// their own status.
+// their own status. Each report is appended to one reused buffer, which
+// goes out when full; what is the same for many reports (a period's
+// bounds, a student's id and name, the metric titles) is encoded once.
 type reportWriter struct {
 	w            http.ResponseWriter
 	writeTimeout time.Duration // of each write to the client
-	buf          *bufio.Writer
+	out          io.Writer
 	ep           *report.Endpoint
 	csv          string // the file name of a CSV answer; empty: JSON
-	table        *csv.Writer
-	students     bool // CSV: the answer is student reports
+	students     bool   // CSV: the answer is student reports
 	started      bool
-	scratch      []byte
-	record       []string
+	count        int
+	buf          []byte
+	// period is the encoding of the bounds of the period of periodStart.
+	periodStart time.Time
+	period      []byte
+	// student[i] is the encoding of the student of StudentIndex i.
+	student [][]byte
+	// titles[i] is the JSON of the metric title i, up to its value.
+	titles [][]byte
 }
+
+// flushAt is the buffer size at which the writer sends.
+const flushAt = 64 << 10
 
 // start sends the status and the headers, and the envelope's start (JSON)
 // or the header row (CSV).
@@ -286,18 +297,26 @@ func (rw *reportWriter) start() {
 		rw.w.Header().Set("Content-Type", "application/json")
 	}
 	rw.w.WriteHeader(http.StatusOK)
-	rw.buf = bufio.NewWriterSize(deadlineWriter{rw.w, http.NewResponseController(rw.w), rw.writeTimeout}, 64<<10)
+	rw.out = deadlineWriter{rw.w, http.NewResponseController(rw.w), rw.writeTimeout}
+	rw.buf = make([]byte, 0, flushAt+4<<10)
 	if rw.csv == "" {
-		rw.buf.WriteString(`{"success":true,"reports":[`)
+		rw.buf = append(rw.buf, `{"success":true,"reports":[`...)
+		for _, title := range rw.ep.Titles {
+			rw.titles = append(rw.titles, []byte(`{"title":"`+title+`","value":`))
+		}
 		return
 	}
-	rw.table = csv.NewWriter(rw.buf)
-	rw.table.UseCRLF = true
 	header := []string{"startDate", "endDate", "numStudentsUsed"}
 	if rw.students {
 		header = []string{"startDate", "endDate", "studentId", "studentName"}
 	}
-	rw.table.Write(append(header, rw.ep.Titles...))
+	for i, field := range append(header, rw.ep.Titles...) {
+		if i > 0 {
+			rw.buf = append(rw.buf, ',')
+		}
+		rw.buf = appendCSVField(rw.buf, field)
+	}
+	rw.buf = append(rw.buf, "\r\n"...)
 }
 
 // deadlineWriter gives each write to the client a deadline of its own.
@@ -313,19 +332,23 @@ func (d deadlineWriter) Write(p []byte) (int, error) {
 }
 
 func (rw *reportWriter) write(rep *report.Report) error {
-	first := !rw.started
-	if first {
+	if !rw.started {
 		rw.start()
 	}
-	if rw.table != nil {
-		rw.record = csvRecord(rw.record[:0], rep)
-		return rw.table.Write(rw.record)
+	if rw.csv != "" {
+		rw.appendCSV(rep)
+	} else {
+		if rw.count > 0 {
+			rw.buf = append(rw.buf, ',')
+		}
+		rw.appendJSON(rep)
 	}
-	if !first {
-		rw.buf.WriteByte(',')
+	rw.count++
+	if len(rw.buf) < flushAt {
+		return nil
 	}
-	rw.scratch = appendReport(rw.scratch[:0], rw.ep, rep)
-	_, err := rw.buf.Write(rw.scratch)
+	_, err := rw.out.Write(rw.buf)
+	rw.buf = rw.buf[:0]
 	return err
 }
 
@@ -333,31 +356,126 @@ func (rw *reportWriter) finish() error {
 	if !rw.started {
 		rw.start()
 	}
-	if rw.table != nil {
-		rw.table.Flush()
-		if err := rw.table.Error(); err != nil {
-			return err
-		}
-	} else {
-		rw.buf.WriteString("]}\n")
+	if rw.csv == "" {
+		rw.buf = append(rw.buf, "]}\n"...)
 	}
-	return rw.buf.Flush()
+	_, err := rw.out.Write(rw.buf)
+	return err
 }
 
-// csvRecord appends rep's columns to record: its bounds, the group's
-// numStudentsUsed or the student's id and name, then the metrics in title
-// order.
-func csvRecord(record []string, rep *report.Report) []string {
-	record = append(record, analytics.FormatTime(rep.Start), analytics.FormatTime(rep.End))
-	if rep.Student == nil {
-		record = append(record, strconv.Itoa(rep.NumStudentsUsed))
+// periodOf returns the encoding of rep's bounds, made anew when the
+// period changes: a CSV record's first two fields, or JSON's startDate
+// and endDate members.
+func (rw *reportWriter) periodOf(rep *report.Report) []byte {
+	if rw.period != nil && rep.Start.Equal(rw.periodStart) {
+		return rw.period
+	}
+	const layout = "2006-01-02T15:04:05.000Z"
+	b := rw.period[:0]
+	if rw.csv != "" {
+		b = rep.Start.UTC().AppendFormat(b, layout)
+		b = append(b, ',')
+		b = rep.End.UTC().AppendFormat(b, layout)
 	} else {
-		record = append(record, rep.Student.ID, rep.Student.Name)
+		b = append(b, `{"startDate":"`...)
+		b = rep.Start.UTC().AppendFormat(b, layout)
+		b = append(b, `","endDate":"`...)
+		b = rep.End.UTC().AppendFormat(b, layout)
+		b = append(b, '"')
+	}
+	rw.period, rw.periodStart = b, rep.Start
+	return b
+}
+
+// studentOf returns the encoding of rep's student, made on first use: a
+// CSV record's id and name fields, or JSON's studentName and studentId
+// members.
+func (rw *reportWriter) studentOf(rep *report.Report) []byte {
+	i := rep.StudentIndex
+	if i < len(rw.student) && rw.student[i] != nil {
+		return rw.student[i]
+	}
+	for len(rw.student) <= i {
+		rw.student = append(rw.student, nil)
+	}
+	var b []byte
+	if rw.csv != "" {
+		b = appendCSVField(b, rep.Student.ID)
+		b = append(b, ',')
+		b = appendCSVField(b, rep.Student.Name)
+	} else {
+		b = append(b, `,"studentName":`...)
+		b = appendString(b, rep.Student.Name)
+		b = append(b, `,"studentId":`...)
+		b = appendString(b, rep.Student.ID)
+	}
+	rw.student[i] = b
+	return b
+}
+
+// appendCSV appends rep's record: its bounds, the group's numStudentsUsed
+// or the student's id and name, then the metrics in title order.
+func (rw *reportWriter) appendCSV(rep *report.Report) {
+	b := append(rw.buf, rw.periodOf(rep)...)
+	b = append(b, ',')
+	if rep.Student == nil {
+		b = strconv.AppendInt(b, int64(rep.NumStudentsUsed), 10)
+	} else {
+		b = append(b, rw.studentOf(rep)...)
 	}
 	for _, v := range rep.Values {
-		record = append(record, strconv.FormatInt(v, 10))
+		b = append(b, ',')
+		b = strconv.AppendInt(b, v, 10)
 	}
-	return record
+	rw.buf = append(b, "\r\n"...)
+}
+
+// appendJSON appends rep as JSON, its fields in the documented order.
+func (rw *reportWriter) appendJSON(rep *report.Report) {
+	b := append(rw.buf, rw.periodOf(rep)...)
+	if rep.Student == nil {
+		b = append(b, `,"numStudentsUsed":`...)
+		b = strconv.AppendInt(b, int64(rep.NumStudentsUsed), 10)
+	} else {
+		b = append(b, rw.studentOf(rep)...)
+	}
+	b = append(b, `,"data":[`...)
+	for i, title := range rw.titles {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, title...)
+		b = strconv.AppendInt(b, rep.Values[i], 10)
+		b = append(b, '}')
+	}
+	rw.buf = append(b, "]}"...)
+}
+
+// appendCSVField appends a CSV field as encoding/csv writes it with CRLF
+// line ends: quoted when it holds a comma, a quote, a line break or a
+// leading space (or is \.), quotes doubled, line breaks as CRLF.
+func appendCSVField(b []byte, field string) []byte {
+	quote := field == `\.` || strings.ContainsAny(field, ",\"\r\n")
+	if !quote && field != "" {
+		r, _ := utf8.DecodeRuneInString(field)
+		quote = unicode.IsSpace(r)
+	}
+	if !quote {
+		return append(b, field...)
+	}
+	b = append(b, '"')
+	for i := 0; i < len(field); i++ {
+		switch c := field[i]; c {
+		case '"':
+			b = append(b, '"', '"')
+		case '\r':
+		case '\n':
+			b = append(b, '\r', '\n')
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
 
 // csvFileName names a CSV answer after the group, the endpoint and the
@@ -375,37 +493,6 @@ func csvFileName(group analytics.Group, ep *report.Endpoint, q report.Query, now
 	}
 	// Group ids are letters, digits, '.', '_' and '-': nothing to escape.
 	return fmt.Sprintf("%s-%s-%s-to-%s.csv", group.ID, kind, r.First, r.Last)
-}
-
-// appendReport appends rep as JSON, its fields in the documented order.
-func appendReport(b []byte, ep *report.Endpoint, rep *report.Report) []byte {
-	const layout = "2006-01-02T15:04:05.000Z"
-	b = append(b, `{"startDate":"`...)
-	b = rep.Start.UTC().AppendFormat(b, layout)
-	b = append(b, `","endDate":"`...)
-	b = rep.End.UTC().AppendFormat(b, layout)
-	b = append(b, '"')
-	if rep.Student == nil {
-		b = append(b, `,"numStudentsUsed":`...)
-		b = strconv.AppendInt(b, int64(rep.NumStudentsUsed), 10)
-	} else {
-		b = append(b, `,"studentName":`...)
-		b = appendString(b, rep.Student.Name)
-		b = append(b, `,"studentId":`...)
-		b = appendString(b, rep.Student.ID)
-	}
-	b = append(b, `,"data":[`...)
-	for i, title := range ep.Titles {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"title":"`...)
-		b = append(b, title...)
-		b = append(b, `","value":`...)
-		b = strconv.AppendInt(b, rep.Values[i], 10)
-		b = append(b, '}')
-	}
-	return append(b, "]}"...)
 }
 
 // appendString appends s as a JSON string.
