@@ -40,3 +40,37 @@ func BenchmarkBulkAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAppendOne appends one event at a time, one call after the
+// other, to a group of 1,000 students that has a day of usage: what a
+// batch of one costs the writer (go test -cpuprofile tells where).
+func BenchmarkAppendOne(b *testing.B) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		b.Run(d, func(b *testing.B) {
+			store := storetest.Open(b, d)
+			ctx := context.Background()
+			if err := store.CreateGroup(ctx, analytics.Group{ID: "g", Name: "g", TimeZone: "UTC"}); err != nil {
+				b.Fatal(err)
+			}
+			at := time.Date(2025, 1, 1, 10, 0, 0, 0, time.UTC)
+			event := func(n int) analytics.Event {
+				return analytics.Event{GroupID: "g", ID: fmt.Sprintf("e%010d", n), StudentID: fmt.Sprintf("s%06d", n%1000),
+					OccurredAt: at, Metric: analytics.Metric(n % int(analytics.NumMetrics)), Day: analytics.DayOf(at, time.UTC)}
+			}
+			var day []analytics.Event
+			for n := range 5000 {
+				day = append(day, event(n))
+			}
+			if _, err := store.AppendEvents(ctx, day); err != nil {
+				b.Fatal(err)
+			}
+			n := len(day)
+			for b.Loop() {
+				if _, err := store.AppendEvents(ctx, []analytics.Event{event(n)}); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+		})
+	}
+}

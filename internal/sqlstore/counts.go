@@ -47,43 +47,34 @@ func (s *Store) addCounts(ctx context.Context, tx *txn, delta *rollup.Delta, ord
 // countsRows reads the stored rows of keys (sorted); those not stored yet
 // are absent.
 func (s *Store) countsRows(ctx context.Context, tx *txn, keys []rollup.CountsKey) (map[rollup.CountsKey][]byte, error) {
-	type groupSpan struct {
-		groupID string
-		span    analytics.Span
-	}
 	want := map[rollup.CountsKey]bool{}
-	periods := map[groupSpan][]int32{}
+	byGroup := map[string][]periodKey{}
 	for _, k := range keys {
 		want[k] = true
-		gs := groupSpan{k.GroupID, k.Span}
-		if ps := periods[gs]; len(ps) == 0 || ps[len(ps)-1] != int32(k.Key) {
-			periods[gs] = append(ps, int32(k.Key))
-		}
+		byGroup[k.GroupID] = append(byGroup[k.GroupID], periodKey{k.Span, k.Key})
 	}
 	current := map[rollup.CountsKey][]byte{}
-	for gs, ps := range periods {
-		for chunk := range slices.Chunk(ps, s.dialect.maxParams-2) {
-			in, args := inList(s.dialect, chunk, "integer")
-			rows, err := tx.QueryContext(ctx, s.q(`SELECT period, chunk, counts FROM student_counts
-				WHERE group_id = ? AND span = ? AND period `+in), append([]any{gs.groupID, int(gs.span)}, args...)...)
-			if err != nil {
+	for groupID, periods := range byGroup {
+		filter, args := s.periodFilter(periods)
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT span, period, chunk, counts FROM student_counts WHERE group_id = ? AND `+filter),
+			append([]any{groupID}, args...)...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			k := rollup.CountsKey{GroupID: groupID}
+			var b []byte
+			if err := rows.Scan(&k.Span, &k.Key, &k.Chunk, &b); err != nil {
+				rows.Close()
 				return nil, err
 			}
-			for rows.Next() {
-				k := rollup.CountsKey{GroupID: gs.groupID, Span: gs.span}
-				var b []byte
-				if err := rows.Scan(&k.Key, &k.Chunk, &b); err != nil {
-					rows.Close()
-					return nil, err
-				}
-				if want[k] {
-					current[k] = b
-				}
+			if want[k] {
+				current[k] = b
 			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return nil, err
-			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
 		}
 	}
 	return current, nil

@@ -39,6 +39,10 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		"_busy_timeout": {"10000"},
 		"_foreign_keys": {"1"},
 		"_cache_size":   {"-65536"},
+		// Each connection keeps its prepared statements: a statement
+		// that comes again (a write of one event, a report's reads) is
+		// not parsed and planned again.
+		"_stmt_cache_size": {"64"},
 	}
 	writeParams := url.Values{"_txlock": {"immediate"}}
 	for k, v := range params {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -14,12 +15,8 @@ import (
 	"groupanalytics/internal/rollup"
 )
 
-var (
-	metricList = rollup.Columns("{c}")
-	// metricSums is "CAST(SUM(sessions) AS BIGINT), …": PostgreSQL sums
-	// bigints into numerics otherwise.
-	metricSums = rollup.Columns("CAST(SUM({c}) AS BIGINT)")
-)
+// metricList is the count columns, in analytics.Metric order.
+var metricList = rollup.Columns("{c}")
 
 // eventTypes are the SQL types of an event row's columns.
 var eventTypes = []string{"text", "text", "text", "bigint", "smallint"}
@@ -249,53 +246,95 @@ func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *rollup.Delta) er
 	if err := s.addCounts(ctx, tx, delta, ordinals); err != nil {
 		return err
 	}
-	for _, k := range delta.GroupKeys() {
+	return s.updateGroupRollups(ctx, tx, delta.GroupKeys(), func(k rollup.GroupKey, r *analytics.GroupRollup) {
 		d := delta.Groups[k]
-		err := s.updateGroupRollup(ctx, tx, k, func(r *analytics.GroupRollup) {
-			r.Counts.Add(&d.Counts)
-			for id := range d.LiveLectureUsers {
-				r.LiveLectureUsers.Add(ordinals[[2]string{k.GroupID, id}])
-			}
-			for id := range d.ChatUsers {
-				r.ChatUsers.Add(ordinals[[2]string{k.GroupID, id}])
-			}
-		})
+		r.Counts.Add(&d.Counts)
+		for id := range d.LiveLectureUsers {
+			r.LiveLectureUsers.Add(ordinals[[2]string{k.GroupID, id}])
+		}
+		for id := range d.ChatUsers {
+			r.ChatUsers.Add(ordinals[[2]string{k.GroupID, id}])
+		}
+	})
+}
+
+// updateGroupRollups applies change to the group rollup rows of keys
+// (zeros for those not stored yet): one read and one upsert for all, the
+// group's write lock keeping other writers away in between.
+func (s *Store) updateGroupRollups(ctx context.Context, tx *txn, keys []rollup.GroupKey, change func(rollup.GroupKey, *analytics.GroupRollup)) error {
+	current := map[rollup.GroupKey]analytics.GroupRollup{}
+	byGroup := map[string][]periodKey{}
+	for _, k := range keys {
+		byGroup[k.GroupID] = append(byGroup[k.GroupID], periodKey{k.Span, k.Key})
+	}
+	for groupID, periods := range byGroup {
+		filter, args := s.periodFilter(periods)
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT span, period, `+metricList+`, live_lecture_users, chat_users FROM group_rollups
+			WHERE group_id = ? AND `+filter), append([]any{groupID}, args...)...)
 		if err != nil {
 			return err
 		}
+		for rows.Next() {
+			k := rollup.GroupKey{GroupID: groupID}
+			var r analytics.GroupRollup
+			var ll, chat []byte
+			if err := rows.Scan(append(rollup.ScanDest(&r.Counts, &k.Span, &k.Key), &ll, &chat)...); err != nil {
+				rows.Close()
+				return err
+			}
+			r.LiveLectureUsers, r.ChatUsers = rollup.DecodeSet(ll), rollup.DecodeSet(chat)
+			current[k] = r
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
 	}
-	return nil
+	out := make([][]any, len(keys))
+	for i, k := range keys {
+		r := current[k]
+		r.Key = k.Key
+		change(k, &r)
+		row := make([]any, 0, len(groupRollupTypes))
+		row = append(row, k.GroupID, int(k.Span), int(k.Key))
+		for _, v := range r.Counts {
+			row = append(row, v)
+		}
+		out[i] = append(row, rollup.EncodeSet(r.LiveLectureUsers), rollup.EncodeSet(r.ChatUsers))
+	}
+	return s.insertRows(ctx, tx, "group_rollups (group_id, span, period, "+metricList+", live_lecture_users, chat_users)",
+		groupRollupTypes, out, "ON CONFLICT (group_id, span, period) DO UPDATE SET "+
+			rollup.Columns("{c} = excluded.{c}")+", live_lecture_users = excluded.live_lecture_users, chat_users = excluded.chat_users", nil)
 }
 
-// updateGroupRollup applies change to one group rollup row, creating it if
-// needed. The row is created first, so that concurrent writers of a new row
-// queue on its lock instead of both inserting.
-func (s *Store) updateGroupRollup(ctx context.Context, tx *txn, k rollup.GroupKey, change func(*analytics.GroupRollup)) error {
-	zeros := strings.TrimSuffix(strings.Repeat("0, ", analytics.NumMetrics), ", ")
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO group_rollups (group_id, span, period, `+metricList+`, live_lecture_users, chat_users)
-		VALUES (?, ?, ?, `+zeros+`, ?, ?) ON CONFLICT (group_id, span, period) DO NOTHING`),
-		k.GroupID, int(k.Span), int(k.Key), []byte{}, []byte{}); err != nil {
-		return err
+// groupRollupTypes are the SQL types of a group rollup row's columns.
+var groupRollupTypes = []string{"text", "smallint", "integer", "bigint", "bigint", "bigint", "bigint", "bigint", "bigint", "bigint", "bytea", "bytea"}
+
+// periodKey names a rollup period of a group.
+type periodKey struct {
+	span analytics.Span
+	key  analytics.Day
+}
+
+// periodFilter returns a condition that holds for the rows of periods
+// (of one group), and its arguments: one list of periods per span.
+func (s *Store) periodFilter(periods []periodKey) (string, []any) {
+	bySpan := map[analytics.Span][]int32{}
+	for _, p := range periods {
+		if ps := bySpan[p.span]; len(ps) == 0 || ps[len(ps)-1] != int32(p.key) {
+			bySpan[p.span] = append(ps, int32(p.key))
+		}
 	}
-	r := analytics.GroupRollup{Key: k.Key}
-	var ll, chat []byte
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT `+metricList+`, live_lecture_users, chat_users FROM group_rollups
-		WHERE group_id = ? AND span = ? AND period = ?`+s.dialect.forUpdate), k.GroupID, int(k.Span), int(k.Key)).
-		Scan(append(rollup.ScanDest(&r.Counts), &ll, &chat)...); err != nil {
-		return err
+	var conds []string
+	var args []any
+	for _, span := range []analytics.Span{analytics.SpanDay, analytics.SpanMonth} {
+		if ps := bySpan[span]; len(ps) > 0 {
+			in, values := inList(s.dialect, ps, "integer")
+			conds = append(conds, fmt.Sprintf("span = %d AND period ", span)+in)
+			args = append(args, values...)
+		}
 	}
-	r.LiveLectureUsers, r.ChatUsers = rollup.DecodeSet(ll), rollup.DecodeSet(chat)
-	change(&r)
-	sets := make([]string, len(rollup.MetricColumns))
-	args := make([]any, 0, len(rollup.MetricColumns)+5)
-	for i, c := range rollup.MetricColumns {
-		sets[i] = c + " = ?"
-		args = append(args, r.Counts[i])
-	}
-	args = append(args, rollup.EncodeSet(r.LiveLectureUsers), rollup.EncodeSet(r.ChatUsers), k.GroupID, int(k.Span), int(k.Key))
-	_, err := tx.ExecContext(ctx, s.q(`UPDATE group_rollups SET `+strings.Join(sets, ", ")+`, live_lecture_users = ?, chat_users = ?
-		WHERE group_id = ? AND span = ? AND period = ?`), args...)
-	return err
+	return "(" + strings.Join(conds, " OR ") + ")", args
 }
 
 // ordinals returns the ordinal of every student named, per group, handing
@@ -436,17 +475,15 @@ func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID stri
 		keys := slices.SortedFunc(maps.Keys(shares), func(a, b rollup.GroupKey) int {
 			return cmp.Or(cmp.Compare(a.Span, b.Span), cmp.Compare(a.Key, b.Key))
 		})
-		for _, k := range keys {
+		if err := s.updateGroupRollups(ctx, tx, keys, func(k rollup.GroupKey, r *analytics.GroupRollup) {
 			share := shares[k]
-			if err := s.updateGroupRollup(ctx, tx, k, func(r *analytics.GroupRollup) {
-				for i := range r.Counts {
-					r.Counts[i] -= share[i]
-				}
-				r.LiveLectureUsers.Remove(ordinal)
-				r.ChatUsers.Remove(ordinal)
-			}); err != nil {
-				return false, err
+			for i := range r.Counts {
+				r.Counts[i] -= share[i]
 			}
+			r.LiveLectureUsers.Remove(ordinal)
+			r.ChatUsers.Remove(ordinal)
+		}); err != nil {
+			return false, err
 		}
 	}
 	var events int64
