@@ -128,16 +128,6 @@ func (m Metric) IsLiveLecture() bool { return m == SessionsCreated || m == LiveL
 // Counts holds one count per metric.
 type Counts [NumMetrics]int64
 
-// AddTotal adds c to the totals of student id, keeping c itself as their
-// totals when they have none yet.
-func AddTotal(totals map[string]*Counts, id string, c *Counts) {
-	if t := totals[id]; t != nil {
-		t.Add(c)
-	} else {
-		totals[id] = c
-	}
-}
-
 // Add adds o to c.
 func (c *Counts) Add(o *Counts) {
 	for i := range c {

@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -240,5 +241,30 @@ func TestCutIntoPeriods(t *testing.T) {
 	}
 	if n := len(r.Periods(Daily)); n != r.Len() || r.CountPeriods(Daily) != n {
 		t.Errorf("daily: %d periods, want %d", n, r.Len())
+	}
+}
+
+func TestRunsAndSegmentOf(t *testing.T) {
+	jan15, feb1, mar1, apr1, apr10 := DateDay(2026, 1, 15), DateDay(2026, 2, 1), DateDay(2026, 3, 1), DateDay(2026, 4, 1), DateDay(2026, 4, 10)
+	var segs []Segment
+	for _, p := range (DayRange{jan15, apr10}).Periods(Monthly) {
+		segs = append(segs, Segments(p)...)
+	}
+	runs := Runs(segs)
+	want := []Segment{{SpanDay, DayRange{jan15, feb1 - 1}}, {SpanMonth, DayRange{feb1, mar1}}, {SpanDay, DayRange{apr1, apr10}}}
+	if !slices.Equal(runs, want) {
+		t.Errorf("Runs = %v, want %v", runs, want)
+	}
+	for _, c := range []struct {
+		span Span
+		key  Day
+		want int
+	}{
+		{SpanDay, jan15, 0}, {SpanDay, feb1 - 1, 0}, {SpanMonth, feb1, 1}, {SpanMonth, mar1, 2},
+		{SpanDay, feb1 + 3, -1}, {SpanMonth, apr1, -1}, {SpanDay, apr10, 3}, {SpanDay, apr10 + 1, -1}, {SpanDay, jan15 - 1, -1},
+	} {
+		if got := SegmentOf(segs, c.span, c.key); got != c.want {
+			t.Errorf("SegmentOf(%d, %s) = %d, want %d", c.span, c.key, got, c.want)
+		}
 	}
 }

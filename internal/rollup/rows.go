@@ -33,30 +33,6 @@ func ScanDest(c *analytics.Counts, lead ...any) []any {
 	return dest
 }
 
-// Rows are a query's result rows, of database/sql or of clickhouse-go.
-type Rows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-}
-
-// ScanTotals adds rows of (student id, counts in metric order) to totals,
-// creating entries as needed. A row of zeros, what an erased student's
-// share leaves where deltas are summed, adds no one.
-func ScanTotals(rows Rows, totals map[string]*analytics.Counts) error {
-	for rows.Next() {
-		var id string
-		var c analytics.Counts
-		if err := rows.Scan(ScanDest(&c, &id)...); err != nil {
-			return err
-		}
-		if c != (analytics.Counts{}) {
-			analytics.AddTotal(totals, id, &c)
-		}
-	}
-	return rows.Err()
-}
-
 // EncodeSet stores a student set as little-endian words, without trailing
 // empty ones.
 func EncodeSet(s analytics.StudentSet) []byte {
