@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
-	"maps"
 	"slices"
 	"strings"
 
@@ -143,13 +142,12 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*rollup.
 	}
 	err := s.withLock(ctx, groupID, func(tx GroupLock) error {
 		clear(accepted)
-		sh, err := s.placeForWrite(ctx, tx)
+		sh, whole, err := s.placeForWrite(ctx, tx)
 		if err != nil {
 			return err
 		}
 		var ids, students []string
 		seenID, seenStudent := map[string]bool{}, map[string]bool{}
-		keys := map[rollup.GroupKey]bool{}
 		for _, c := range calls {
 			for _, e := range c.Events {
 				if !seenID[e.ID] {
@@ -160,25 +158,19 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*rollup.
 					seenStudent[e.StudentID] = true
 					students = append(students, e.StudentID)
 				}
-				for _, k := range rollup.KeysOf(e) {
-					keys[k] = true
-				}
 			}
 		}
 		// What the write needs to know, asked at once: which ids are
 		// stored, the students' ordinals (numbering the new ones; a number
 		// given to a student whose events all turn out to be duplicates
-		// is merely unused) and the current rows of the periods touched.
+		// is merely unused) and the group's current rows.
 		var stored map[string]bool
 		var ords map[string]int
-		var current map[rollup.GroupKey]analytics.GroupRollup
+		var st *state
 		var lookups errgroup.Group
 		lookups.Go(func() (err error) { stored, err = s.storedIDs(ctx, sh, groupID, ids); return err })
 		lookups.Go(func() (err error) { ords, err = s.ordinals(ctx, sh, groupID, students); return err })
-		lookups.Go(func() (err error) {
-			current, err = s.groupRows(ctx, sh, groupID, slices.Collect(maps.Keys(keys)))
-			return err
-		})
+		lookups.Go(func() (err error) { st, err = s.stateAt(ctx, sh, groupID, whole); return err })
 		if err := lookups.Wait(); err != nil {
 			return err
 		}
@@ -207,10 +199,14 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*rollup.
 		if err != nil {
 			return err
 		}
-		gkeys, rows := newGroupRows(delta, current, ords)
+		gkeys, rows := newGroupRows(delta, st, ords)
+		counts, err := newCountsRows(st, delta, ords)
+		if err != nil {
+			return err
+		}
 		var inserts errgroup.Group
 		inserts.Go(func() error { return s.insertEvents(ctx, sh, fresh, seq) })
-		inserts.Go(func() error { return s.insertStudentRows(ctx, sh, delta.StudentKeys(), delta.Students) })
+		inserts.Go(func() error { return s.insertCountsRows(ctx, sh, counts, seq) })
 		inserts.Go(func() error { return s.insertGroupRows(ctx, sh, gkeys, rows, seq) })
 		if err := inserts.Wait(); err != nil {
 			return err
@@ -265,31 +261,35 @@ func markIntent(ctx context.Context, tx GroupLock, in intent) (int64, error) {
 }
 
 // placeForWrite returns the group's shard, placing a new group on the
-// least loaded one, after repairing what an unfinished write left.
-func (s *Store) placeForWrite(ctx context.Context, tx GroupLock) (*shard, error) {
+// least loaded one, after repairing what an unfinished write left, and
+// the write number as of which the group's rows are whole.
+func (s *Store) placeForWrite(ctx context.Context, tx GroupLock) (*shard, int64, error) {
 	p, ok, err := tx.Placement(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if !ok {
 		name, err := s.leastLoaded(ctx, tx)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if p, err = tx.Place(ctx, name); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	sh, err := s.shardOf(p)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if p.Intent != nil {
 		if err := s.repair(ctx, tx, sh, p); err != nil {
-			return nil, fmt.Errorf("repair: %w", err)
+			return nil, 0, fmt.Errorf("repair: %w", err)
+		}
+		if p, _, err = tx.Placement(ctx); err != nil {
+			return nil, 0, err
 		}
 	}
-	return sh, nil
+	return sh, p.Seq, nil
 }
 
 func (s *Store) shardOf(p Placement) (*shard, error) {
@@ -389,13 +389,14 @@ func (s *Store) insertEvents(ctx context.Context, sh *shard, events []analytics.
 }
 
 // newGroupRows returns the new state of the group rows that delta
-// changes, current being their state before.
-func newGroupRows(delta *rollup.Delta, current map[rollup.GroupKey]analytics.GroupRollup,
-	ordinals map[string]int) ([]rollup.GroupKey, []analytics.GroupRollup) {
+// changes, st holding their state before.
+func newGroupRows(delta *rollup.Delta, st *state, ordinals map[string]int) ([]rollup.GroupKey, []analytics.GroupRollup) {
 	keys := delta.GroupKeys()
 	rows := make([]analytics.GroupRollup, len(keys))
 	for i, k := range keys {
-		r := current[k]
+		r := st.groups[period{k.Span, k.Key}]
+		// The sets are the state's: changed in copies.
+		r.LiveLectureUsers, r.ChatUsers = slices.Clone(r.LiveLectureUsers), slices.Clone(r.ChatUsers)
 		r.Key = k.Key
 		d := delta.Groups[k]
 		r.Counts.Add(&d.Counts)
@@ -408,24 +409,6 @@ func newGroupRows(delta *rollup.Delta, current map[rollup.GroupKey]analytics.Gro
 		rows[i] = r
 	}
 	return keys, rows
-}
-
-func (s *Store) insertStudentRows(ctx context.Context, sh *shard, keys []rollup.StudentKey, counts map[rollup.StudentKey]*analytics.Counts) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	batch, err := sh.conn.PrepareBatch(ctx, `INSERT INTO `+s.table("student_rollups")+` (group_id, span, period, student_id, `+metricList+`)`)
-	if err != nil {
-		return err
-	}
-	defer batch.Abort()
-	for _, k := range keys {
-		c := counts[k]
-		if err := batch.Append(k.GroupID, uint8(k.Span), int32(k.Key), k.StudentID, c[0], c[1], c[2], c[3], c[4], c[5], c[6]); err != nil {
-			return err
-		}
-	}
-	return batch.Send()
 }
 
 // insertGroupRows writes rows as the new state of keys (same order).
@@ -457,46 +440,6 @@ var (
 	// highest version.
 	groupColumns = rollup.Columns("argMax({c}, version)") + ", argMax(live_lecture_users, version), argMax(chat_users, version)"
 )
-
-// groupRows reads the current state of the group's rollups of keys.
-func (s *Store) groupRows(ctx context.Context, sh *shard, groupID string, keys []rollup.GroupKey) (map[rollup.GroupKey]analytics.GroupRollup, error) {
-	current := map[rollup.GroupKey]analytics.GroupRollup{}
-	var days, months []any
-	for _, k := range keys {
-		if k.Span == analytics.SpanDay {
-			days = append(days, int32(k.Key))
-		} else {
-			months = append(months, int32(k.Key))
-		}
-	}
-	var spans []string
-	args := []any{groupID}
-	for span, periods := range [][]any{days, months} {
-		if len(periods) > 0 {
-			spans = append(spans, fmt.Sprintf("span = %d AND period IN ?", span))
-			args = append(args, clickhouse.GroupSet{Value: periods})
-		}
-	}
-	if len(spans) == 0 {
-		return current, nil
-	}
-	rows, err := sh.conn.Query(ctx, `SELECT span, period, `+groupColumns+` FROM `+s.table("group_rollups")+`
-		WHERE group_id = ? AND (`+strings.Join(spans, " OR ")+`) GROUP BY span, period`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var span uint8
-		var period int32
-		r, err := scanGroupRow(rows, &span, &period)
-		if err != nil {
-			return nil, err
-		}
-		current[rollup.GroupKey{GroupID: groupID, Span: analytics.Span(span), Key: analytics.Day(period)}] = r
-	}
-	return current, rows.Err()
-}
 
 // scanner is a row of a query's result.
 type scanner interface{ Scan(dest ...any) error }

@@ -19,6 +19,13 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// goSteps are the parts of migrations written in Go, run after the
+// statements of the file they are named by; like them, each must be safe
+// to run again.
+var goSteps = map[string]func(s *Store, ctx context.Context, sh *shard) error{
+	"00002_student_counts.sql": (*Store).convertStudentRollups,
+}
+
 // migration is one numbered file of migrations.
 type migration struct {
 	version    uint32
@@ -72,6 +79,11 @@ func (s *Store) migrateShard(ctx context.Context, log *slog.Logger, sh *shard, l
 		start := time.Now()
 		for _, stmt := range m.statements {
 			if err := sh.conn.Exec(ctx, strings.ReplaceAll(stmt, "{database}", s.database)); err != nil {
+				return fmt.Errorf("migration %s: %w", m.file, err)
+			}
+		}
+		if step := goSteps[m.file]; step != nil {
+			if err := step(s, ctx, sh); err != nil {
 				return fmt.Errorf("migration %s: %w", m.file, err)
 			}
 		}

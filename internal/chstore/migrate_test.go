@@ -57,17 +57,18 @@ func TestMigrationsAdoptAnOldStoreAndRunOnce(t *testing.T) {
 	if raw, err := old.RawEvents(ctx, "old"); err != nil || len(raw) != len(cfg.Shards) {
 		t.Errorf("the old store's events after migrating: %v (%v), want one per shard", raw, err)
 	}
-	schema, err := os.ReadFile("migrations/00001_schema.sql")
-	if err != nil {
-		t.Fatal(err)
+	later := fstest.MapFS{}
+	for _, name := range []string{"00001_schema.sql", "00002_student_counts.sql"} {
+		text, err := os.ReadFile("migrations/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		later["migrations/"+name] = &fstest.MapFile{Data: text}
 	}
-	later := fstest.MapFS{
-		"migrations/00001_schema.sql": {Data: schema},
-		"migrations/00002_audit.sql": {Data: []byte(`-- a later change
+	later["migrations/00003_audit.sql"] = &fstest.MapFile{Data: []byte(`-- a later change
 CREATE TABLE IF NOT EXISTS {database}.audit (at Int64) ENGINE = MergeTree() ORDER BY at;
 CREATE TABLE IF NOT EXISTS {database}.audit_copy (at Int64) ENGINE = MergeTree() ORDER BY at;
-`)},
-	}
+`)}
 	for range 2 {
 		if err := old.MigrateWith(ctx, quiet, later); err != nil {
 			t.Fatal(err)
@@ -75,15 +76,15 @@ CREATE TABLE IF NOT EXISTS {database}.audit_copy (at Int64) ENGINE = MergeTree()
 	}
 	for _, shard := range cfg.Shards {
 		v, err := old.SchemaVersion(ctx, shard)
-		if err != nil || v != 2 {
-			t.Errorf("shard %s at version %d (%v), want 2", shard, v, err)
+		if err != nil || v != 3 {
+			t.Errorf("shard %s at version %d (%v), want 3", shard, v, err)
 		}
 		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{shard}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var applied uint64
-		if err := conn.QueryRow(ctx, "SELECT count() FROM "+cfg.Database+".schema_migrations WHERE version = 2").Scan(&applied); err != nil || applied != 1 {
+		if err := conn.QueryRow(ctx, "SELECT count() FROM "+cfg.Database+".schema_migrations WHERE version = 3").Scan(&applied); err != nil || applied != 1 {
 			t.Errorf("shard %s: the later migration recorded %d times (%v), want once", shard, applied, err)
 		}
 		var tables uint64

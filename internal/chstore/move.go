@@ -35,7 +35,7 @@ type MoveResult struct {
 }
 
 // movedTables are the tables that hold a group's rows.
-var movedTables = []string{"events", "student_rollups", "group_rollups", "students"}
+var movedTables = []string{"events", "student_counts", "group_rollups", "students"}
 
 // copyBatch bounds the rows a move holds in memory at once.
 const copyBatch = 100_000
@@ -69,7 +69,7 @@ func (s *Store) MoveGroup(ctx context.Context, groupID, to string) (MoveResult, 
 			_, err := tx.Place(ctx, to)
 			return err
 		}
-		source, err := s.placeForWrite(ctx, tx)
+		source, _, err := s.placeForWrite(ctx, tx)
 		if err != nil {
 			return err
 		}

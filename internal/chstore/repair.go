@@ -27,11 +27,11 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) err
 		}
 		used := false
 		if placed {
-			sh, err := s.placeForWrite(ctx, tx)
+			sh, whole, err := s.placeForWrite(ctx, tx)
 			if err != nil {
 				return err
 			}
-			if used, err = s.eraseUsage(ctx, tx, sh, p, studentID); err != nil {
+			if used, err = s.eraseUsage(ctx, tx, sh, p.GroupID, whole, studentID); err != nil {
 				return err
 			}
 		}
@@ -42,28 +42,56 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) err
 	}))
 }
 
-// eraseUsage takes the student's share out of the group rollups (one
-// insert of their new state), then deletes the student's rows and waits
-// for ClickHouse to have deleted them. It reports whether the student had
-// events.
-func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Placement, studentID string) (bool, error) {
+// eraseUsage takes the student out of the group rows and the rows of
+// counts (one insert each of their new state), then deletes the
+// student's events and ordinal and waits for ClickHouse to have deleted
+// them. It reports whether the student had events.
+func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, groupID string, whole int64, studentID string) (bool, error) {
 	var events uint64
 	if err := sh.conn.QueryRow(ctx, `SELECT count() FROM `+s.table("events")+` WHERE group_id = ? AND student_id = ?`,
-		p.GroupID, studentID).Scan(&events); err != nil {
+		groupID, studentID).Scan(&events); err != nil {
 		return false, err
 	}
-	shares, err := s.studentShares(ctx, sh, p.GroupID, studentID)
+	ordinals, err := s.studentOrdinals(ctx, sh, groupID, studentID)
 	if err != nil {
 		return false, err
 	}
-	if events == 0 && len(shares) == 0 {
+	if events == 0 && len(ordinals) == 0 {
 		return false, nil
+	}
+	st, err := s.stateAt(ctx, sh, groupID, whole)
+	if err != nil {
+		return false, err
+	}
+	// The student's share of each period, and the rows without them.
+	shares := map[period]analytics.Counts{}
+	var counts []countsRow
+	for _, n := range ordinals {
+		for p := range st.counts {
+			b := st.chunk(p.span, p.key, rollup.ChunkOf(int(n)))
+			if b == nil {
+				continue
+			}
+			students, err := rollup.DecodeCounts(b)
+			if err != nil {
+				return false, fmt.Errorf("student counts of %s %s: %w", groupID, p.key, err)
+			}
+			i := slices.IndexFunc(students, func(sc rollup.StudentCounts) bool { return sc.Ordinal == int(n) })
+			if i < 0 {
+				continue
+			}
+			share := shares[p]
+			share.Add(&students[i].Counts)
+			shares[p] = share
+			counts = append(counts, countsRow{rollup.CountsKey{GroupID: groupID, Span: p.span, Key: p.key, Chunk: rollup.ChunkOf(int(n))},
+				rollup.AppendCounts(nil, slices.Delete(students, i, i+1))})
+		}
 	}
 	in := intent{Erase: studentID}
 	keys := make([]rollup.GroupKey, 0, len(shares))
-	for k := range shares {
-		keys = append(keys, k)
-		if m := k.Key.MonthStart(); !slices.Contains(in.Months, m) {
+	for p := range shares {
+		keys = append(keys, rollup.GroupKey{GroupID: groupID, Span: p.span, Key: p.key})
+		if m := p.key.MonthStart(); !slices.Contains(in.Months, m) {
 			in.Months = append(in.Months, m)
 		}
 	}
@@ -74,56 +102,48 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Place
 	if err != nil {
 		return false, err
 	}
-	ordinals, err := s.ordinals(ctx, sh, p.GroupID, []string{studentID})
-	if err != nil {
-		return false, err
-	}
-	current, err := s.groupRows(ctx, sh, p.GroupID, keys)
-	if err != nil {
-		return false, err
-	}
 	rows := make([]analytics.GroupRollup, len(keys))
 	for i, k := range keys {
-		r := current[k]
-		share := shares[k]
+		r := st.groups[period{k.Span, k.Key}]
+		r.LiveLectureUsers, r.ChatUsers = slices.Clone(r.LiveLectureUsers), slices.Clone(r.ChatUsers)
+		share := shares[period{k.Span, k.Key}]
 		for m := range r.Counts {
 			r.Counts[m] -= share[m]
 		}
-		r.LiveLectureUsers.Remove(ordinals[studentID])
-		r.ChatUsers.Remove(ordinals[studentID])
+		for _, n := range ordinals {
+			r.LiveLectureUsers.Remove(int(n))
+			r.ChatUsers.Remove(int(n))
+		}
 		rows[i] = r
 	}
 	if err := s.insertGroupRows(ctx, sh, keys, rows, seq); err != nil {
 		return false, err
 	}
-	if err := s.deleteStudentRows(ctx, sh, p.GroupID, studentID); err != nil {
+	if err := s.insertCountsRows(ctx, sh, counts, seq); err != nil {
+		return false, err
+	}
+	if err := s.deleteStudentRows(ctx, sh, groupID, studentID); err != nil {
 		return false, err
 	}
 	return events > 0, nil
 }
 
-// studentShares returns the student's counts in each of the group's rollup
-// periods.
-func (s *Store) studentShares(ctx context.Context, sh *shard, groupID, studentID string) (map[rollup.GroupKey]analytics.Counts, error) {
-	rows, err := sh.conn.Query(ctx, `SELECT span, period, `+studentSums+` FROM `+s.table("student_rollups")+`
-		WHERE group_id = ? AND student_id = ? GROUP BY span, period`, groupID, studentID)
+// studentOrdinals returns the ordinals the student holds (one, or none).
+func (s *Store) studentOrdinals(ctx context.Context, sh *shard, groupID, studentID string) ([]uint32, error) {
+	var ordinals []uint32
+	rows, err := sh.conn.Query(ctx, `SELECT DISTINCT ordinal FROM `+s.table("students")+` WHERE group_id = ? AND student_id = ?`, groupID, studentID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	shares := map[rollup.GroupKey]analytics.Counts{}
 	for rows.Next() {
-		var span uint8
-		var period int32
-		var c analytics.Counts
-		if err := rows.Scan(rollup.ScanDest(&c, &span, &period)...); err != nil {
+		var n uint32
+		if err := rows.Scan(&n); err != nil {
 			return nil, err
 		}
-		if c != (analytics.Counts{}) {
-			shares[rollup.GroupKey{GroupID: groupID, Span: analytics.Span(span), Key: analytics.Day(period)}] = c
-		}
+		ordinals = append(ordinals, n)
 	}
-	return shares, rows.Err()
+	return ordinals, rows.Err()
 }
 
 // erasedMark starts the id under which an erased student's ordinal stays
@@ -134,21 +154,8 @@ const erasedMark = "\x00erased "
 // deleteStudentRows deletes every row naming the student, marking their
 // ordinal taken, and waits until the deletions are done.
 func (s *Store) deleteStudentRows(ctx context.Context, sh *shard, groupID, studentID string) error {
-	var ordinals []uint32
-	rows, err := sh.conn.Query(ctx, `SELECT ordinal FROM `+s.table("students")+` WHERE group_id = ? AND student_id = ?`, groupID, studentID)
+	ordinals, err := s.studentOrdinals(ctx, sh, groupID, studentID)
 	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var n uint32
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return err
-		}
-		ordinals = append(ordinals, n)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	if len(ordinals) > 0 {
@@ -166,7 +173,7 @@ func (s *Store) deleteStudentRows(ctx context.Context, sh *shard, groupID, stude
 			return err
 		}
 	}
-	for _, t := range []string{"events", "student_rollups", "students"} {
+	for _, t := range []string{"events", "students"} {
 		if err := sh.conn.Exec(ctx, `ALTER TABLE `+s.table(t)+` DELETE WHERE group_id = ? AND student_id = ?`, groupID, studentID); err != nil {
 			return err
 		}
@@ -341,40 +348,31 @@ func (s *Store) recomputeMonth(ctx context.Context, sh *shard, groupID string, m
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	// Student rows: what is there now, and the difference to the target.
-	current, err := s.monthStudentRows(ctx, sh, groupID, m)
-	if err != nil {
-		return err
-	}
-	diff := map[rollup.StudentKey]*analytics.Counts{}
-	for k, c := range target.Students {
-		d := *c
-		diff[k] = &d
-	}
-	for k, c := range current {
-		d := diff[k]
-		if d == nil {
-			d = new(analytics.Counts)
-			diff[k] = d
-		}
-		for i := range d {
-			d[i] -= c[i]
-		}
-	}
-	var studentKeys []rollup.StudentKey
-	for k, d := range diff {
-		if *d != (analytics.Counts{}) {
-			studentKeys = append(studentKeys, k)
-		}
-	}
-	if err := s.insertStudentRows(ctx, sh, studentKeys, diff); err != nil {
-		return err
-	}
-	// Group rows: the new state of every day of m and of m itself.
 	ordinals, err := s.ordinals(ctx, sh, groupID, target.StudentIDs()[groupID])
 	if err != nil {
 		return err
 	}
+	// Rows of counts: the new state of every chunk of m's periods that has
+	// a row (of any write, finished or not) or usage, empty where it has
+	// none.
+	stored, err := s.monthChunks(ctx, sh, groupID, m)
+	if err != nil {
+		return err
+	}
+	counts, err := newCountsRows(&state{counts: map[period][][]byte{}}, target, ordinals)
+	if err != nil {
+		return err
+	}
+	for _, r := range counts {
+		delete(stored, r.key)
+	}
+	for k := range stored {
+		counts = append(counts, countsRow{k, rollup.AppendCounts(nil, nil)})
+	}
+	if err := s.insertCountsRows(ctx, sh, counts, seq); err != nil {
+		return err
+	}
+	// Group rows: the new state of every day of m and of m itself.
 	var keys []rollup.GroupKey
 	for d := m; d < end; d++ {
 		keys = append(keys, rollup.GroupKey{GroupID: groupID, Span: analytics.SpanDay, Key: d})
@@ -397,28 +395,25 @@ func (s *Store) recomputeMonth(ctx context.Context, sh *shard, groupID string, m
 	return s.insertGroupRows(ctx, sh, keys, groupRows, seq)
 }
 
-// monthStudentRows returns the current student rows of month m's days and
-// of m itself.
-func (s *Store) monthStudentRows(ctx context.Context, sh *shard, groupID string, m analytics.Day) (map[rollup.StudentKey]analytics.Counts, error) {
-	rows, err := sh.conn.Query(ctx, `SELECT span, period, student_id, `+studentSums+` FROM `+s.table("student_rollups")+`
-		WHERE group_id = ? AND (span = 0 AND period >= ? AND period < ? OR span = 1 AND period = ?)
-		GROUP BY span, period, student_id`, groupID, int32(m), int32(m.NextMonthStart()), int32(m))
+// monthChunks returns the keys of the rows of counts of month m's days
+// and of m itself, of every version.
+func (s *Store) monthChunks(ctx context.Context, sh *shard, groupID string, m analytics.Day) (map[rollup.CountsKey]bool, error) {
+	rows, err := sh.conn.Query(ctx, `SELECT DISTINCT span, period, chunk FROM `+s.table("student_counts")+`
+		WHERE group_id = ? AND (span = 0 AND period >= ? AND period < ? OR span = 1 AND period = ?)`,
+		groupID, int32(m), int32(m.NextMonthStart()), int32(m))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	current := map[rollup.StudentKey]analytics.Counts{}
+	keys := map[rollup.CountsKey]bool{}
 	for rows.Next() {
 		var span uint8
-		var period int32
-		var id string
-		var c analytics.Counts
-		if err := rows.Scan(rollup.ScanDest(&c, &span, &period, &id)...); err != nil {
+		var key int32
+		var chunk uint32
+		if err := rows.Scan(&span, &key, &chunk); err != nil {
 			return nil, err
 		}
-		if c != (analytics.Counts{}) {
-			current[rollup.StudentKey{GroupID: groupID, Span: analytics.Span(span), Key: analytics.Day(period), StudentID: id}] = c
-		}
+		keys[rollup.CountsKey{GroupID: groupID, Span: analytics.Span(span), Key: analytics.Day(key), Chunk: int(chunk)}] = true
 	}
-	return current, rows.Err()
+	return keys, rows.Err()
 }

@@ -43,6 +43,8 @@ type Store struct {
 	// pending are the calls of AppendEvents waiting, by group.
 	pendingMu sync.Mutex
 	pending   map[string][]*rollup.Call
+	// states are the groups' current rows, kept by the process.
+	states stateCache
 }
 
 var turnstileSeed = maphash.MakeSeed()

@@ -1,8 +1,8 @@
 // Package rollup is what the usage stores share, whichever database holds
 // them: how new events add to the rollup rows that reports read (Delta),
 // how those rows are stored (their count columns, the encoding of student
-// sets) and scanned back, and how the appends waiting for a writer are
-// merged into one write (Call).
+// sets and of the students' counts by ordinal) and read back, and how the
+// appends waiting for a writer are merged into one write (Call).
 package rollup
 
 import (
@@ -75,20 +75,6 @@ func (d *Delta) Add(e analytics.Event) {
 			g.ChatUsers[e.StudentID] = struct{}{}
 		}
 	}
-}
-
-// StudentKeys returns the student rollup keys in one fixed order, so that
-// concurrent writers lock rows in the same order and cannot deadlock.
-func (d *Delta) StudentKeys() []StudentKey {
-	keys := make([]StudentKey, 0, len(d.Students))
-	for k := range d.Students {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b StudentKey) int {
-		return cmp.Or(cmp.Compare(a.GroupID, b.GroupID), cmp.Compare(a.Span, b.Span),
-			cmp.Compare(a.Key, b.Key), cmp.Compare(a.StudentID, b.StudentID))
-	})
-	return keys
 }
 
 // GroupKeys returns the group rollup keys in one fixed order.

@@ -1,0 +1,296 @@
+package chstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/rollup"
+)
+
+// Every row of group_rollups and student_counts is the whole state of its
+// key as of the write that inserted it, numbered by that write (version,
+// the group's write number), and merges keep the highest. A group's
+// current rows as of write number n are thus its rows of version at most
+// n, the highest for each key. Rather than ask ClickHouse for that on
+// each read, which grows with the writes not yet merged, each process
+// keeps the groups' current rows (a state) and, when the group's number
+// has moved on, asks only for the rows written since.
+
+// period names one rollup of a group.
+type period struct {
+	span analytics.Span
+	key  analytics.Day
+}
+
+// state is a group's current rows on a shard as of write number seq. It is
+// not changed once made: a newer state is a copy.
+type state struct {
+	shard  string
+	seq    int64
+	groups map[period]analytics.GroupRollup
+	counts map[period][][]byte // by chunk; nil where a chunk has no row
+	bytes  int
+	used   int64 // when last used, in the cache's ticks
+	// ordinals are read on first use: writers do not need them.
+	ordinalsMu sync.Mutex
+	ordinals   map[string]int
+}
+
+// stateCacheBytes bounds the states a process keeps: about 10 MB for a
+// group of 10,000 students and a year of usage.
+const stateCacheBytes = 512 << 20
+
+// stateCache holds the processes' states, least recently used dropped
+// first.
+type stateCache struct {
+	mu     sync.Mutex
+	states map[string]*state
+	bytes  int
+	tick   int64
+}
+
+func (c *stateCache) get(groupID string) *state {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.states[groupID]
+	if st != nil {
+		c.tick++
+		st.used = c.tick
+	}
+	return st
+}
+
+// put keeps st unless a newer state of the group is kept already.
+func (c *stateCache) put(groupID string, st *state) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.states[groupID]; old != nil {
+		if old.shard == st.shard && old.seq >= st.seq {
+			return
+		}
+		c.bytes -= old.bytes
+	}
+	if c.states == nil {
+		c.states = map[string]*state{}
+	}
+	c.tick++
+	st.used = c.tick
+	c.states[groupID] = st
+	c.bytes += st.bytes
+	for c.bytes > stateCacheBytes && len(c.states) > 1 {
+		oldest := ""
+		for id, s := range c.states {
+			if id != groupID && (oldest == "" || s.used < c.states[oldest].used) {
+				oldest = id
+			}
+		}
+		c.bytes -= c.states[oldest].bytes
+		delete(c.states, oldest)
+	}
+}
+
+// readState returns the group's current rows, after settling a write the
+// group's placement shows unfinished, or nil when the group holds no
+// usage.
+func (s *Store) readState(ctx context.Context, groupID string) (*state, error) {
+	p, ok, err := s.dir.Placement(ctx, groupID)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if p.Intent != nil && !isMove(p.Intent) {
+		// Wait for the write, or repair what it left, and read as of the
+		// number it leaves: rows of later writes are not looked at.
+		err := s.locked(ctx, groupID, func(tx GroupLock) (err error) {
+			var sh *shard
+			sh, p.Seq, err = s.placeForWrite(ctx, tx)
+			if err == nil {
+				p.Shard = sh.name
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sh, err := s.shardOf(p)
+	if err != nil {
+		return nil, err
+	}
+	return s.stateAt(ctx, sh, groupID, p.Seq)
+}
+
+// stateAt returns the group's rows on sh as of write number seq: every
+// write up to seq must be whole (done, or repaired).
+func (s *Store) stateAt(ctx context.Context, sh *shard, groupID string, seq int64) (*state, error) {
+	old := s.states.get(groupID)
+	if old != nil && old.shard == sh.name && old.seq == seq {
+		return old, nil
+	}
+	st := &state{shard: sh.name, seq: seq, groups: map[period]analytics.GroupRollup{}, counts: map[period][][]byte{}}
+	since := int64(-1)
+	if old != nil && old.shard == sh.name && old.seq < seq {
+		since = old.seq
+		for k, v := range old.groups {
+			st.groups[k] = v
+		}
+		for k, v := range old.counts {
+			st.counts[k] = v
+		}
+		st.bytes = old.bytes
+	}
+	if err := s.readGroupRows(ctx, sh, groupID, since, seq, st); err != nil {
+		return nil, err
+	}
+	if err := s.readCountsRows(ctx, sh, groupID, since, seq, st); err != nil {
+		return nil, err
+	}
+	s.states.put(groupID, st)
+	return st, nil
+}
+
+// readGroupRows adds to st the group rows of versions in (since, seq].
+func (s *Store) readGroupRows(ctx context.Context, sh *shard, groupID string, since, seq int64, st *state) error {
+	rows, err := sh.conn.Query(ctx, `SELECT span, period, `+groupColumns+` FROM `+s.table("group_rollups")+`
+		WHERE group_id = ? AND version >= ? AND version <= ? GROUP BY span, period`, groupID, uint64(since+1), uint64(seq))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var span uint8
+		var key int32
+		r, err := scanGroupRow(rows, &span, &key)
+		if err != nil {
+			return err
+		}
+		r.Key = analytics.Day(key)
+		st.groups[period{analytics.Span(span), r.Key}] = r
+		st.bytes += 96 + 8*(len(r.LiveLectureUsers)+len(r.ChatUsers))
+	}
+	return rows.Err()
+}
+
+// readCountsRows adds to st the rows of student counts of versions in
+// (since, seq].
+func (s *Store) readCountsRows(ctx context.Context, sh *shard, groupID string, since, seq int64, st *state) error {
+	rows, err := sh.conn.Query(ctx, `SELECT span, period, chunk, argMax(counts, version) FROM `+s.table("student_counts")+`
+		WHERE group_id = ? AND version >= ? AND version <= ? GROUP BY span, period, chunk`, groupID, uint64(since+1), uint64(seq))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	copied := map[period]bool{}
+	for rows.Next() {
+		var span uint8
+		var key int32
+		var chunk uint32
+		var b string
+		if err := rows.Scan(&span, &key, &chunk, &b); err != nil {
+			return err
+		}
+		p := period{analytics.Span(span), analytics.Day(key)}
+		chunks := st.counts[p]
+		if !copied[p] {
+			// The slice may be the older state's: copied before it changes.
+			chunks = append([][]byte(nil), chunks...)
+			copied[p] = true
+		}
+		for len(chunks) <= int(chunk) {
+			chunks = append(chunks, nil)
+		}
+		st.bytes += len(b) - len(chunks[chunk])
+		chunks[chunk] = []byte(b)
+		st.counts[p] = chunks
+	}
+	return rows.Err()
+}
+
+// readOrdinals reads the group's numbered students, without the marks of
+// erased students' ordinals.
+func (s *Store) readOrdinals(ctx context.Context, sh *shard, groupID string) (map[string]int, error) {
+	rows, err := sh.conn.Query(ctx, `SELECT student_id, min(ordinal) FROM `+s.table("students")+`
+		WHERE group_id = ? GROUP BY student_id`, groupID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ordinals := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n uint32
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, err
+		}
+		if !strings.HasPrefix(id, erasedMark) {
+			ordinals[id] = int(n)
+		}
+	}
+	return ordinals, rows.Err()
+}
+
+// GroupRollups reads the group's current rows from the process's state.
+func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.Segment) ([]analytics.GroupRollup, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	st, err := s.readState(ctx, groupID)
+	if err != nil || st == nil {
+		return nil, s.wrap("GroupRollups", err)
+	}
+	var rollups []analytics.GroupRollup
+	for key := seg.Keys.First; key <= seg.Keys.Last; key = seg.Span.Next(key) {
+		// A period whose usage was all erased keeps a row of zeros.
+		if r, ok := st.groups[period{seg.Span, key}]; ok && r.Counts != (analytics.Counts{}) {
+			rollups = append(rollups, r)
+		}
+	}
+	return rollups, nil
+}
+
+// Ordinals reads the group's ordinals from the process's state.
+func (s *Store) Ordinals(ctx context.Context, groupID string) (map[string]int, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	st, err := s.readState(ctx, groupID)
+	if err != nil || st == nil {
+		return map[string]int{}, s.wrap("Ordinals", err)
+	}
+	st.ordinalsMu.Lock()
+	defer st.ordinalsMu.Unlock()
+	if st.ordinals == nil {
+		sh, err := s.shardOf(Placement{GroupID: groupID, Shard: st.shard})
+		if err == nil {
+			st.ordinals, err = s.readOrdinals(ctx, sh, groupID)
+		}
+		if err != nil {
+			return nil, s.wrap("Ordinals", err)
+		}
+	}
+	// The map is the state's, shared by its readers.
+	return st.ordinals, nil
+}
+
+// StudentTotals adds up the rows of the process's state.
+func (s *Store) StudentTotals(ctx context.Context, groupID string, segs []analytics.Segment, totals [][]analytics.Counts) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	st, err := s.readState(ctx, groupID)
+	if err != nil || st == nil {
+		return s.wrap("StudentTotals", err)
+	}
+	for i, seg := range segs {
+		for key := seg.Keys.First; key <= seg.Keys.Last; key = seg.Span.Next(key) {
+			for _, b := range st.counts[period{seg.Span, key}] {
+				if b == nil {
+					continue
+				}
+				if totals[i], err = rollup.AddCounts(totals[i], b); err != nil {
+					return s.wrap("StudentTotals", fmt.Errorf("student counts of %s %s: %w", groupID, key, err))
+				}
+			}
+		}
+	}
+	return nil
+}
