@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/url"
 	"reflect"
@@ -25,12 +26,11 @@ var diffZones = []string{"UTC", "America/New_York", "Europe/Berlin", "Asia/Kathm
 
 // refModel is what the platform sent, kept as plainly as possible.
 type refModel struct {
-	zones   map[string]*time.Location
-	events  map[string][]refEvent        // group -> accepted events, first of each id
-	seen    map[string]bool              // group + "\x00" + id
-	names   map[string]map[string]string // group -> student -> latest name
-	keys    map[string]string
-	deleted map[string]bool // group + "\x00" + student
+	zones  map[string]*time.Location
+	events map[string][]refEvent        // group -> accepted events, first of each id
+	seen   map[string]bool              // group + "\x00" + id
+	names  map[string]map[string]string // group -> student -> latest name
+	keys   map[string]string
 }
 
 type refEvent struct {
@@ -136,9 +136,6 @@ func (m *refModel) answer(q refQuery) []report {
 		perStudent[i], users[i] = map[string]map[string]int64{}, map[string]bool{}
 	}
 	for _, ev := range m.events[q.group] {
-		if m.deleted[q.group+"\x00"+ev.student] {
-			continue
-		}
 		i, ok := periodOf[ev.at.In(loc).Format(time.DateOnly)]
 		if !ok {
 			continue
@@ -158,9 +155,7 @@ func (m *refModel) answer(q refQuery) []report {
 	type student struct{ id, name string }
 	var students []student
 	for id, name := range m.names[q.group] {
-		if !m.deleted[q.group+"\x00"+id] {
-			students = append(students, student{id, name})
-		}
+		students = append(students, student{id, name})
 	}
 	slices.SortFunc(students, func(a, b student) int {
 		if a.name != b.name {
@@ -224,7 +219,7 @@ func TestDifferentialAgainstBruteForce(t *testing.T) {
 
 func runDifferential(t *testing.T, e *testEnv, rng *rand.Rand) {
 	m := &refModel{zones: map[string]*time.Location{}, events: map[string][]refEvent{}, seen: map[string]bool{},
-		names: map[string]map[string]string{}, keys: map[string]string{}, deleted: map[string]bool{}}
+		names: map[string]map[string]string{}, keys: map[string]string{}}
 	var groups []string
 	for g := range 3 {
 		id := fmt.Sprintf("g%d", g)
@@ -300,17 +295,68 @@ func runDifferential(t *testing.T, e *testEnv, rng *rand.Rand) {
 		t.Fatal(err)
 	}
 	check("after rebuild")
+	var erased []string // group + "\x00" + student
 	for _, g := range groups {
-		for id := range m.names[g] {
+		for _, id := range slices.Sorted(maps.Keys(m.names[g])) {
 			if rng.IntN(5) == 0 {
 				if err := e.platform.DeleteStudent(ctx, g, id); err != nil {
 					t.Fatal(err)
 				}
-				m.deleted[g+"\x00"+id] = true
+				m.erase(g, id)
+				erased = append(erased, g+"\x00"+id)
 			}
 		}
 	}
 	check("after deletions")
+	// Renames, and new events: of erased students, who come back with
+	// none of their old usage, and of others.
+	for _, g := range groups {
+		for _, id := range slices.Sorted(maps.Keys(m.names[g])) {
+			if rng.IntN(4) == 0 {
+				name := []string{"Zoë", "ada", "Bea", "Ада"}[rng.IntN(4)]
+				if _, err := e.platform.RenameStudent(ctx, g, id, name); err != nil {
+					t.Fatal(err)
+				}
+				m.names[g][id] = name
+			}
+		}
+	}
+	var late []platform.EventInput
+	for i := range 600 {
+		in := sentAgain(rng, i, erased, groups, m)
+		late = append(late, in)
+	}
+	for batch := range slices.Chunk(late, 50) {
+		e.send(batch...)
+		for _, in := range batch {
+			m.apply(in)
+		}
+	}
+	check("after renames and re-enrolments")
+}
+
+// erase takes a student and their events out of the model.
+func (m *refModel) erase(group, student string) {
+	delete(m.names[group], student)
+	m.events[group] = slices.DeleteFunc(m.events[group], func(ev refEvent) bool { return ev.student == student })
+}
+
+// sentAgain is the i-th event sent after erasures: of an erased student
+// half the time, or of one of the first students of a group.
+func sentAgain(rng *rand.Rand, i int, erased, groups []string, m *refModel) platform.EventInput {
+	g, student := groups[rng.IntN(len(groups))], fmt.Sprintf("s%02d", rng.IntN(5))
+	if len(erased) > 0 && rng.IntN(2) == 0 {
+		g, student, _ = strings.Cut(erased[rng.IntN(len(erased))], "\x00")
+	}
+	in := platform.EventInput{ID: fmt.Sprintf("late-%04d", i), GroupID: g, StudentID: student,
+		OccurredAt: randomTime(rng, m.zones[g]).Format(time.RFC3339Nano), Kind: "chat.message_sent", ChatType: "main"}
+	if rng.IntN(3) == 0 {
+		in.Kind, in.ChatType = "live_lecture.session_created", ""
+	}
+	if rng.IntN(5) == 0 {
+		in.StudentName = "Back " + student
+	}
+	return in
 }
 
 // firstDiff shows where two JSON texts first differ.
