@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"groupanalytics/internal/httpapi"
@@ -38,7 +39,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.StringVar(&sf.addr, "addr", "127.0.0.1:8080", "address to listen on")
 	fs.StringVar(&sf.level, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&sf.storeTimeout, "store-timeout", 10*time.Second, "longest a store call may take before the request gets a 503")
-	fs.StringVar(&sf.metricsAddr, "metrics-addr", "", "address of a separate listener serving Prometheus metrics at /metrics (empty: none)")
+	fs.StringVar(&sf.metricsAddr, "metrics-addr", "", "address of a separate listener serving Prometheus metrics at /metrics and profiles at /debug/pprof/ (empty: none)")
 	fs.Var(&sf.limits.Key, "key-rate-limit", "requests per report key: N/s, N/m or N/h (bursts of N), or off")
 	fs.Var(&sf.limits.Token, "token-rate-limit", "requests per platform token: N/s, N/m or N/h, or off")
 	fs.Var(&sf.limits.FailedAuth, "failed-auth-limit", "failed key and token checks per client address: N/s, N/m or N/h, or off")
@@ -90,6 +91,10 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", m.Handler())
+		// Profiles, for operators: the listener is theirs, not the public's.
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go msrv.Serve(mln)
 		defer msrv.Close()
