@@ -36,11 +36,11 @@ func openBaseline(dsn, dialect string) (*baseline, error) {
 }
 
 // openClickHouseBaseline opens the baseline on the ClickHouse shard that
-// holds the main group's raw events.
-func openClickHouseBaseline(ctx context.Context, dir *sqlstore.Store, ch *chstore.Store) (*baseline, error) {
-	p, ok, err := dir.Placement(ctx, "bench-main")
+// holds the group's raw events.
+func openClickHouseBaseline(ctx context.Context, dir *sqlstore.Store, ch *chstore.Store, group string) (*baseline, error) {
+	p, ok, err := dir.Placement(ctx, group)
 	if err != nil || !ok {
-		return nil, fmt.Errorf("baseline: the main group has no placement: %v", err)
+		return nil, fmt.Errorf("baseline: group %s has no placement: %v", group, err)
 	}
 	db := clickhouse.OpenDB(&clickhouse.Options{Addr: []string{p.Shard}, Auth: clickhouse.Auth{Database: ch.Database()}})
 	return &baseline{db: db, dialect: "clickhouse"}, nil

@@ -187,16 +187,33 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer srv.Stop()
-	var base *baseline
-	if ch != nil {
-		base, err = openClickHouseBaseline(ctx, store, ch)
-	} else {
-		base, err = openBaseline(dsn, store.Dialect())
+	// The baselines by group: on ClickHouse, each on its group's shard.
+	baselines := map[string]*baseline{}
+	baselineOf := func(group string) (*baseline, error) {
+		if b := baselines[group]; b != nil {
+			return b, nil
+		}
+		var b *baseline
+		var err error
+		if ch != nil {
+			b, err = openClickHouseBaseline(ctx, store, ch, group)
+		} else {
+			b, err = openBaseline(dsn, store.Dialect())
+		}
+		if err == nil {
+			baselines[group] = b
+		}
+		return b, err
 	}
+	defer func() {
+		for _, b := range baselines {
+			b.db.Close()
+		}
+	}()
+	base, err := baselineOf("bench-main")
 	if err != nil {
 		return nil, err
 	}
-	defer base.db.Close()
 
 	first := cfg.Scale.firstDay(now)
 	r := analytics.DayRange{First: first, Last: first + analytics.Day(cfg.Scale.Days) - 1}
@@ -235,7 +252,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if sc.baseline == nil {
 			rr.SameAnswer = sameAnswer(got, answers[sc.sameAs]) && sameAnswer(answers[sc.sameAs], got)
 		} else {
-			want, durations, err := base.time(sc, cfg.Baseline)
+			b, err := baselineOf(cmp.Or(sc.group, "bench-main"))
+			if err != nil {
+				return nil, err
+			}
+			want, durations, err := b.time(sc, cfg.Baseline)
 			if err != nil {
 				return nil, fmt.Errorf("baseline %s: %w", sc.name, err)
 			}
