@@ -167,10 +167,19 @@ func (s *Store) readGroupRows(ctx context.Context, sh *shard, groupID string, si
 			return err
 		}
 		r.Key = analytics.Day(key)
-		st.groups[period{analytics.Span(span), r.Key}] = r
-		st.bytes += 96 + 8*(len(r.LiveLectureUsers)+len(r.ChatUsers))
+		p := period{analytics.Span(span), r.Key}
+		if old, ok := st.groups[p]; ok {
+			st.bytes -= groupRowBytes(old)
+		}
+		st.groups[p] = r
+		st.bytes += groupRowBytes(r)
 	}
 	return rows.Err()
+}
+
+// groupRowBytes is about what a group row takes in memory.
+func groupRowBytes(r analytics.GroupRollup) int {
+	return 96 + 8*(len(r.LiveLectureUsers)+len(r.ChatUsers))
 }
 
 // readCountsRows adds to st the rows of student counts of versions in
