@@ -41,14 +41,18 @@ var Chat = &Endpoint{
 		"Material Messages", "Live Lecture Messages", "Main Chat Messages"},
 	values: func(c *analytics.Counts, into []int64) {
 		into[0] = 0
-		for i, m := range []analytics.Metric{analytics.TutorMeMessages, analytics.TestMessages, analytics.FlashcardMessages,
-			analytics.MaterialMessages, analytics.LiveLectureMessages, analytics.MainChatMessages} {
+		for i, m := range chatMetrics {
 			into[i+1] = c[m]
 			into[0] += c[m]
 		}
 	},
 	users: func(r *analytics.GroupRollup) analytics.StudentSet { return r.ChatUsers },
 }
+
+// chatMetrics are the chat endpoint's metrics after its total, in title
+// order.
+var chatMetrics = [...]analytics.Metric{analytics.TutorMeMessages, analytics.TestMessages, analytics.FlashcardMessages,
+	analytics.MaterialMessages, analytics.LiveLectureMessages, analytics.MainChatMessages}
 
 // Report is one entry of a response: a group report when Student is nil,
 // else that student's.
