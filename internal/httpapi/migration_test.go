@@ -47,7 +47,7 @@ func TestMigratedStoreAnswersAsBefore(t *testing.T) {
 			switch kind {
 			case "sqlite":
 				dsn = filepath.Join(t.TempDir(), "v3.db")
-				b, err := os.ReadFile("testdata/v3store/v3.db")
+				b, err := os.ReadFile("testdata/v3store/v3.sqlite")
 				if err != nil {
 					t.Fatal(err)
 				}
