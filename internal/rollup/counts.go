@@ -65,72 +65,13 @@ func AppendCounts(b []byte, students []StudentCounts) []byte {
 	return b
 }
 
-// countsReader walks an encoded row.
-type countsReader struct {
-	b    []byte
-	next int
-}
-
-func newCountsReader(b []byte) (countsReader, error) {
+// decodeCounts walks the row b that AppendCounts wrote and adds each
+// student's counts to the Counts that at returns for their ordinal. It is
+// the inner loop of student reports: it reads one-byte varints, nearly
+// all of them, without a call.
+func decodeCounts(b []byte, at func(ordinal int) *analytics.Counts) error {
 	if len(b) == 0 || b[0] != countsFormat {
-		return countsReader{}, ErrCorruptCounts
-	}
-	return countsReader{b: b[1:]}, nil
-}
-
-// read decodes the next student into c (all of it, zeros included) and
-// returns their ordinal; ok is false at the end of the row.
-func (r *countsReader) read(c *analytics.Counts) (ordinal int, ok bool, err error) {
-	if len(r.b) == 0 {
-		return 0, false, nil
-	}
-	gap, n := binary.Uvarint(r.b)
-	if n <= 0 || len(r.b) < n+1 || gap > 1<<31 {
-		return 0, false, ErrCorruptCounts
-	}
-	mask := r.b[n]
-	r.b = r.b[n+1:]
-	ordinal = r.next + int(gap)
-	r.next = ordinal + 1
-	for m := range c {
-		c[m] = 0
-		if mask&(1<<m) == 0 {
-			continue
-		}
-		v, n := binary.Varint(r.b)
-		if n <= 0 {
-			return 0, false, ErrCorruptCounts
-		}
-		c[m], r.b = v, r.b[n:]
-	}
-	return ordinal, true, nil
-}
-
-// DecodeCounts reads what AppendCounts wrote.
-func DecodeCounts(b []byte) ([]StudentCounts, error) {
-	r, err := newCountsReader(b)
-	if err != nil {
-		return nil, err
-	}
-	students := make([]StudentCounts, 0, len(b)/6)
-	for {
-		var s StudentCounts
-		ord, ok, err := r.read(&s.Counts)
-		if err != nil || !ok {
-			return students, err
-		}
-		s.Ordinal = ord
-		students = append(students, s)
-	}
-}
-
-// AddCounts adds each student's counts in the encoded row b to
-// totals[ordinal], growing totals as needed, and returns totals. It is
-// the inner loop of student reports: it adds straight into totals, and
-// reads one-byte varints, nearly all of them, without a call.
-func AddCounts(totals []analytics.Counts, b []byte) ([]analytics.Counts, error) {
-	if len(b) == 0 || b[0] != countsFormat {
-		return totals, ErrCorruptCounts
+		return ErrCorruptCounts
 	}
 	b = b[1:]
 	next := 0
@@ -141,22 +82,18 @@ func AddCounts(totals []analytics.Counts, b []byte) ([]analytics.Counts, error) 
 		} else {
 			g, n := binary.Uvarint(b)
 			if n <= 0 || g > 1<<31 {
-				return totals, ErrCorruptCounts
+				return ErrCorruptCounts
 			}
 			gap, b = g, b[n:]
 		}
 		if len(b) == 0 {
-			return totals, ErrCorruptCounts
+			return ErrCorruptCounts
 		}
 		mask := b[0]
 		b = b[1:]
 		ord := next + int(gap)
 		next = ord + 1
-		if n := len(totals); ord >= n {
-			totals = slices.Grow(totals, ord+1-n)[:ord+1]
-			clear(totals[n:])
-		}
-		c := &totals[ord]
+		c := at(ord)
 		for m := range c {
 			if mask&(1<<m) == 0 {
 				continue
@@ -168,13 +105,36 @@ func AddCounts(totals []analytics.Counts, b []byte) ([]analytics.Counts, error) 
 			}
 			v, n := binary.Varint(b)
 			if n <= 0 {
-				return totals, ErrCorruptCounts
+				return ErrCorruptCounts
 			}
 			c[m] += v
 			b = b[n:]
 		}
 	}
-	return totals, nil
+	return nil
+}
+
+// DecodeCounts reads what AppendCounts wrote.
+func DecodeCounts(b []byte) ([]StudentCounts, error) {
+	students := make([]StudentCounts, 0, len(b)/6)
+	err := decodeCounts(b, func(ordinal int) *analytics.Counts {
+		students = append(students, StudentCounts{Ordinal: ordinal})
+		return &students[len(students)-1].Counts
+	})
+	return students, err
+}
+
+// AddCounts adds each student's counts in the encoded row b to
+// totals[ordinal], growing totals as needed, and returns totals.
+func AddCounts(totals []analytics.Counts, b []byte) ([]analytics.Counts, error) {
+	err := decodeCounts(b, func(ordinal int) *analytics.Counts {
+		if n := len(totals); ordinal >= n {
+			totals = slices.Grow(totals, ordinal+1-n)[:ordinal+1]
+			clear(totals[n:])
+		}
+		return &totals[ordinal]
+	})
+	return totals, err
 }
 
 // CountsKey names one row of student counts.
