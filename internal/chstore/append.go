@@ -394,9 +394,7 @@ func newGroupRows(delta *rollup.Delta, st *state, ordinals map[string]int) ([]ro
 	keys := delta.GroupKeys()
 	rows := make([]analytics.GroupRollup, len(keys))
 	for i, k := range keys {
-		r := st.groups[period{k.Span, k.Key}]
-		// The sets are the state's: changed in copies.
-		r.LiveLectureUsers, r.ChatUsers = slices.Clone(r.LiveLectureUsers), slices.Clone(r.ChatUsers)
+		r := st.groupRow(k.Span, k.Key)
 		r.Key = k.Key
 		d := delta.Groups[k]
 		r.Counts.Add(&d.Counts)

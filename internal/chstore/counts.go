@@ -3,6 +3,7 @@ package chstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"groupanalytics/internal/analytics"
@@ -32,6 +33,14 @@ func newCountsRows(st *state, delta *rollup.Delta, ordinals map[string]int) ([]c
 		rows[i] = countsRow{k, rollup.AppendCounts(nil, students)}
 	}
 	return rows, nil
+}
+
+// groupRow returns the group row of a period (zeros when it has none),
+// its sets copied: the state's own are shared by its readers.
+func (st *state) groupRow(span analytics.Span, key analytics.Day) analytics.GroupRollup {
+	r := st.groups[period{span, key}]
+	r.LiveLectureUsers, r.ChatUsers = slices.Clone(r.LiveLectureUsers), slices.Clone(r.ChatUsers)
+	return r
 }
 
 // chunk returns the row of counts of a chunk, or nil.
@@ -142,8 +151,7 @@ func (s *Store) convertGroup(ctx context.Context, sh *shard, groupID string) err
 			ordinals[id] = n
 		}
 	}
-	empty := &state{counts: map[period][][]byte{}}
-	counts, err := newCountsRows(empty, delta, ordinals)
+	counts, err := newCountsRows(&state{}, delta, ordinals)
 	if err != nil {
 		return err
 	}

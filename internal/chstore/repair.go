@@ -104,8 +104,7 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, groupID
 	}
 	rows := make([]analytics.GroupRollup, len(keys))
 	for i, k := range keys {
-		r := st.groups[period{k.Span, k.Key}]
-		r.LiveLectureUsers, r.ChatUsers = slices.Clone(r.LiveLectureUsers), slices.Clone(r.ChatUsers)
+		r := st.groupRow(k.Span, k.Key)
 		share := shares[period{k.Span, k.Key}]
 		for m := range r.Counts {
 			r.Counts[m] -= share[m]
@@ -359,7 +358,7 @@ func (s *Store) recomputeMonth(ctx context.Context, sh *shard, groupID string, m
 	if err != nil {
 		return err
 	}
-	counts, err := newCountsRows(&state{counts: map[period][][]byte{}}, target, ordinals)
+	counts, err := newCountsRows(&state{}, target, ordinals)
 	if err != nil {
 		return err
 	}
