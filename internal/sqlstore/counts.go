@@ -48,36 +48,24 @@ func (s *Store) addCounts(ctx context.Context, tx *txn, delta *rollup.Delta, ord
 // are absent.
 func (s *Store) countsRows(ctx context.Context, tx *txn, keys []rollup.CountsKey) (map[rollup.CountsKey][]byte, error) {
 	want := map[rollup.CountsKey]bool{}
-	byGroup := map[string][]periodKey{}
+	periods := map[string][]periodKey{}
 	for _, k := range keys {
 		want[k] = true
-		byGroup[k.GroupID] = append(byGroup[k.GroupID], periodKey{k.Span, k.Key})
+		periods[k.GroupID] = append(periods[k.GroupID], periodKey{k.Span, k.Key})
 	}
 	current := map[rollup.CountsKey][]byte{}
-	for groupID, periods := range byGroup {
-		filter, args := s.periodFilter(periods)
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT span, period, chunk, counts FROM student_counts WHERE group_id = ? AND `+filter),
-			append([]any{groupID}, args...)...)
-		if err != nil {
-			return nil, err
+	err := s.periodRows(ctx, tx, "span, period, chunk, counts FROM student_counts", periods, func(groupID string, rows *sql.Rows) error {
+		k := rollup.CountsKey{GroupID: groupID}
+		var b []byte
+		if err := rows.Scan(&k.Span, &k.Key, &k.Chunk, &b); err != nil {
+			return err
 		}
-		for rows.Next() {
-			k := rollup.CountsKey{GroupID: groupID}
-			var b []byte
-			if err := rows.Scan(&k.Span, &k.Key, &k.Chunk, &b); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			if want[k] {
-				current[k] = b
-			}
+		if want[k] {
+			current[k] = b
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-	}
-	return current, nil
+		return nil
+	})
+	return current, err
 }
 
 // Ordinals returns the group's numbered students.

@@ -262,33 +262,25 @@ func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *rollup.Delta) er
 // (zeros for those not stored yet): one read and one upsert for all, the
 // group's write lock keeping other writers away in between.
 func (s *Store) updateGroupRollups(ctx context.Context, tx *txn, keys []rollup.GroupKey, change func(rollup.GroupKey, *analytics.GroupRollup)) error {
-	current := map[rollup.GroupKey]analytics.GroupRollup{}
-	byGroup := map[string][]periodKey{}
+	periods := map[string][]periodKey{}
 	for _, k := range keys {
-		byGroup[k.GroupID] = append(byGroup[k.GroupID], periodKey{k.Span, k.Key})
+		periods[k.GroupID] = append(periods[k.GroupID], periodKey{k.Span, k.Key})
 	}
-	for groupID, periods := range byGroup {
-		filter, args := s.periodFilter(periods)
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT span, period, `+metricList+`, live_lecture_users, chat_users FROM group_rollups
-			WHERE group_id = ? AND `+filter), append([]any{groupID}, args...)...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
+	current := map[rollup.GroupKey]analytics.GroupRollup{}
+	err := s.periodRows(ctx, tx, "span, period, "+metricList+", live_lecture_users, chat_users FROM group_rollups", periods,
+		func(groupID string, rows *sql.Rows) error {
 			k := rollup.GroupKey{GroupID: groupID}
 			var r analytics.GroupRollup
 			var ll, chat []byte
 			if err := rows.Scan(append(rollup.ScanDest(&r.Counts, &k.Span, &k.Key), &ll, &chat)...); err != nil {
-				rows.Close()
 				return err
 			}
 			r.LiveLectureUsers, r.ChatUsers = rollup.DecodeSet(ll), rollup.DecodeSet(chat)
 			current[k] = r
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
+			return nil
+		})
+	if err != nil {
+		return err
 	}
 	out := make([][]any, len(keys))
 	for i, k := range keys {
@@ -314,6 +306,30 @@ var groupRollupTypes = []string{"text", "smallint", "integer", "bigint", "bigint
 type periodKey struct {
 	span analytics.Span
 	key  analytics.Day
+}
+
+// periodRows runs "SELECT what WHERE" the rows of each group's periods,
+// and passes each row to scan.
+func (s *Store) periodRows(ctx context.Context, tx *txn, what string, periods map[string][]periodKey,
+	scan func(groupID string, rows *sql.Rows) error) error {
+	for groupID, ps := range periods {
+		filter, args := s.periodFilter(ps)
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT `+what+` WHERE group_id = ? AND `+filter), append([]any{groupID}, args...)...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			if err := scan(groupID, rows); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // periodFilter returns a condition that holds for the rows of periods
