@@ -147,13 +147,21 @@ type Event struct {
 	Day         Day
 }
 
-// GroupRollup is a group's usage over one rollup period (a day or a month):
+// GroupRollup is a group's usage over one rollup period (a day, week or month):
 // counts, and which students used live lectures and chat.
 type GroupRollup struct {
-	Key              Day // the day, or the first day of the month
+	Key              Day // the day, the Monday of the week, or the first day of the month
 	Counts           Counts
 	LiveLectureUsers StudentSet
 	ChatUsers        StudentSet
+}
+
+// Add adds o's counts and students to r: r then covers both periods, as a
+// week's row covers its days'.
+func (r *GroupRollup) Add(o *GroupRollup) {
+	r.Counts.Add(&o.Counts)
+	r.LiveLectureUsers.Union(o.LiveLectureUsers)
+	r.ChatUsers.Union(o.ChatUsers)
 }
 
 // AppendResult says what became of a batch of events.

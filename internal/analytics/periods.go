@@ -94,12 +94,17 @@ type DayRange struct {
 // Len returns the number of days in r.
 func (r DayRange) Len() int { return int(r.Last-r.First) + 1 }
 
-// Span is the granularity of a rollup: one row per day, or per calendar month.
+// Span is the granularity of a rollup: one row per day, per calendar
+// month, or per ISO week.
 type Span int8
 
 const (
 	SpanDay   Span = 0
 	SpanMonth Span = 1
+	// SpanWeek rows are keyed by their Monday. Only group rollups have
+	// them (GroupSegments): a week's distinct students are not a sum of
+	// its days', while a student's counts of a week are.
+	SpanWeek Span = 2
 )
 
 // Segment is a run of rollup keys of one span: days First..Last, or the
@@ -131,6 +136,39 @@ func Segments(r DayRange) []Segment {
 	}
 	if first <= r.Last {
 		segs = append(segs, Segment{SpanDay, DayRange{first, r.Last}})
+	}
+	return segs
+}
+
+// GroupSegments cuts r as Segments does, and further cuts each run of
+// days into the whole ISO weeks it holds and the days around them: the
+// reads of group rollups, which keep weeks so that a weekly report reads
+// a row a week rather than seven.
+func GroupSegments(r DayRange) []Segment {
+	var segs []Segment
+	// Runs joins the days on both sides of a month's end.
+	for _, seg := range Runs(Segments(r)) {
+		if seg.Span != SpanDay {
+			segs = append(segs, seg)
+			continue
+		}
+		first, last := seg.Keys.First, seg.Keys.Last
+		firstWeek := first.WeekStart()
+		if firstWeek != first {
+			firstWeek += 7
+		}
+		lastWeek := (last - 6).WeekStart() // the last Monday whose week ends by last
+		if firstWeek > lastWeek {
+			segs = append(segs, seg)
+			continue
+		}
+		if first < firstWeek {
+			segs = append(segs, Segment{SpanDay, DayRange{first, firstWeek - 1}})
+		}
+		segs = append(segs, Segment{SpanWeek, DayRange{firstWeek, lastWeek}})
+		if lastWeek+7 <= last {
+			segs = append(segs, Segment{SpanDay, DayRange{lastWeek + 7, last}})
+		}
 	}
 	return segs
 }
@@ -189,10 +227,14 @@ func (r DayRange) Periods(iv Interval) []DayRange {
 	return periods
 }
 
-// Next returns the key of the rollup after key's.
+// Next returns the key of the rollup after key's: the day after the last
+// day key's rollup covers.
 func (span Span) Next(key Day) Day {
-	if span == SpanMonth {
+	switch span {
+	case SpanMonth:
 		return key.NextMonthStart()
+	case SpanWeek:
+		return key + 7
 	}
 	return key + 1
 }

@@ -150,29 +150,68 @@ func TestSegments(t *testing.T) {
 	}
 }
 
+func TestGroupSegments(t *testing.T) {
+	d := func(s string) Day {
+		tm, _ := time.Parse(time.DateOnly, s)
+		return DayOf(tm, time.UTC)
+	}
+	tests := []struct {
+		first, last string
+		want        []Segment
+	}{
+		// 2025-01-06 and 2025-01-13 are Mondays.
+		{"2025-01-06", "2025-01-12", []Segment{{SpanWeek, DayRange{d("2025-01-06"), d("2025-01-06")}}}},
+		{"2025-01-06", "2025-01-11", []Segment{{SpanDay, DayRange{d("2025-01-06"), d("2025-01-11")}}}},
+		{"2025-01-05", "2025-01-14", []Segment{
+			{SpanDay, DayRange{d("2025-01-05"), d("2025-01-05")}},
+			{SpanWeek, DayRange{d("2025-01-06"), d("2025-01-06")}},
+			{SpanDay, DayRange{d("2025-01-13"), d("2025-01-14")}},
+		}},
+		// A week across two months, none of them whole.
+		{"2025-01-27", "2025-02-02", []Segment{{SpanWeek, DayRange{d("2025-01-27"), d("2025-01-27")}}}},
+		// Whole months stay months; the days around them hold weeks.
+		{"2025-01-15", "2025-04-13", []Segment{
+			{SpanDay, DayRange{d("2025-01-15"), d("2025-01-19")}},
+			{SpanWeek, DayRange{d("2025-01-20"), d("2025-01-20")}},
+			{SpanDay, DayRange{d("2025-01-27"), d("2025-01-31")}},
+			{SpanMonth, DayRange{d("2025-02-01"), d("2025-03-01")}},
+			{SpanDay, DayRange{d("2025-04-01"), d("2025-04-06")}},
+			{SpanWeek, DayRange{d("2025-04-07"), d("2025-04-07")}},
+		}},
+	}
+	for _, tt := range tests {
+		got := GroupSegments(DayRange{d(tt.first), d(tt.last)})
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("GroupSegments(%s..%s) = %v, want %v", tt.first, tt.last, got, tt.want)
+		}
+	}
+}
+
 func TestSegmentsCoverEveryDayOnce(t *testing.T) {
-	for first := DateDay(2024, 1, 1); first < DateDay(2024, 3, 5); first += 3 {
-		for last := first; last < first+120; last += 7 {
-			covered := map[Day]int{}
-			for _, s := range Segments(DayRange{first, last}) {
-				for k := s.Keys.First; k <= s.Keys.Last; {
-					if s.Span == SpanDay {
-						covered[k]++
-						k++
-						continue
+	for _, cut := range []struct {
+		name string
+		fn   func(DayRange) []Segment
+	}{{"Segments", Segments}, {"GroupSegments", GroupSegments}} {
+		for first := DateDay(2024, 1, 1); first < DateDay(2024, 3, 5); first += 3 {
+			for last := first; last < first+120; last += 5 {
+				covered := map[Day]int{}
+				for _, s := range cut.fn(DayRange{first, last}) {
+					if cut.name == "Segments" && s.Span == SpanWeek {
+						t.Fatalf("Segments(%s..%s) has weeks", first, last)
 					}
-					for day := k; day < k.NextMonthStart(); day++ {
-						covered[day]++
+					for k := s.Keys.First; k <= s.Keys.Last; k = s.Span.Next(k) {
+						for day := k; day < s.Span.Next(k); day++ {
+							covered[day]++
+						}
 					}
-					k = k.NextMonthStart()
 				}
-			}
-			if want := (DayRange{first, last}).Len(); len(covered) != want {
-				t.Fatalf("%s..%s: %d days covered, want %d", first, last, len(covered), want)
-			}
-			for day, n := range covered {
-				if n != 1 || day < first || day > last {
-					t.Fatalf("%s..%s: day %s covered %d times", first, last, day, n)
+				if want := (DayRange{first, last}).Len(); len(covered) != want {
+					t.Fatalf("%s(%s..%s): %d days covered, want %d", cut.name, first, last, len(covered), want)
+				}
+				for day, n := range covered {
+					if n != 1 || day < first || day > last {
+						t.Fatalf("%s(%s..%s): day %s covered %d times", cut.name, first, last, day, n)
+					}
 				}
 			}
 		}

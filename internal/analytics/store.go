@@ -68,8 +68,9 @@ type UsageStore interface {
 	// changes nothing. When it returns nil the events are durable and
 	// visible to the next read.
 	AppendEvents(ctx context.Context, events []Event) (AppendResult, error)
-	// GroupRollups returns the group's rollups of seg's span whose keys lie
-	// in seg, ascending; periods without usage have no row.
+	// GroupRollups returns the group's rollups of seg's span (any of the
+	// three: GroupSegments) whose keys lie in seg, ascending; periods
+	// without usage have no row.
 	GroupRollups(ctx context.Context, groupID string, seg Segment) ([]GroupRollup, error)
 	// Ordinals returns the ordinal of each student of the group the store
 	// has numbered: their place in StudentTotals' counts. A student keeps
@@ -78,9 +79,10 @@ type UsageStore interface {
 	// two steps.
 	Ordinals(ctx context.Context, groupID string) (map[string]int, error)
 	// StudentTotals sums each student's counts over the rollups of each
-	// segment of segs, which do not overlap, into totals[i][ordinal] for
-	// segs[i], growing totals[i] as needed. The caller passes len(segs)
-	// buffers, empty (len 0) and perhaps reused.
+	// segment of segs (days and months: Segments), which do not overlap,
+	// into totals[i][ordinal] for segs[i], growing totals[i] as needed.
+	// The caller passes len(segs) buffers, empty (len 0) and perhaps
+	// reused.
 	StudentTotals(ctx context.Context, groupID string, segs []Segment, totals [][]Counts) error
 	// EraseStudent removes a student's enrolment, events and share of every
 	// rollup at once: when it returns, no read counts anything of theirs.

@@ -7,6 +7,7 @@ package rollup
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	"groupanalytics/internal/analytics"
@@ -74,6 +75,26 @@ func (d *Delta) Add(e analytics.Event) {
 		if e.Metric.IsChat() {
 			g.ChatUsers[e.StudentID] = struct{}{}
 		}
+	}
+}
+
+// AddWeeks adds to the delta the group rows of the ISO weeks of its day
+// rows, for the stores that keep them (analytics.SpanWeek): a week's row
+// is its days' counts and the union of their students.
+func (d *Delta) AddWeeks() {
+	for k, day := range d.Groups {
+		if k.Span != analytics.SpanDay {
+			continue
+		}
+		wk := GroupKey{k.GroupID, analytics.SpanWeek, k.Key.WeekStart()}
+		w := d.Groups[wk]
+		if w == nil {
+			w = &GroupDelta{LiveLectureUsers: map[string]struct{}{}, ChatUsers: map[string]struct{}{}}
+			d.Groups[wk] = w
+		}
+		w.Counts.Add(&day.Counts)
+		maps.Copy(w.LiveLectureUsers, day.LiveLectureUsers)
+		maps.Copy(w.ChatUsers, day.ChatUsers)
 	}
 }
 
