@@ -250,12 +250,32 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 	}
 	var rollups []analytics.GroupRollup
 	for key := seg.Keys.First; key <= seg.Keys.Last; key = seg.Span.Next(key) {
+		var r analytics.GroupRollup
+		if seg.Span == analytics.SpanWeek {
+			// Shards keep no week rows: a week is its days' rows, in
+			// memory here.
+			r = st.week(key)
+		} else {
+			r = st.groups[period{seg.Span, key}]
+		}
 		// A period whose usage was all erased keeps a row of zeros.
-		if r, ok := st.groups[period{seg.Span, key}]; ok && r.Counts != (analytics.Counts{}) {
+		if r.Counts != (analytics.Counts{}) {
 			rollups = append(rollups, r)
 		}
 	}
 	return rollups, nil
+}
+
+// week returns the group row of the ISO week that starts on monday,
+// folded from its days' rows.
+func (st *state) week(monday analytics.Day) analytics.GroupRollup {
+	w := analytics.GroupRollup{Key: monday}
+	for d := monday; d < monday+7; d++ {
+		if r, ok := st.groups[period{analytics.SpanDay, d}]; ok {
+			w.Add(&r)
+		}
+	}
+	return w
 }
 
 // Ordinals reads the group's ordinals from the process's state.

@@ -167,7 +167,7 @@ func (e *Engine) groupReports(ctx context.Context, groupID string, loc *time.Loc
 	for _, p := range periods {
 		var counts analytics.Counts
 		var users analytics.StudentSet
-		for _, seg := range analytics.Segments(p) {
+		for _, seg := range analytics.GroupSegments(p) {
 			for key := seg.Keys.First; key <= seg.Keys.Last; key = seg.Span.Next(key) {
 				if r := rollups[seg.Span][key]; r != nil {
 					counts.Add(&r.Counts)
@@ -189,7 +189,7 @@ func (e *Engine) groupReports(ctx context.Context, groupID string, loc *time.Loc
 func (e *Engine) fetchGroupRollups(ctx context.Context, groupID string, periods []analytics.DayRange) (map[analytics.Span]map[analytics.Day]*analytics.GroupRollup, error) {
 	var segs []analytics.Segment
 	for _, p := range periods {
-		segs = append(segs, analytics.Segments(p)...)
+		segs = append(segs, analytics.GroupSegments(p)...)
 	}
 	reads := analytics.Runs(segs)
 	results := make([][]analytics.GroupRollup, len(reads))
@@ -200,8 +200,11 @@ func (e *Engine) fetchGroupRollups(ctx context.Context, groupID string, periods 
 	if err != nil {
 		return nil, err
 	}
-	rollups := map[analytics.Span]map[analytics.Day]*analytics.GroupRollup{analytics.SpanDay: {}, analytics.SpanMonth: {}}
+	rollups := map[analytics.Span]map[analytics.Day]*analytics.GroupRollup{}
 	for i, rows := range results {
+		if rollups[reads[i].Span] == nil {
+			rollups[reads[i].Span] = map[analytics.Day]*analytics.GroupRollup{}
+		}
 		for j := range rows {
 			rollups[reads[i].Span][rows[j].Key] = &rows[j]
 		}

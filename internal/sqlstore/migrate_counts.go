@@ -47,7 +47,7 @@ func (s *Store) toStudentCounts(ctx context.Context, tx *txn) error {
 			return err
 		}
 	}
-	groups, err := s.rollupGroups(ctx, tx)
+	groups, err := groupsIn(ctx, tx, "student_rollups")
 	if err != nil {
 		return err
 	}
@@ -60,8 +60,10 @@ func (s *Store) toStudentCounts(ctx context.Context, tx *txn) error {
 	return err
 }
 
-func (s *Store) rollupGroups(ctx context.Context, tx *txn) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT group_id FROM student_rollups ORDER BY group_id`)
+// groupsIn returns the groups that have rows in a table, for the
+// migrations that rewrite it a group at a time.
+func groupsIn(ctx context.Context, tx *txn, table string) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT group_id FROM `+table+` ORDER BY group_id`)
 	if err != nil {
 		return nil, err
 	}

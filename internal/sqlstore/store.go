@@ -167,7 +167,7 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("Migrate: %w", err)
 	}
-	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true), goose.WithGoMigrations(s.studentCountsMigration())}
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true), goose.WithGoMigrations(s.studentCountsMigration(), s.weekRollupsMigration())}
 	if lock := s.migrationLock(); lock != nil {
 		opts = append(opts, lock)
 	}

@@ -236,9 +236,10 @@ func scanKeys(rows *sql.Rows) (map[[2]string]bool, error) {
 }
 
 // applyDelta adds delta to the rollups: the students' counts to their
-// rows, the group rows' counts and student sets by reading each under
-// lock and writing the sum and union back.
+// rows, the group rows' counts and student sets (of days, weeks and
+// months) by reading each under lock and writing the sum and union back.
 func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *rollup.Delta) error {
+	delta.AddWeeks()
 	ordinals, err := s.ordinals(ctx, tx, delta.StudentIDs())
 	if err != nil {
 		return err
@@ -271,11 +272,9 @@ func (s *Store) updateGroupRollups(ctx context.Context, tx *txn, keys []rollup.G
 		func(groupID string, rows *sql.Rows) error {
 			k := rollup.GroupKey{GroupID: groupID}
 			var r analytics.GroupRollup
-			var ll, chat []byte
-			if err := rows.Scan(append(rollup.ScanDest(&r.Counts, &k.Span, &k.Key), &ll, &chat)...); err != nil {
+			if err := scanGroupRollup(rows, &r, &k.Span, &k.Key); err != nil {
 				return err
 			}
-			r.LiveLectureUsers, r.ChatUsers = rollup.DecodeSet(ll), rollup.DecodeSet(chat)
 			current[k] = r
 			return nil
 		})
@@ -343,7 +342,7 @@ func (s *Store) periodFilter(periods []periodKey) (string, []any) {
 	}
 	var conds []string
 	var args []any
-	for _, span := range []analytics.Span{analytics.SpanDay, analytics.SpanMonth} {
+	for _, span := range slices.Sorted(maps.Keys(bySpan)) {
 		if ps := bySpan[span]; len(ps) > 0 {
 			in, values := inList(s.dialect, ps, "integer")
 			conds = append(conds, fmt.Sprintf("span = %d AND period ", span)+in)
@@ -439,14 +438,24 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 	var rollups []analytics.GroupRollup
 	for rows.Next() {
 		var r analytics.GroupRollup
-		var ll, chat []byte
-		if err := rows.Scan(append(rollup.ScanDest(&r.Counts, &r.Key), &ll, &chat)...); err != nil {
+		if err := scanGroupRollup(rows, &r, &r.Key); err != nil {
 			return nil, s.wrap("GroupRollups", err)
 		}
-		r.LiveLectureUsers, r.ChatUsers = rollup.DecodeSet(ll), rollup.DecodeSet(chat)
 		rollups = append(rollups, r)
 	}
 	return rollups, s.wrap("GroupRollups", rows.Err())
+}
+
+// scanGroupRollup reads a row of the lead columns, then the counts and
+// the two student sets of a group rollup, into lead and r.
+func scanGroupRollup(rows *sql.Rows, r *analytics.GroupRollup, lead ...any) error {
+	// Decoded at once, so the driver's bytes need not be copied first.
+	var ll, chat sql.RawBytes
+	if err := rows.Scan(append(rollup.ScanDest(&r.Counts, lead...), &ll, &chat)...); err != nil {
+		return err
+	}
+	r.LiveLectureUsers, r.ChatUsers = rollup.DecodeSet(ll), rollup.DecodeSet(chat)
+	return nil
 }
 
 // EraseStudent removes the student's enrolment, events and share of every
@@ -487,6 +496,15 @@ func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID stri
 		shares, err := s.eraseCounts(ctx, tx, groupID, ordinal)
 		if err != nil {
 			return false, err
+		}
+		// The weeks' rows hold the student's days' counts.
+		for k, share := range shares {
+			if k.Span == analytics.SpanDay {
+				week := rollup.GroupKey{GroupID: groupID, Span: analytics.SpanWeek, Key: k.Key.WeekStart()}
+				sum := shares[week]
+				sum.Add(&share)
+				shares[week] = sum
+			}
 		}
 		keys := slices.SortedFunc(maps.Keys(shares), func(a, b rollup.GroupKey) int {
 			return cmp.Or(cmp.Compare(a.Span, b.Span), cmp.Compare(a.Key, b.Key))
