@@ -272,14 +272,16 @@ func (s *Store) SaveStudents(ctx context.Context, groupID string, updates []anal
 		if err := s.lockGroups(ctx, tx, []string{groupID}); err != nil {
 			return err
 		}
-		return s.saveStudents(ctx, tx, groupID, updates)
+		return s.saveStudents(ctx, tx, groupID, updates, nil)
 	})
 }
 
 // saveStudents enrols and renames students in tx, under the group's lock.
 // It reads first and writes only the enrolments and renames that change
 // something, so that steady ingestion adds no write to the directory.
-func (s *Store) saveStudents(ctx context.Context, tx *txn, groupID string, updates []analytics.StudentUpdate) error {
+// With ordinals set, the same read also puts there the usage ordinals of
+// those enrolled, which saves ingestion a read of its own.
+func (s *Store) saveStudents(ctx context.Context, tx *txn, groupID string, updates []analytics.StudentUpdate, ordinals map[[2]string]int) error {
 	// Later updates of one student win: keep only the last name sent.
 	last := map[string]string{}
 	ids := make([]string, 0, len(updates))
@@ -291,21 +293,30 @@ func (s *Store) saveStudents(ctx context.Context, tx *txn, groupID string, updat
 			last[u.ID] = u.Name
 		}
 	}
+	query := `SELECT student_id, name, NULL FROM students WHERE group_id = ? AND student_id `
+	if ordinals != nil {
+		query = `SELECT s.student_id, s.name, u.ordinal FROM students s
+			LEFT JOIN usage_students u ON u.group_id = s.group_id AND u.student_id = s.student_id
+			WHERE s.group_id = ? AND s.student_id `
+	}
 	current := map[string]string{}
 	for chunk := range slices.Chunk(ids, s.dialect.maxParams-1) {
 		in, args := inList(s.dialect, chunk, "text")
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT student_id, name FROM students WHERE group_id = ? AND student_id `+in),
-			append([]any{groupID}, args...)...)
+		rows, err := tx.QueryContext(ctx, s.q(query+in), append([]any{groupID}, args...)...)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
 			var id, name string
-			if err := rows.Scan(&id, &name); err != nil {
+			var ordinal sql.NullInt64
+			if err := rows.Scan(&id, &name, &ordinal); err != nil {
 				rows.Close()
 				return err
 			}
 			current[id] = name
+			if ordinal.Valid {
+				ordinals[[2]string{groupID, id}] = int(ordinal.Int64)
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

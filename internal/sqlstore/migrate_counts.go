@@ -99,7 +99,7 @@ func (s *Store) groupToStudentCounts(ctx context.Context, tx *txn, groupID strin
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	ordinals, err := s.ordinals(ctx, tx, map[string][]string{groupID: ids})
+	ordinals, err := s.ordinals(ctx, tx, map[string][]string{groupID: ids}, nil)
 	if err != nil {
 		return err
 	}

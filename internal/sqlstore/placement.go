@@ -117,7 +117,7 @@ func (g *GroupTx) ClearIntent(ctx context.Context) error {
 
 // SaveStudents enrols and names students with the transaction.
 func (g *GroupTx) SaveStudents(ctx context.Context, updates []analytics.StudentUpdate) error {
-	return g.s.saveStudents(ctx, g.tx, g.groupID, updates)
+	return g.s.saveStudents(ctx, g.tx, g.groupID, updates, nil)
 }
 
 // DeleteStudent removes a student's enrolment with the transaction and

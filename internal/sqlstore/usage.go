@@ -167,12 +167,13 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 				students[e.GroupID] = append(students[e.GroupID], analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
 			}
 		}
+		ordinals := map[[2]string]int{}
 		for _, g := range groups {
-			if err := s.saveStudents(ctx, tx, g, students[g]); err != nil {
+			if err := s.saveStudents(ctx, tx, g, students[g], ordinals); err != nil {
 				return err
 			}
 		}
-		return s.applyDelta(ctx, tx, delta)
+		return s.applyDelta(ctx, tx, delta, ordinals)
 	})
 	return results, err
 }
@@ -238,9 +239,10 @@ func scanKeys(rows *sql.Rows) (map[[2]string]bool, error) {
 // applyDelta adds delta to the rollups: the students' counts to their
 // rows, the group rows' counts and student sets (of days, weeks and
 // months) by reading each under lock and writing the sum and union back.
-func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *rollup.Delta) error {
+// known holds ordinals read already in tx (or is nil).
+func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *rollup.Delta, known map[[2]string]int) error {
 	delta.AddWeeks()
-	ordinals, err := s.ordinals(ctx, tx, delta.StudentIDs())
+	ordinals, err := s.ordinals(ctx, tx, delta.StudentIDs(), known)
 	if err != nil {
 		return err
 	}
@@ -354,8 +356,8 @@ func (s *Store) periodFilter(periods []periodKey) (string, []any) {
 
 // ordinals returns the ordinal of every student named, per group, handing
 // out new ones from the group's counter for students seen for the first
-// time.
-func (s *Store) ordinals(ctx context.Context, tx *txn, students map[string][]string) (map[[2]string]int, error) {
+// time. Those in known (read already in tx; may be nil) are not read again.
+func (s *Store) ordinals(ctx context.Context, tx *txn, students map[string][]string, known map[[2]string]int) (map[[2]string]int, error) {
 	ordinals := map[[2]string]int{}
 	groups := make([]string, 0, len(students))
 	for g := range students {
@@ -363,7 +365,14 @@ func (s *Store) ordinals(ctx context.Context, tx *txn, students map[string][]str
 	}
 	slices.Sort(groups)
 	for _, g := range groups {
-		ids := students[g]
+		var ids []string
+		for _, id := range students[g] {
+			if n, ok := known[[2]string{g, id}]; ok {
+				ordinals[[2]string{g, id}] = n
+			} else {
+				ids = append(ids, id)
+			}
+		}
 		if err := s.loadOrdinals(ctx, tx, g, ids, ordinals); err != nil {
 			return nil, err
 		}
@@ -558,7 +567,7 @@ func (s *Store) Rebuild(ctx context.Context, groupID string, loc *time.Location)
 			for _, e := range events {
 				delta.Add(e)
 			}
-			if err := s.applyDelta(ctx, tx, delta); err != nil {
+			if err := s.applyDelta(ctx, tx, delta, nil); err != nil {
 				return err
 			}
 			after = events[len(events)-1].ID
