@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -340,4 +341,25 @@ func runRebuild(e *env, args []string) error {
 		}
 		return err
 	})
+}
+
+func runBackup(e *env, args []string) error {
+	fs, db := flags(e, "backup")
+	to := fs.String("to", "", "file to write the copy to: replaced whole, or left as it was if the copy fails")
+	if err := parse(e, fs, args, false, "to"); err != nil {
+		return err
+	}
+	if db.usage != "" {
+		return errors.New("backup copies the SQLite store of --db; a usage store on ClickHouse is backed up on its servers (see the README)")
+	}
+	start := time.Now()
+	if err := stores.Backup(e.ctx, db.db, *to); err != nil {
+		return err
+	}
+	info, err := os.Stat(*to)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "backed up %s to %s (%.1f MB) in %s\n", db.db, *to, float64(info.Size())/1e6, time.Since(start).Round(time.Millisecond))
+	return nil
 }

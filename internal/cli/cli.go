@@ -61,6 +61,7 @@ func init() {
 		{"token revoke", "--token TOKEN_ID", "revoke a platform token", tokenRevoke},
 		{"import", "[FILE|-]", "import NDJSON events, all or nothing (default: stdin)", runImport},
 		{"rebuild", "[--group ID]", "recompute rollups from raw events", runRebuild},
+		{"backup", "--to FILE [--db FILE]", "copy a SQLite store, consistent, while the service runs on it", runBackup},
 		{"version", "", "print the build's version, commit and Go version", runVersion},
 		{"bench", "[--quick] [--db DB] [--json FILE] [scale flags]", "measure report and ingestion speed against a baseline", runBench},
 	}

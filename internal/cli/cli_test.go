@@ -58,6 +58,7 @@ func TestUsageMistakesExitTwo(t *testing.T) {
 		{[]string{"group", "list", "--db", db, "--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"group", "list", "--db", db, "extra"}, `unexpected argument "extra"`},
 		{[]string{"plan", "cancel", "--db", db, "--group", "g", "--plan", "one"}, `invalid value "one"`},
+		{[]string{"backup", "--db", db}, "missing --to"},
 	}
 	for _, tt := range tests {
 		code, out, errOut := run(t, "", tt.args...)
@@ -82,6 +83,9 @@ func TestAdminErrorsExitOneWithAMessage(t *testing.T) {
 		{[]string{"plan", "set", "--db", db, "--group", "north", "--start", "soon"}, `Invalid start: expected a date (2025-09-01) or an RFC 3339 timestamp, got "soon"`},
 		{[]string{"key", "revoke", "--db", db, "--group", "north", "--key", "key_nope"}, `Key "key_nope" of group "north" not found`},
 		{[]string{"student", "rename", "--db", db, "--group", "north", "--id", "s9", "--name", "X"}, `Student "s9" not found in group "north"`},
+		{[]string{"backup", "--db", "postgres://u@127.0.0.1:1/x", "--to", "copy.db"}, "back up PostgreSQL with pg_dump"},
+		{[]string{"backup", "--db", db, "--usage", "clickhouse://127.0.0.1:1/x", "--to", "copy.db"}, "backup copies the SQLite store of --db"},
+		{[]string{"backup", "--db", db + ".typo", "--to", "copy.db"}, "no store at"},
 	}
 	for _, tt := range tests {
 		code, _, errOut := run(t, "", tt.args...)
@@ -162,6 +166,38 @@ func TestAdminCommandsRefuseAMissingStore(t *testing.T) {
 	}
 	mustRun(t, "migrate", "--db", db)
 	mustRun(t, "group", "list", "--db", db)
+}
+
+// TestBackupIsWholeOrAbsent: a backup that fails once the copy is made
+// (here: --to names a directory, which the copy cannot replace) leaves no
+// partial file and what --to named as it was; one that works replaces the
+// copy before it whole.
+func TestBackupIsWholeOrAbsent(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "group", "create", "--db", db, "--id", "north")
+	dir := t.TempDir()
+	blocked := filepath.Join(dir, "blocked.db")
+	if err := os.MkdirAll(filepath.Join(blocked, "kept"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "", "backup", "--db", db, "--to", blocked)
+	if code != 1 || !strings.Contains(errOut, "copy to "+blocked) {
+		t.Errorf("backup over a directory: exit %d, %q", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(blocked, "kept")); err != nil {
+		t.Errorf("a failed backup changed what --to named: %v", err)
+	}
+	to := filepath.Join(dir, "copy.db")
+	if err := os.WriteFile(to, []byte("yesterday's copy"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "backup", "--db", db, "--to", to)
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("after the backups the directory holds %d entries, want blocked.db and copy.db", len(entries))
+	}
+	if out := mustRun(t, "group", "list", "--db", to); !strings.Contains(out, "north") {
+		t.Errorf("the copy's groups: %q", out)
+	}
 }
 
 // TestUnreachableStoreSaysWhy: an admin command against a PostgreSQL that

@@ -66,5 +66,5 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	}
 	read.SetMaxOpenConns(max(4, 2*runtime.GOMAXPROCS(0)))
 	read.SetMaxIdleConns(max(4, 2*runtime.GOMAXPROCS(0)))
-	return &Store{write: write, read: read, dialect: sqliteDialect, closers: []func() error{read.Close, write.Close}}, nil
+	return &Store{write: write, read: read, file: path, dialect: sqliteDialect, closers: []func() error{read.Close, write.Close}}, nil
 }

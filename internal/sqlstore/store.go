@@ -32,6 +32,7 @@ type Store struct {
 	write    *sql.DB // the connections that write; one for SQLite
 	read     *sql.DB // the connections that only read
 	dialect  dialect
+	file     string        // SQLite only: the database file
 	pool     *pgxpool.Pool // PostgreSQL only: for COPY
 	marks    *sql.DB       // PostgreSQL only: for the marks of groupLock
 	closers  []func() error

@@ -59,9 +59,9 @@ func Open(ctx context.Context, cfg Config) (*Stores, error) {
 	if cfg.Usage != "" && !sqlstore.IsPostgres(cfg.DB) {
 		return nil, errors.New("--usage on ClickHouse needs the directory on PostgreSQL: give --db a postgres:// URL")
 	}
-	if !cfg.Create && !sqlstore.IsPostgres(cfg.DB) {
-		if _, err := os.Stat(strings.TrimPrefix(cfg.DB, "sqlite:")); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no store at %s: give --db, or create one with groupanalytics migrate", cfg.DB)
+	if !cfg.Create {
+		if err := sqliteExists(cfg.DB); err != nil {
+			return nil, err
 		}
 	}
 	log := cfg.Log
@@ -91,6 +91,36 @@ func Open(ctx context.Context, cfg Config) (*Stores, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// sqliteExists refuses a SQLite store db whose file does not exist, so
+// that a mistyped path is not taken for a new, empty store.
+func sqliteExists(db string) error {
+	if sqlstore.IsPostgres(db) {
+		return nil
+	}
+	if _, err := os.Stat(strings.TrimPrefix(db, "sqlite:")); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no store at %s: give --db, or create one with groupanalytics migrate", db)
+	}
+	return nil
+}
+
+// Backup copies the SQLite store db, consistent, to the file to while
+// the store serves (sqlstore.Store.Backup). It does not migrate: the copy
+// is of the store as the release that serves it wrote it.
+func Backup(ctx context.Context, db, to string) error {
+	if sqlstore.IsPostgres(db) {
+		return errors.New("backup copies a SQLite store; back up PostgreSQL with pg_dump or base backups (see the README)")
+	}
+	if err := sqliteExists(db); err != nil {
+		return err
+	}
+	s, err := sqlstore.Open(ctx, db, sqlstore.Options{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.Backup(ctx, to)
 }
 
 // Ping reports whether the stores can serve: the directory answers, and
