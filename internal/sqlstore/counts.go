@@ -49,12 +49,17 @@ func (s *Store) addCounts(ctx context.Context, tx *txn, delta *rollup.Delta, ord
 func (s *Store) countsRows(ctx context.Context, tx *txn, keys []rollup.CountsKey) (map[rollup.CountsKey][]byte, error) {
 	want := map[rollup.CountsKey]bool{}
 	periods := map[string][]periodKey{}
+	chunks := map[string][]int{}
 	for _, k := range keys {
 		want[k] = true
 		periods[k.GroupID] = append(periods[k.GroupID], periodKey{k.Span, k.Key})
+		if !slices.Contains(chunks[k.GroupID], k.Chunk) {
+			chunks[k.GroupID] = append(chunks[k.GroupID], k.Chunk)
+		}
 	}
 	current := map[rollup.CountsKey][]byte{}
-	err := s.periodRows(ctx, tx, "span, period, chunk, counts FROM student_counts", periods, func(groupID string, rows *sql.Rows) error {
+	// A write reads the chunks it changes, not every chunk of its periods.
+	err := s.periodRows(ctx, tx, "span, period, chunk, counts FROM student_counts", periods, chunks, func(groupID string, rows *sql.Rows) error {
 		k := rollup.CountsKey{GroupID: groupID}
 		var b []byte
 		if err := rows.Scan(&k.Span, &k.Key, &k.Chunk, &b); err != nil {

@@ -270,7 +270,7 @@ func (s *Store) updateGroupRollups(ctx context.Context, tx *txn, keys []rollup.G
 		periods[k.GroupID] = append(periods[k.GroupID], periodKey{k.Span, k.Key})
 	}
 	current := map[rollup.GroupKey]analytics.GroupRollup{}
-	err := s.periodRows(ctx, tx, "span, period, "+metricList+", live_lecture_users, chat_users FROM group_rollups", periods,
+	err := s.periodRows(ctx, tx, "span, period, "+metricList+", live_lecture_users, chat_users FROM group_rollups", periods, nil,
 		func(groupID string, rows *sql.Rows) error {
 			k := rollup.GroupKey{GroupID: groupID}
 			var r analytics.GroupRollup
@@ -310,12 +310,19 @@ type periodKey struct {
 }
 
 // periodRows runs "SELECT what WHERE" the rows of each group's periods,
-// and passes each row to scan.
-func (s *Store) periodRows(ctx context.Context, tx *txn, what string, periods map[string][]periodKey,
+// and passes each row to scan. With chunks set, only the rows of the
+// group's chunks in it are read (rows of counts).
+func (s *Store) periodRows(ctx context.Context, tx *txn, what string, periods map[string][]periodKey, chunks map[string][]int,
 	scan func(groupID string, rows *sql.Rows) error) error {
 	for groupID, ps := range periods {
 		filter, args := s.periodFilter(ps)
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT `+what+` WHERE group_id = ? AND `+filter), append([]any{groupID}, args...)...)
+		args = append([]any{groupID}, args...)
+		if chunks != nil {
+			in, chunkArgs := inList(s.dialect, chunks[groupID], "integer")
+			filter += " AND chunk " + in
+			args = append(args, chunkArgs...)
+		}
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT `+what+` WHERE group_id = ? AND `+filter), args...)
 		if err != nil {
 			return err
 		}
