@@ -110,81 +110,72 @@ func TestWeekStartIsMonday(t *testing.T) {
 	}
 }
 
-func TestSegments(t *testing.T) {
-	d := func(s string) Day {
-		tm, _ := time.Parse(time.DateOnly, s)
-		return DayOf(tm, time.UTC)
-	}
-	tests := []struct {
-		first, last string
-		want        []Segment
-	}{
-		{"2025-01-05", "2025-01-05", []Segment{{SpanDay, DayRange{d("2025-01-05"), d("2025-01-05")}}}},
-		{"2025-01-01", "2025-01-31", []Segment{{SpanMonth, DayRange{d("2025-01-01"), d("2025-01-01")}}}},
-		{"2025-01-01", "2025-01-30", []Segment{{SpanDay, DayRange{d("2025-01-01"), d("2025-01-30")}}}},
-		{"2025-01-15", "2025-04-10", []Segment{
-			{SpanDay, DayRange{d("2025-01-15"), d("2025-01-31")}},
-			{SpanMonth, DayRange{d("2025-02-01"), d("2025-03-01")}},
-			{SpanDay, DayRange{d("2025-04-01"), d("2025-04-10")}},
-		}},
-		{"2024-12-31", "2025-12-31", []Segment{
-			{SpanDay, DayRange{d("2024-12-31"), d("2024-12-31")}},
-			{SpanMonth, DayRange{d("2025-01-01"), d("2025-12-01")}},
-		}},
-		{"2025-02-10", "2025-03-05", []Segment{
-			{SpanDay, DayRange{d("2025-02-10"), d("2025-02-28")}},
-			{SpanDay, DayRange{d("2025-03-01"), d("2025-03-05")}},
-		}},
-	}
+// utcDay is the day of a date ("2025-01-06") in UTC.
+func utcDay(s string) Day {
+	tm, _ := time.Parse(time.DateOnly, s)
+	return DayOf(tm, time.UTC)
+}
+
+// cutCase is a range of days and the segments it should be cut into.
+type cutCase struct {
+	first, last string
+	want        []Segment
+}
+
+// checkCuts checks that cut (Segments or GroupSegments) cuts each case's
+// range as it wants.
+func checkCuts(t *testing.T, name string, cut func(DayRange) []Segment, tests []cutCase) {
+	t.Helper()
 	for _, tt := range tests {
-		got := Segments(DayRange{d(tt.first), d(tt.last)})
-		if len(got) != len(tt.want) {
-			t.Errorf("Segments(%s..%s) = %v, want %v", tt.first, tt.last, got, tt.want)
-			continue
-		}
-		for i := range got {
-			if got[i] != tt.want[i] {
-				t.Errorf("Segments(%s..%s)[%d] = %v, want %v", tt.first, tt.last, i, got[i], tt.want[i])
-			}
+		if got := cut(DayRange{utcDay(tt.first), utcDay(tt.last)}); !slices.Equal(got, tt.want) {
+			t.Errorf("%s(%s..%s) = %v, want %v", name, tt.first, tt.last, got, tt.want)
 		}
 	}
 }
 
+func TestSegments(t *testing.T) {
+	checkCuts(t, "Segments", Segments, []cutCase{
+		{"2025-01-05", "2025-01-05", []Segment{{SpanDay, DayRange{utcDay("2025-01-05"), utcDay("2025-01-05")}}}},
+		{"2025-01-01", "2025-01-31", []Segment{{SpanMonth, DayRange{utcDay("2025-01-01"), utcDay("2025-01-01")}}}},
+		{"2025-01-01", "2025-01-30", []Segment{{SpanDay, DayRange{utcDay("2025-01-01"), utcDay("2025-01-30")}}}},
+		{"2025-01-15", "2025-04-10", []Segment{
+			{SpanDay, DayRange{utcDay("2025-01-15"), utcDay("2025-01-31")}},
+			{SpanMonth, DayRange{utcDay("2025-02-01"), utcDay("2025-03-01")}},
+			{SpanDay, DayRange{utcDay("2025-04-01"), utcDay("2025-04-10")}},
+		}},
+		{"2024-12-31", "2025-12-31", []Segment{
+			{SpanDay, DayRange{utcDay("2024-12-31"), utcDay("2024-12-31")}},
+			{SpanMonth, DayRange{utcDay("2025-01-01"), utcDay("2025-12-01")}},
+		}},
+		{"2025-02-10", "2025-03-05", []Segment{
+			{SpanDay, DayRange{utcDay("2025-02-10"), utcDay("2025-02-28")}},
+			{SpanDay, DayRange{utcDay("2025-03-01"), utcDay("2025-03-05")}},
+		}},
+	})
+}
+
 func TestGroupSegments(t *testing.T) {
-	d := func(s string) Day {
-		tm, _ := time.Parse(time.DateOnly, s)
-		return DayOf(tm, time.UTC)
-	}
-	tests := []struct {
-		first, last string
-		want        []Segment
-	}{
+	checkCuts(t, "GroupSegments", GroupSegments, []cutCase{
 		// 2025-01-06 and 2025-01-13 are Mondays.
-		{"2025-01-06", "2025-01-12", []Segment{{SpanWeek, DayRange{d("2025-01-06"), d("2025-01-06")}}}},
-		{"2025-01-06", "2025-01-11", []Segment{{SpanDay, DayRange{d("2025-01-06"), d("2025-01-11")}}}},
+		{"2025-01-06", "2025-01-12", []Segment{{SpanWeek, DayRange{utcDay("2025-01-06"), utcDay("2025-01-06")}}}},
+		{"2025-01-06", "2025-01-11", []Segment{{SpanDay, DayRange{utcDay("2025-01-06"), utcDay("2025-01-11")}}}},
 		{"2025-01-05", "2025-01-14", []Segment{
-			{SpanDay, DayRange{d("2025-01-05"), d("2025-01-05")}},
-			{SpanWeek, DayRange{d("2025-01-06"), d("2025-01-06")}},
-			{SpanDay, DayRange{d("2025-01-13"), d("2025-01-14")}},
+			{SpanDay, DayRange{utcDay("2025-01-05"), utcDay("2025-01-05")}},
+			{SpanWeek, DayRange{utcDay("2025-01-06"), utcDay("2025-01-06")}},
+			{SpanDay, DayRange{utcDay("2025-01-13"), utcDay("2025-01-14")}},
 		}},
 		// A week across two months, none of them whole.
-		{"2025-01-27", "2025-02-02", []Segment{{SpanWeek, DayRange{d("2025-01-27"), d("2025-01-27")}}}},
+		{"2025-01-27", "2025-02-02", []Segment{{SpanWeek, DayRange{utcDay("2025-01-27"), utcDay("2025-01-27")}}}},
 		// Whole months stay months; the days around them hold weeks.
 		{"2025-01-15", "2025-04-13", []Segment{
-			{SpanDay, DayRange{d("2025-01-15"), d("2025-01-19")}},
-			{SpanWeek, DayRange{d("2025-01-20"), d("2025-01-20")}},
-			{SpanDay, DayRange{d("2025-01-27"), d("2025-01-31")}},
-			{SpanMonth, DayRange{d("2025-02-01"), d("2025-03-01")}},
-			{SpanDay, DayRange{d("2025-04-01"), d("2025-04-06")}},
-			{SpanWeek, DayRange{d("2025-04-07"), d("2025-04-07")}},
+			{SpanDay, DayRange{utcDay("2025-01-15"), utcDay("2025-01-19")}},
+			{SpanWeek, DayRange{utcDay("2025-01-20"), utcDay("2025-01-20")}},
+			{SpanDay, DayRange{utcDay("2025-01-27"), utcDay("2025-01-31")}},
+			{SpanMonth, DayRange{utcDay("2025-02-01"), utcDay("2025-03-01")}},
+			{SpanDay, DayRange{utcDay("2025-04-01"), utcDay("2025-04-06")}},
+			{SpanWeek, DayRange{utcDay("2025-04-07"), utcDay("2025-04-07")}},
 		}},
-	}
-	for _, tt := range tests {
-		got := GroupSegments(DayRange{d(tt.first), d(tt.last)})
-		if !slices.Equal(got, tt.want) {
-			t.Errorf("GroupSegments(%s..%s) = %v, want %v", tt.first, tt.last, got, tt.want)
-		}
-	}
+	})
 }
 
 func TestSegmentsCoverEveryDayOnce(t *testing.T) {
