@@ -22,15 +22,11 @@ func newCountsRows(st *state, delta *rollup.Delta, ordinals map[string]int) ([]c
 	keys, add := delta.CountsRows(func(_, studentID string) int { return ordinals[studentID] })
 	rows := make([]countsRow, len(keys))
 	for i, k := range keys {
-		students := add[k]
-		if b := st.chunk(k.Span, k.Key, k.Chunk); b != nil {
-			current, err := rollup.DecodeCounts(b)
-			if err != nil {
-				return nil, fmt.Errorf("student counts of %s %s: %w", k.GroupID, k.Key, err)
-			}
-			students = rollup.MergeCounts(current, students)
+		b, err := rollup.AddToRow(st.chunk(k.Span, k.Key, k.Chunk), add[k])
+		if err != nil {
+			return nil, fmt.Errorf("student counts of %s %s: %w", k.GroupID, k.Key, err)
 		}
-		rows[i] = countsRow{k, rollup.AppendCounts(nil, students)}
+		rows[i] = countsRow{k, b}
 	}
 	return rows, nil
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"slices"
 
 	"groupanalytics/internal/analytics"
@@ -43,26 +44,32 @@ func AppendCounts(b []byte, students []StudentCounts) []byte {
 	b = append(b, countsFormat)
 	next := 0
 	for i := range students {
-		s := &students[i]
-		var mask byte
-		for m, v := range s.Counts {
-			if v != 0 {
-				mask |= 1 << m
-			}
-		}
-		if mask == 0 {
-			continue
-		}
-		b = binary.AppendUvarint(b, uint64(s.Ordinal-next))
-		b = append(b, mask)
-		for _, v := range s.Counts {
-			if v != 0 {
-				b = binary.AppendVarint(b, v)
-			}
-		}
-		next = s.Ordinal + 1
+		b, next = appendStudent(b, next, students[i].Ordinal, &students[i].Counts)
 	}
 	return b
+}
+
+// appendStudent appends one student's entry, next being the ordinal after
+// the previous entry's, and returns the ordinal after this one; a student
+// whose counts are all zeros is left out.
+func appendStudent(b []byte, next, ordinal int, c *analytics.Counts) ([]byte, int) {
+	var mask byte
+	for m, v := range c {
+		if v != 0 {
+			mask |= 1 << m
+		}
+	}
+	if mask == 0 {
+		return b, next
+	}
+	b = binary.AppendUvarint(b, uint64(ordinal-next))
+	b = append(b, mask)
+	for _, v := range c {
+		if v != 0 {
+			b = binary.AppendVarint(b, v)
+		}
+	}
+	return b, ordinal + 1
 }
 
 // decodeCounts walks the row b that AppendCounts wrote and adds each
@@ -166,27 +173,80 @@ func (d *Delta) CountsRows(ordinal func(groupID, studentID string) int) ([]Count
 	return keys, rows
 }
 
-// MergeCounts returns the students of row with add added: both by
-// ascending ordinal, the result too. A student whose counts come to all
-// zeros is left out.
-func MergeCounts(row, add []StudentCounts) []StudentCounts {
-	out := make([]StudentCounts, 0, len(row)+len(add))
-	i, j := 0, 0
-	for i < len(row) || j < len(add) {
-		var s StudentCounts
-		switch {
-		case j == len(add) || i < len(row) && row[i].Ordinal < add[j].Ordinal:
-			s, i = row[i], i+1
-		case i == len(row) || add[j].Ordinal < row[i].Ordinal:
-			s, j = add[j], j+1
-		default:
-			s = row[i]
-			s.Counts.Add(&add[j].Counts)
-			i, j = i+1, j+1
+// AddToRow returns the encoded row with add's students (by ascending
+// ordinal) added, encoded anew; row may be nil (no row yet). A student
+// whose counts come to all zeros is left out. Students that add does not
+// name are copied as they are, not decoded: a write of a few students
+// costs the row's bytes and one allocation.
+func AddToRow(row []byte, add []StudentCounts) ([]byte, error) {
+	if row == nil {
+		return AppendCounts(nil, add), nil
+	}
+	if len(row) == 0 || row[0] != countsFormat {
+		return nil, ErrCorruptCounts
+	}
+	out := make([]byte, 1, len(row)+len(add)*16)
+	out[0] = countsFormat
+	b, next, outNext := row[1:], 0, 0
+	for len(b) > 0 {
+		gap, n := binary.Uvarint(b)
+		if n <= 0 || gap > 1<<31 {
+			return nil, ErrCorruptCounts
 		}
-		if s.Counts != (analytics.Counts{}) {
-			out = append(out, s)
+		size, err := entrySize(b[n:])
+		if err != nil {
+			return nil, err
+		}
+		ordinal, body := next+int(gap), b[n:n+size]
+		b, next = b[n+size:], ordinal+1
+		for len(add) > 0 && add[0].Ordinal < ordinal {
+			out, outNext = appendStudent(out, outNext, add[0].Ordinal, &add[0].Counts)
+			add = add[1:]
+		}
+		if len(add) > 0 && add[0].Ordinal == ordinal {
+			c := decodeEntry(body)
+			c.Add(&add[0].Counts)
+			out, outNext = appendStudent(out, outNext, ordinal, &c)
+			add = add[1:]
+			continue
+		}
+		// Untouched: the same bytes, behind its gap from the new neighbour.
+		out = binary.AppendUvarint(out, uint64(ordinal-outNext))
+		out, outNext = append(out, body...), ordinal+1
+	}
+	for i := range add {
+		out, outNext = appendStudent(out, outNext, add[i].Ordinal, &add[i].Counts)
+	}
+	return out, nil
+}
+
+// entrySize returns the length of the entry body at the start of b: its
+// mask byte and one varint per bit set.
+func entrySize(b []byte) (int, error) {
+	if len(b) == 0 || b[0]>>analytics.NumMetrics != 0 {
+		return 0, ErrCorruptCounts
+	}
+	n := 1
+	for range bits.OnesCount8(b[0]) {
+		_, k := binary.Varint(b[n:])
+		if k <= 0 {
+			return 0, ErrCorruptCounts
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// decodeEntry returns the counts of an entry body that entrySize
+// measured (and so checked).
+func decodeEntry(body []byte) analytics.Counts {
+	var c analytics.Counts
+	mask, b := body[0], body[1:]
+	for m := range c {
+		if mask&(1<<m) != 0 {
+			v, n := binary.Varint(b)
+			c[m], b = v, b[n:]
 		}
 	}
-	return out
+	return c
 }

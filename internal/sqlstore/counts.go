@@ -29,15 +29,11 @@ func (s *Store) addCounts(ctx context.Context, tx *txn, delta *rollup.Delta, ord
 	}
 	rows := make([][]any, len(keys))
 	for i, k := range keys {
-		merged := add[k]
-		if b, ok := current[k]; ok {
-			row, err := rollup.DecodeCounts(b)
-			if err != nil {
-				return fmt.Errorf("student counts of %s %d %d: %w", k.GroupID, k.Key, k.Chunk, err)
-			}
-			merged = rollup.MergeCounts(row, merged)
+		b, err := rollup.AddToRow(current[k], add[k])
+		if err != nil {
+			return fmt.Errorf("student counts of %s %d %d: %w", k.GroupID, k.Key, k.Chunk, err)
 		}
-		rows[i] = []any{k.GroupID, int(k.Span), int(k.Key), k.Chunk, rollup.AppendCounts(nil, merged)}
+		rows[i] = []any{k.GroupID, int(k.Span), int(k.Key), k.Chunk, b}
 	}
 	return s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
 		[]string{"text", "smallint", "integer", "integer", "bytea"}, rows,
