@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -323,7 +324,7 @@ func TestR4_MalformedParams(t *testing.T) {
 			{"", `[1, 2]`, `Invalid body: expected a JSON object such as {"students": true}`},
 			{"", `{"students": true`, `Invalid body: expected a JSON object such as {"students": true}`},
 			{"", `"students=true"`, `Invalid body: expected a JSON object such as {"students": true}`},
-			{"", `{"groupId": "south"}`, `Invalid body: unknown field "groupId"; expected startDate, endDate, students, interval or format`},
+			{"", `{"groupId": "south"}`, `Invalid body: unknown field "groupId"; expected startDate, endDate, students, interval, format or studentId`},
 			{"", `{"students": 1}`, `Invalid students: expected true or false, got 1`},
 			{"", `{"startDate": 20250101}`, `Invalid startDate: expected a string, got 20250101`},
 			{"", `{"interval": "fortnight"}`, `Invalid interval: expected day, week or month, got "fortnight"`},
@@ -613,6 +614,71 @@ func TestR7_EveryStudentAppears(t *testing.T) {
 		}
 		if want := []string{"Ada Lovelace/s1/0", "Ida Idle/idle/0", "anon/anon/0"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("students %v, want %v (a student first seen without a name is named by id)", got, want)
+		}
+	})
+}
+
+// TestStudentIDPicksStudents: studentId (repeated in the query string, or
+// one or many in the body; the query string wins) keeps the student
+// reports of those students, in the usual order, whatever the interval. It
+// needs students=true, takes up to 1,000 ids, and an id of no student of
+// the key's group (another group's, or an erased one) is a 400 naming it.
+func TestStudentIDPicksStudents(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		key := e.school("north", "UTC")
+		e.school("south", "UTC")
+		for _, s := range [][2]string{{"s1", "Ada"}, {"s2", "Bea"}, {"s3", "Cy"}, {"s4", "Dee"}} {
+			e.enrol("north", s[0], s[1])
+		}
+		e.enrol("south", "t1", "Tom")
+		e.send(session("north", "s2", "2025-01-02T10:00:00Z"), message("north", "s3", "main", "2025-01-02T11:00:00Z"),
+			message("north", "s3", "test", "2025-01-03T11:00:00Z"), message("south", "t1", "main", "2025-01-02T11:00:00Z"))
+		period := "students=true&startDate=2025-01-01&endDate=2025-01-03"
+		for _, interval := range []string{"", "&interval=day", "&interval=week", "&interval=month"} {
+			all := e.reports("chat", key, period+interval)
+			var want []report
+			for _, r := range all {
+				if *r.StudentID == "s1" || *r.StudentID == "s3" {
+					want = append(want, r)
+				}
+			}
+			for _, ask := range []struct{ query, body string }{
+				{"&studentId=s3&studentId=s1", ""},
+				{"&studentId=s3&studentId=s1&studentId=s3", ""},
+				{"", `{"studentId": ["s1", "s3"]}`},
+				{"&studentId=s1&studentId=s3", `{"studentId": "s2"}`},
+			} {
+				got := decodeReports(t, e.reportRequest("chat", key, period+interval+ask.query, ask.body))
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s%s %s: %+v\nwant %+v", interval, ask.query, ask.body, got, want)
+				}
+			}
+		}
+		if got := decodeReports(t, e.reportRequest("live-lecture", key, period, `{"studentId": "s2"}`)); len(got) != 1 || *got[0].StudentID != "s2" || got[0].value("Sessions Made") != 1 {
+			t.Errorf("live lecture of s2: %+v", got)
+		}
+
+		if err := e.platform.DeleteStudent(context.Background(), "north", "s4"); err != nil {
+			t.Fatal(err)
+		}
+		tooMany := strings.Repeat("&studentId=x", 1001)
+		for i := range 1001 {
+			tooMany = strings.Replace(tooMany, "=x&", fmt.Sprintf("=x%d&", i), 1)
+		}
+		for _, tt := range []struct{ query, body, want string }{
+			{"studentId=s1", "", "Invalid studentId: it picks students of student reports; add students=true"},
+			{"students=false", `{"studentId": ["s1"]}`, "Invalid studentId: it picks students of student reports; add students=true"},
+			{period + "&studentId=s1&studentId=t1", "", `Invalid studentId: no student "t1" in this group`},
+			{period + "&studentId=s4", "", `Invalid studentId: no student "s4" in this group`},
+			{period + "&studentId=", "", "Missing params"},
+			{period, `{"studentId": [""]}`, "Missing params"},
+			{period, `{"studentId": 7}`, "Invalid studentId: expected a string or an array of strings, got 7"},
+			{period + tooMany, "", "Invalid studentId: at most 1000 students a request, got 1001"},
+		} {
+			resp := e.reportRequest("chat", key, tt.query, tt.body)
+			if got := resp.errorMessage(t); resp.status != http.StatusBadRequest || got != tt.want {
+				t.Errorf("?%.80s %s: %d %s, want 400 %s", tt.query, tt.body, resp.status, got, tt.want)
+			}
 		}
 	})
 }

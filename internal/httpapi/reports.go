@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,8 +26,12 @@ const maxReportBody = 64 << 10
 
 // reportParams are the parameters a report request may carry, in the query
 // string or in a JSON object body (docs/decisions.md, R1 to R3), and the format of
-// the answer.
+// the answer. studentIDParam, which may come many times, is apart.
 var reportParams = []string{"startDate", "endDate", "students", "interval", "format"}
+
+// studentIDParam names a student to keep in student reports: repeated in
+// the query string, or a string or an array of strings in a body.
+const studentIDParam = "studentId"
 
 // unauthorizedQuantum: a 403 of a report endpoint is sent at the first
 // multiple of this after the request came, so that how long the key check
@@ -107,7 +112,7 @@ const (
 // object body for those the query string does not give. It returns the
 // format asked for too: the format parameter's, else the Accept header's.
 func readQuery(r *http.Request) (q report.Query, format string, err error) {
-	values, err := paramValues(r)
+	values, studentIDs, err := paramValues(r)
 	if err != nil {
 		return q, "", err
 	}
@@ -116,14 +121,19 @@ func readQuery(r *http.Request) (q report.Query, format string, err error) {
 			return q, "", analytics.Errorf(analytics.Invalid, "Missing params")
 		}
 	}
+	if slices.Contains(studentIDs, "") {
+		return q, "", analytics.Errorf(analytics.Invalid, "Missing params")
+	}
 	format = acceptedFormat(r.Header.Values("Accept"))
 	if v, ok := values["format"]; ok {
 		if format = strings.ToLower(v); format != formatJSON && format != formatCSV {
 			return q, "", analytics.Errorf(analytics.Invalid, "Invalid format: expected json or csv, got %q", v)
 		}
 	}
-	q, err = parseQuery(values)
-	return q, format, err
+	if q, err = parseQuery(values); err != nil {
+		return q, "", err
+	}
+	return q, format, q.SetStudentIDs(studentIDs)
 }
 
 // acceptedFormat reads Accept headers: CSV when they name text/csv with a
@@ -181,16 +191,16 @@ func parseQuery(values map[string]string) (report.Query, error) {
 	return q, nil
 }
 
-// paramValues returns each parameter given, as a string; the query string
-// wins over the body.
-func paramValues(r *http.Request) (map[string]string, error) {
-	values, err := bodyParams(r)
+// paramValues returns each parameter given, as a string, and the
+// studentId values; the query string wins over the body.
+func paramValues(r *http.Request) (map[string]string, []string, error) {
+	values, studentIDs, err := bodyParams(r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	query, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return nil, analytics.Errorf(analytics.Invalid, "Invalid query string: %s", queryProblem(err))
+		return nil, nil, analytics.Errorf(analytics.Invalid, "Invalid query string: %s", queryProblem(err))
 	}
 	for _, name := range reportParams {
 		switch vs := query[name]; len(vs) {
@@ -198,10 +208,13 @@ func paramValues(r *http.Request) (map[string]string, error) {
 		case 1:
 			values[name] = vs[0]
 		default:
-			return nil, analytics.Errorf(analytics.Invalid, "Invalid %s: given %d times in the query string", name, len(vs))
+			return nil, nil, analytics.Errorf(analytics.Invalid, "Invalid %s: given %d times in the query string", name, len(vs))
 		}
 	}
-	return values, nil
+	if vs, ok := query[studentIDParam]; ok {
+		studentIDs = vs
+	}
+	return values, studentIDs, nil
 }
 
 func queryProblem(err error) string {
@@ -214,40 +227,46 @@ func queryProblem(err error) string {
 
 // bodyParams reads the parameters of a JSON object body. An empty body is
 // fine; any other body must be a JSON object of known parameters whose
-// values are strings (or, for students, a boolean).
-func bodyParams(r *http.Request) (map[string]string, error) {
-	values := map[string]string{}
+// values are strings (or, for students, a boolean; for studentId, an array
+// of strings too).
+func bodyParams(r *http.Request) (values map[string]string, studentIDs []string, err error) {
+	values = map[string]string{}
 	body, err := readJSONBody(r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
-		return values, nil
+		return values, nil, nil
 	}
 	var fields map[string]json.RawMessage
 	if body[0] != '{' || json.Unmarshal(body, &fields) != nil {
-		return nil, analytics.Errorf(analytics.Invalid, "Invalid body: expected a JSON object such as {\"students\": true}")
+		return nil, nil, analytics.Errorf(analytics.Invalid, "Invalid body: expected a JSON object such as {\"students\": true}")
 	}
 	for name, raw := range fields {
-		if !isReportParam(name) {
-			return nil, analytics.Errorf(analytics.Invalid, "Invalid body: unknown field %q; expected startDate, endDate, students, interval or format", name)
+		if !isReportParam(name) && name != studentIDParam {
+			return nil, nil, analytics.Errorf(analytics.Invalid, "Invalid body: unknown field %q; expected startDate, endDate, students, interval, format or studentId", name)
 		}
 		var s string
 		var b bool
 		switch {
 		case string(raw) == "null":
+		case json.Unmarshal(raw, &s) == nil && name == studentIDParam:
+			studentIDs = []string{s}
 		case json.Unmarshal(raw, &s) == nil:
 			values[name] = s
 		case name == "students" && json.Unmarshal(raw, &b) == nil:
 			values[name] = strconv.FormatBool(b)
 		case name == "students":
-			return nil, analytics.Errorf(analytics.Invalid, "Invalid students: expected true or false, got %s", raw)
+			return nil, nil, analytics.Errorf(analytics.Invalid, "Invalid students: expected true or false, got %s", raw)
+		case name == studentIDParam && json.Unmarshal(raw, &studentIDs) == nil:
+		case name == studentIDParam:
+			return nil, nil, analytics.Errorf(analytics.Invalid, "Invalid studentId: expected a string or an array of strings, got %s", raw)
 		default:
-			return nil, analytics.Errorf(analytics.Invalid, "Invalid %s: expected a string, got %s", name, raw)
+			return nil, nil, analytics.Errorf(analytics.Invalid, "Invalid %s: expected a string, got %s", name, raw)
 		}
 	}
-	return values, nil
+	return values, studentIDs, nil
 }
 
 func isReportParam(name string) bool {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,25 @@ type Query struct {
 	Start, End *analytics.Date
 	Students   bool
 	Interval   analytics.Interval
+	// StudentIDs, if any, keeps the student reports to these students.
+	StudentIDs []string
+}
+
+// MaxStudentIDs caps the studentId values of one request.
+const MaxStudentIDs = 1000
+
+// SetStudentIDs checks the studentId values and sets them: up to
+// MaxStudentIDs (repeats count once), for student reports only.
+func (q *Query) SetStudentIDs(ids []string) error {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	switch {
+	case len(ids) > MaxStudentIDs:
+		return analytics.Errorf(analytics.Invalid, "Invalid studentId: at most %d students a request, got %d", MaxStudentIDs, len(ids))
+	case len(ids) > 0 && !q.Students:
+		return analytics.Errorf(analytics.Invalid, "Invalid studentId: it picks students of student reports; add students=true")
+	}
+	q.StudentIDs = ids
+	return nil
 }
 
 // Range is the days q asks for at time now, in loc: startDate (default

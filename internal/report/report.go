@@ -111,6 +111,11 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 		if err != nil {
 			return err
 		}
+		if len(q.StudentIDs) > 0 {
+			if students, err = pick(students, q.StudentIDs); err != nil {
+				return err
+			}
+		}
 	}
 	if err := e.checkSize(r, q, len(students)); err != nil {
 		return err
@@ -120,6 +125,28 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 		return e.studentReports(ctx, group.ID, loc, ep, periods, students, ordinals, emit)
 	}
 	return e.groupReports(ctx, group.ID, loc, ep, periods, emit)
+}
+
+// pick keeps the students whose ids are given, in their order; an id of
+// no enrolled student (an erased one included) is an error naming it.
+func pick(students []analytics.Student, ids []string) ([]analytics.Student, error) {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	picked := make([]analytics.Student, 0, len(ids))
+	for _, s := range students {
+		if want[s.ID] {
+			picked = append(picked, s)
+			delete(want, s.ID)
+		}
+	}
+	for _, id := range ids {
+		if want[id] {
+			return nil, analytics.Errorf(analytics.Invalid, "Invalid studentId: no student %q in this group", id)
+		}
+	}
+	return picked, nil
 }
 
 // checkSize refuses a query whose response would pass MaxReports, saying
