@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"groupanalytics/internal/httpapi"
@@ -263,6 +265,52 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 
+	// A student's page: their usage of both endpoints by period, beside the
+	// school's average per student who used it, as the API answers.
+	var student string
+	for _, id := range order {
+		if strings.Trim(strings.Join(wantRows[id][2:], ""), "0") != "" {
+			student = id
+			break
+		}
+	}
+	run("student page", chromedp.Click(`#students tbody tr[data-id="`+student+`"] button.student`),
+		chromedp.WaitVisible(`#student-view[data-loaded="`+student+`"]`))
+	for _, endpoint := range []string{"live-lecture", "chat"} {
+		var chart [][]float64
+		eval("student chart", `Chart.getChart("student-`+endpoint+`-chart").data.datasets.map(d => d.data)`, &chart)
+		mine := apiReports(t, base, key, endpoint, period+"&interval="+parts[2]+"&students=true&studentId="+student)
+		school := apiReports(t, base, key, endpoint, period+"&interval="+parts[2])
+		var want [][]float64
+		for m := map[string]int{"chat": 1}[endpoint]; m < len(mine[0].Data); m++ {
+			var series []float64
+			for _, r := range mine {
+				series = append(series, float64(r.Data[m].Value))
+			}
+			want = append(want, series)
+		}
+		var average []float64
+		for _, r := range school {
+			if r.NumStudentsUsed == 0 {
+				average = append(average, 0)
+				continue
+			}
+			average = append(average, math.Round(float64(r.Data[0].Value)/float64(r.NumStudentsUsed)*10)/10)
+		}
+		if want = append(want, average); !reflect.DeepEqual(chart, want) {
+			t.Errorf("%s's %s chart %v, want %v", student, endpoint, chart, want)
+		}
+	}
+	var page []byte
+	run("student page screenshot", chromedp.CaptureScreenshot(&page))
+	save(t, filepath.Join(shots, "dashboard-student.png"), page)
+	var back bool
+	run("back to the school", chromedp.Click("#student-back"), chromedp.WaitVisible("#students-section"),
+		chromedp.Evaluate(`document.getElementById("student-view").hidden`, &back))
+	if !back {
+		t.Errorf("back to the school: the student's page is still shown")
+	}
+
 	// The CSV download is the CSV endpoint's answer.
 	run("download", browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(downloads),
 		chromedp.Click("#download-chat"))
@@ -290,20 +338,59 @@ func TestDashboardInBrowser(t *testing.T) {
 	if overflow {
 		t.Errorf("on a phone the page is wider than the screen")
 	}
+	// Scrolled sideways, the table keeps the students' names in view.
+	var nameShift float64
+	run("phone table scrolled", chromedp.ScrollIntoView("#students"),
+		chromedp.Evaluate(`(() => { const wrap = document.querySelector(".table-wrap"); const cell = document.querySelector("#students tbody td");
+			wrap.scrollLeft = wrap.scrollWidth; return cell.getBoundingClientRect().left - wrap.getBoundingClientRect().left; })()`, &nameShift),
+		chromedp.CaptureScreenshot(&buf))
+	save(t, filepath.Join(shots, "dashboard-phone-table.png"), buf)
+	if nameShift < -1 || nameShift > 2 {
+		t.Errorf("on a phone, the table scrolled sideways moves the name column by %.0f px", nameShift)
+	}
 
-	// A wrong key, and the key of a school whose plan ended.
+	// The page's icon is its own.
+	var icon string
+	run("favicon", chromedp.Evaluate(`fetch(document.querySelector("link[rel=icon]").href).then(r => r.ok ? r.headers.get("Content-Type") : String(r.status))`,
+		&icon, awaitPromise))
+	if !strings.HasPrefix(icon, "image/svg+xml") {
+		t.Errorf("favicon: %q", icon)
+	}
+
+	// A wrong key, and the key of a school whose plan ended: one request
+	// each, so that a typo does not spend six of the failed-key budget.
 	for name, bad := range map[string]string{"wrong": "gak_NOTAKEY", "expired": keys["riverside-college"]} {
 		var message string
+		var requests int
 		run(name+" key", chromedp.Evaluate(`document.getElementById("sign-out").hidden || document.getElementById("sign-out").click();
-				document.getElementById("key-error").textContent = ""; true`, nil),
+				document.getElementById("key-error").textContent = ""; performance.clearResourceTimings(); true`, nil),
 			chromedp.WaitVisible("#key"), chromedp.SendKeys("#key", bad), chromedp.Click(`#key-form button[type=submit]`),
-			chromedp.Poll(`document.getElementById("key-error").textContent`, &message))
-		if !strings.Contains(message, "This key was not accepted") {
-			t.Errorf("%s key: %q", name, message)
+			chromedp.Poll(`document.getElementById("key-error").textContent`, &message),
+			chromedp.Sleep(200*time.Millisecond),
+			chromedp.Evaluate(`performance.getEntriesByType("resource").filter(e => e.name.includes("/api/groups/")).length`, &requests))
+		if !strings.Contains(message, "This key was not accepted") || requests != 1 {
+			t.Errorf("%s key: %q after %d requests, want the message after one", name, message, requests)
+		}
+	}
+
+	// Past a rate limit, the wait the service names, in words.
+	for wait, want := range map[string]string{"1": "try again in 1 second.", "30": "try again in 30 seconds."} {
+		var message string
+		run("429 after "+wait, chromedp.Evaluate(`(async () => {
+				const real = window.fetch;
+				window.fetch = async () => new Response('{"error":"Too many requests"}', {status: 429, headers: {"Retry-After": "`+wait+`"}});
+				try { await report("chat", {}); return "no error"; } catch (err) { return err.message; } finally { window.fetch = real; }
+			})()`, &message, awaitPromise))
+		if !strings.HasSuffix(message, want) {
+			t.Errorf("429 with Retry-After %s: %q, want it to end %q", wait, message, want)
 		}
 	}
 	t.Logf("screenshots in %s", shots)
 }
+
+// awaitPromise makes chromedp.Evaluate wait for the promise the script
+// returns, and give its value.
+func awaitPromise(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }
 
 // thousands formats n as the page does (en-US grouping).
 func thousands(n int64) string {

@@ -14,6 +14,7 @@ let running = null; // the AbortController of the load under way
 let students = []; // the table's rows: {id, name, values, inactive}
 let columns = []; // the table's value columns: {endpoint, title}
 let sort = { column: -1, ascending: true }; // -1: the API's order (by name)
+let loaded = null; // what the school view shows: {period, interval, labels, series by endpoint}
 
 // ApiError is an answer other than 200, with what to tell the user.
 class ApiError extends Error {
@@ -40,7 +41,8 @@ async function report(endpoint, params, signal) {
   if (resp.status === 403) {
     message = "This key was not accepted: it may be mistyped or revoked, or your school's plan may have ended.";
   } else if (resp.status === 429) {
-    message = `Too many requests: try again in ${resp.headers.get("Retry-After") || "a few"} seconds.`;
+    const wait = resp.headers.get("Retry-After");
+    message = `Too many requests: try again in ${wait === "1" ? "1 second" : `${wait || "a few"} seconds`}.`;
   }
   throw new ApiError(resp.status, message);
 }
@@ -93,39 +95,52 @@ function periodLabels(start, end, interval) {
   return labels;
 }
 
-function drawChart(endpoint, reports, labels) {
+// drawChart draws, on the canvas of id, the endpoint's metrics of reports
+// as bars (chat's stacked, its total left out: it is their sum) and one
+// line over them: {label, data, axis}, axis "y" (counts) or "students".
+function drawChart(id, endpoint, reports, labels, line) {
   const titles = reports.length ? reports[0].data.map((m) => m.title) : [];
-  // Chat's total is the sum of the bars, which are stacked.
   const shown = endpoint === "chat" ? titles.slice(1) : titles;
   const datasets = shown.map((title, i) => ({
     type: "bar",
     label: title,
-    data: reports.map((r) => r.data.find((m) => m.title === title).value),
+    data: reports.map((r) => value(r, title)),
     backgroundColor: colors[i % colors.length],
     yAxisID: "y",
+    order: 1,
   }));
-  datasets.push({
-    type: "line",
-    label: "Students who used it",
-    data: reports.map((r) => r.numStudentsUsed),
-    borderColor: "#1d232a",
-    backgroundColor: "#1d232a",
-    yAxisID: "students",
-  });
-  charts[endpoint]?.destroy();
-  charts[endpoint] = new Chart($(`${endpoint}-chart`), {
+  // A lower order is drawn later: the line stays on top of the bars.
+  datasets.push({ type: "line", label: line.label, data: line.data, borderColor: "#1d232a", backgroundColor: "#1d232a", yAxisID: line.axis, order: 0 });
+  const stacked = endpoint === "chat";
+  const scales = {
+    x: { stacked },
+    y: { stacked, beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: "count" } },
+  };
+  if (line.axis === "students") {
+    scales.students = {
+      position: "right",
+      beginAtZero: true,
+      ticks: { precision: 0 },
+      grid: { drawOnChartArea: false },
+      title: { display: true, text: "students" },
+    };
+  }
+  charts[id]?.destroy();
+  charts[id] = new Chart($(id), {
     data: { labels, datasets },
-    options: {
-      maintainAspectRatio: false,
-      animation: false,
-      interaction: { mode: "index", intersect: false },
-      scales: {
-        x: { stacked: endpoint === "chat" },
-        y: { stacked: endpoint === "chat", beginAtZero: true, title: { display: true, text: "count" } },
-        students: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, title: { display: true, text: "students" } },
-      },
-    },
+    options: { maintainAspectRatio: false, animation: false, interaction: { mode: "index", intersect: false }, scales },
   });
+}
+
+// value is the value of the metric titled title in report r.
+function value(r, title) {
+  return r.data.find((m) => m.title === title).value;
+}
+
+// perStudent is the school's average per student who used the endpoint in
+// the period, to a tenth: 0 when nobody did.
+function perStudent(total, students) {
+  return students ? Math.round((total / students) * 10) / 10 : 0;
 }
 
 function drawTotals(totals) {
@@ -226,7 +241,9 @@ function drawRows() {
       tr.dataset.id = s.id;
       tr.classList.toggle("inactive", s.inactive);
       const name = document.createElement("td");
-      name.textContent = s.name;
+      const open = Object.assign(document.createElement("button"), { type: "button", className: "student", textContent: s.name });
+      open.addEventListener("click", () => openStudent(s));
+      name.append(open);
       if (s.inactive) {
         const badge = document.createElement("span");
         badge.className = "badge";
@@ -248,6 +265,7 @@ function range() {
 }
 
 async function load() {
+  showStudentView(false);
   running?.abort();
   const controller = new AbortController();
   running = controller;
@@ -267,16 +285,27 @@ async function load() {
     return body.reports;
   };
   try {
-    const [series, totals, perStudent] = await Promise.all([
+    // One request first: a mistyped key fails once, not six times, so
+    // that typing it again does not run into the failed-key limit.
+    const firstTotals = await ask(endpoints[0], {});
+    const [series, laterTotals, perStudent] = await Promise.all([
       Promise.all(endpoints.map((e) => ask(e, { interval }))),
-      Promise.all(endpoints.map((e) => ask(e, {}))),
+      Promise.all(endpoints.slice(1).map((e) => ask(e, {}))),
       Promise.all(endpoints.map((e) => ask(e, { students: "true" }))),
     ]);
+    const totals = [firstTotals, ...laterTotals];
     let labels = periodLabels(period.startDate, period.endDate, interval);
     if (labels.length !== series[0].length) {
       labels = series[0].map((r) => r.startDate.slice(0, 10));
     }
-    endpoints.forEach((e, i) => drawChart(e, series[i], labels));
+    endpoints.forEach((e, i) =>
+      drawChart(`${e}-chart`, e, series[i], labels, {
+        label: "Students who used it",
+        data: series[i].map((r) => r.numStudentsUsed),
+        axis: "students",
+      }),
+    );
+    loaded = { period, interval, labels, series: { "live-lecture": series[0], chat: series[1] } };
     drawTotals({ "live-lecture": totals[0][0], chat: totals[1][0] });
     joinStudents({ "live-lecture": perStudent[0], chat: perStudent[1] });
     drawHeader();
@@ -297,6 +326,54 @@ async function load() {
     if (running === controller) {
       progress.hidden = true;
       $("dashboard").removeAttribute("aria-busy");
+    }
+  }
+}
+
+// showStudentView shows a student's page in place of the school's, or the
+// school's again.
+function showStudentView(show) {
+  $("student-view").hidden = !show;
+  for (const id of ["totals", "school-charts", "students-section"]) {
+    $(id).hidden = show;
+  }
+  if (!show) {
+    delete $("student-view").dataset.loaded;
+  }
+}
+
+// openStudent shows one student's usage of both endpoints over the range
+// and interval of the school view, beside the school's average per student
+// who used the endpoint (its first metric).
+async function openStudent(student) {
+  running?.abort();
+  const controller = new AbortController();
+  running = controller;
+  const { period, interval, labels, series } = loaded;
+  $("student-heading").textContent = `${student.name} (${student.id})`;
+  showStudentView(true);
+  setStatus(`Loading ${student.name}…`);
+  try {
+    const reports = await Promise.all(
+      endpoints.map(async (e) => {
+        const resp = await report(e, { ...period, interval, students: "true", studentId: student.id }, controller.signal);
+        return (await resp.json()).reports;
+      }),
+    );
+    endpoints.forEach((e, i) => {
+      const headline = series[e].length ? series[e][0].data[0].title : "";
+      drawChart(`student-${e}-chart`, e, reports[i], labels, {
+        label: `School average: ${headline}`,
+        data: series[e].map((r) => perStudent(value(r, headline), r.numStudentsUsed)),
+        axis: "y",
+      });
+    });
+    setStatus(`${student.name}: ${period.startDate} to ${period.endDate}, by ${interval}`);
+    $("student-view").dataset.loaded = student.id;
+    $("student-back").focus();
+  } catch (err) {
+    if (err.name !== "AbortError") {
+      setStatus(err.message || "The service could not be reached.", true);
     }
   }
 }
@@ -340,6 +417,10 @@ function init() {
     running?.abort();
     sessionStorage.removeItem(keyStore);
     showKeyForm("");
+  });
+  $("student-back").addEventListener("click", () => {
+    showStudentView(false);
+    setStatus(`${loaded.period.startDate} to ${loaded.period.endDate}, by ${loaded.interval}`);
   });
   $("search").addEventListener("input", drawRows);
   $("inactive-only").addEventListener("change", drawRows);
