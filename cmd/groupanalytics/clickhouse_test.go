@@ -29,8 +29,9 @@ func TestClickHouseServerKilledMidStream(t *testing.T) {
 	checkEveryBatchOnce(t, srv.Base, key, token, acked, inFlight)
 }
 
-// shardLoad is a line of shard list: a shard, its groups and its events.
-var shardLoad = regexp.MustCompile(`(?m)^(\S+)\s+(\d+)\s+(\d+)\s+up$`)
+// shardLoad is a line of shard list: a shard, its number of groups, its
+// events, and the groups' ids.
+var shardLoad = regexp.MustCompile(`(?m)^(\S+)\s+(\d+)\s+(\d+)\s+up\b[ \t]*(.*)$`)
 
 // TestMoveWhileStreaming moves a group to the other shard and back, with
 // the command line, while a client streams batches to the service and
@@ -111,8 +112,15 @@ func TestMoveWhileStreaming(t *testing.T) {
 		t.Errorf("%d events stored, want %d", len(raw), batches*batchSize)
 	}
 	for _, l := range shardLoad.FindAllStringSubmatch(runBinary(t, bin, append([]string{"shard", "list"}, stores...)...), -1) {
-		if l[1] == away && (l[2] != "0" || l[3] != "0") {
+		if l[1] == away && (l[2] != "0" || l[3] != "0" || l[4] != "") {
 			t.Errorf("shard list: %s, want the shard moved away from empty", l[0])
 		}
+		if l[1] == home && l[4] != "crash" {
+			t.Errorf("shard list: %s, want the group crash listed on its shard", l[0])
+		}
+	}
+	onHome := regexp.MustCompile(`(?m)^crash\s.*\s` + regexp.QuoteMeta(home) + `$`)
+	if out := runBinary(t, bin, append([]string{"group", "list"}, stores...)...); !onHome.MatchString(out) {
+		t.Errorf("group list --usage:\n%s\nwant the group crash on %s", out, home)
 	}
 }

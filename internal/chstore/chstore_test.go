@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,5 +175,24 @@ func TestStudentNumberedByADeadWriteIsEnrolled(t *testing.T) {
 	}
 	if fmt.Sprint(students) != "[{west s1 s1} {west s2 s2}]" {
 		t.Errorf("students %v: want s1 and s2 enrolled", students)
+	}
+}
+
+func TestParseURL(t *testing.T) {
+	cfg, err := chstore.ParseURL("clickhouse://ops:s3cret@ch1:9000,ch2:9000/usage")
+	if err != nil || cfg.Database != "usage" || cfg.User != "ops" || cfg.Password != "s3cret" || len(cfg.Shards) != 2 || cfg.Shards[1] != "ch2:9000" {
+		t.Errorf("ParseURL: %+v, %v", cfg, err)
+	}
+	for raw, want := range map[string]string{
+		"clickhouse://ch1:9000":            "name the database",
+		"clickhouse://ch1:9000/":           "name the database",
+		"clickhouse://ch1:9000/a-b":        `database name "a-b"`,
+		"clickhouse://ch1/usage":           `shard "ch1": want host:port`,
+		"clickhouse://ch1:9000,ch1:9000/u": "shard ch1:9000 named twice",
+		"postgres://ch1:9000/usage":        "want clickhouse://",
+	} {
+		if _, err := chstore.ParseURL(raw); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseURL(%q): %v, want an error saying %q", raw, err, want)
+		}
 	}
 }

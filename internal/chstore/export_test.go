@@ -27,7 +27,7 @@ func (s *Store) SchemaVersion(ctx context.Context, shard string) (uint32, error)
 
 // MigrateWith migrates the shards with the migrations folder of fsys
 // instead of the store's own.
-func (s *Store) MigrateWith(ctx context.Context, log *slog.Logger, fsys fs.FS) error {
+func (s *Store) MigrateWith(ctx context.Context, log *slog.Logger, fsys fs.FS) (int, error) {
 	return s.migrate(ctx, log, fsys)
 }
 

@@ -39,25 +39,28 @@ type migration struct {
 // statement. ClickHouse has no transactions, so a migration cut short is
 // run again whole: each statement must be safe to repeat (IF NOT EXISTS,
 // IF EXISTS). Processes that start together may both apply a migration;
-// that is safe for the same reason.
-func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
-	return s.wrap("Migrate", s.migrate(ctx, log, migrations))
+// that is safe for the same reason. It says how many migrations it
+// applied, over all shards.
+func (s *Store) Migrate(ctx context.Context, log *slog.Logger) (applied int, err error) {
+	applied, err = s.migrate(ctx, log, migrations)
+	return applied, s.wrap("Migrate", err)
 }
 
-func (s *Store) migrate(ctx context.Context, log *slog.Logger, fsys fs.FS) error {
+func (s *Store) migrate(ctx context.Context, log *slog.Logger, fsys fs.FS) (applied int, err error) {
 	list, err := readMigrations(fsys)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, sh := range s.shards {
-		if err := s.migrateShard(ctx, log, sh, list); err != nil {
-			return fmt.Errorf("shard %s: %w", sh.name, err)
+		n, err := s.migrateShard(ctx, log, sh, list)
+		if applied += n; err != nil {
+			return applied, fmt.Errorf("shard %s: %w", sh.name, err)
 		}
 	}
-	return nil
+	return applied, nil
 }
 
-func (s *Store) migrateShard(ctx context.Context, log *slog.Logger, sh *shard, list []migration) error {
+func (s *Store) migrateShard(ctx context.Context, log *slog.Logger, sh *shard, list []migration) (applied int, err error) {
 	setup := []string{
 		"CREATE DATABASE IF NOT EXISTS " + s.database,
 		`CREATE TABLE IF NOT EXISTS ` + s.table("schema_migrations") + ` (version UInt32, applied_at DateTime)
@@ -65,12 +68,12 @@ func (s *Store) migrateShard(ctx context.Context, log *slog.Logger, sh *shard, l
 	}
 	for _, stmt := range setup {
 		if err := sh.conn.Exec(ctx, stmt); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	current, err := s.schemaVersion(ctx, sh)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, m := range list {
 		if m.version <= current {
@@ -79,20 +82,21 @@ func (s *Store) migrateShard(ctx context.Context, log *slog.Logger, sh *shard, l
 		start := time.Now()
 		for _, stmt := range m.statements {
 			if err := sh.conn.Exec(ctx, strings.ReplaceAll(stmt, "{database}", s.database)); err != nil {
-				return fmt.Errorf("migration %s: %w", m.file, err)
+				return applied, fmt.Errorf("migration %s: %w", m.file, err)
 			}
 		}
 		if step := goSteps[m.file]; step != nil {
 			if err := step(s, ctx, sh); err != nil {
-				return fmt.Errorf("migration %s: %w", m.file, err)
+				return applied, fmt.Errorf("migration %s: %w", m.file, err)
 			}
 		}
 		if err := s.recordMigration(ctx, sh, m.version); err != nil {
-			return err
+			return applied, err
 		}
+		applied++
 		log.Info("migrated", "shard", sh.name, "version", m.version, "file", m.file, "duration", time.Since(start))
 	}
-	return nil
+	return applied, nil
 }
 
 // recordMigration records that the shard has applied migration version.

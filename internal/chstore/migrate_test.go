@@ -51,8 +51,8 @@ func TestMigrationsAdoptAnOldStoreAndRunOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer old.Close()
-	if err := old.Migrate(ctx, quiet); err != nil {
-		t.Fatal(err)
+	if applied, err := old.Migrate(ctx, quiet); err != nil || applied != 2*len(cfg.Shards) {
+		t.Fatalf("Migrate: %d applied (%v), want migrations 1 and 2 on each shard", applied, err)
 	}
 	if raw, err := old.RawEvents(ctx, "old"); err != nil || len(raw) != len(cfg.Shards) {
 		t.Errorf("the old store's events after migrating: %v (%v), want one per shard", raw, err)
@@ -69,9 +69,10 @@ func TestMigrationsAdoptAnOldStoreAndRunOnce(t *testing.T) {
 CREATE TABLE IF NOT EXISTS {database}.audit (at Int64) ENGINE = MergeTree() ORDER BY at;
 CREATE TABLE IF NOT EXISTS {database}.audit_copy (at Int64) ENGINE = MergeTree() ORDER BY at;
 `)}
-	for range 2 {
-		if err := old.MigrateWith(ctx, quiet, later); err != nil {
-			t.Fatal(err)
+	for i := range 2 {
+		applied, err := old.MigrateWith(ctx, quiet, later)
+		if want := []int{len(cfg.Shards), 0}[i]; err != nil || applied != want {
+			t.Fatalf("run %d: %d applied (%v), want %d", i+1, applied, err, want)
 		}
 	}
 	for _, shard := range cfg.Shards {

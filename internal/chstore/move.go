@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -225,9 +227,9 @@ func (s *Store) dropGroup(ctx context.Context, sh *shard, groupID string) error 
 // ShardLoad is what one shard holds.
 type ShardLoad struct {
 	Shard  string
-	Groups int    // groups placed on it
-	Events uint64 // events stored on it
-	Err    error  // why it did not answer
+	Groups []string // ids of the groups placed on it, sorted
+	Events uint64   // events stored on it
+	Err    error    // why it did not answer
 }
 
 // Loads tells, shard by shard, how many groups the directory places on it
@@ -239,9 +241,9 @@ func (s *Store) Loads(ctx context.Context) ([]ShardLoad, error) {
 	if err != nil {
 		return nil, s.wrap("Loads", err)
 	}
-	groups := map[string]int{}
+	groups := map[string][]string{}
 	for _, p := range placements {
-		groups[p.Shard]++
+		groups[p.Shard] = append(groups[p.Shard], p.GroupID)
 	}
 	loads := make([]ShardLoad, len(s.shards))
 	for i, sh := range s.shards {
@@ -249,8 +251,11 @@ func (s *Store) Loads(ctx context.Context) ([]ShardLoad, error) {
 		loads[i].Events, loads[i].Err = s.eventCount(ctx, sh)
 		delete(groups, sh.name)
 	}
-	for name, n := range groups {
-		loads = append(loads, ShardLoad{Shard: name, Groups: n, Err: errors.New("not in the usage URL")})
+	for _, name := range slices.Sorted(maps.Keys(groups)) {
+		loads = append(loads, ShardLoad{Shard: name, Groups: groups[name], Err: errors.New("not in the usage URL")})
+	}
+	for i := range loads {
+		slices.Sort(loads[i].Groups)
 	}
 	return loads, nil
 }

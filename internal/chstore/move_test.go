@@ -218,7 +218,7 @@ func TestAddShard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []chstore.ShardLoad{{Shard: first, Groups: 2, Events: 120}, {Shard: added, Groups: 2, Events: 70}}
+	want := []chstore.ShardLoad{{Shard: first, Groups: []string{"b", "c"}, Events: 120}, {Shard: added, Groups: []string{"a", "d"}, Events: 70}}
 	if !reflect.DeepEqual(loads, want) {
 		t.Errorf("loads %+v, want %+v", loads, want)
 	}

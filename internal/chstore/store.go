@@ -89,7 +89,8 @@ func ParseURL(raw string) (Config, error) {
 	}
 	c := Config{Database: strings.TrimPrefix(u.Path, "/")}
 	if c.Database == "" {
-		c.Database = "groupanalytics"
+		// No default: a store on the wrong database looks empty, not wrong.
+		return Config{}, fmt.Errorf("usage URL: name the database: clickhouse://host:port[,host:port…]/database")
 	}
 	if !databaseName.MatchString(c.Database) {
 		return Config{}, fmt.Errorf("usage URL: database name %q: use letters, digits and _", c.Database)

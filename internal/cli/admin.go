@@ -3,11 +3,13 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -44,16 +46,38 @@ func groupCreate(e *env, args []string) error {
 	})
 }
 
+// groupList lists the groups; with --usage on ClickHouse, each group's
+// shard too ("-" for a group with no usage yet, which has none).
 func groupList(e *env, args []string) error {
 	fs, db := flags(e, "group list")
-	return withPlatform(e, fs, db, args, false, nil, func(p *platform.Platform) error {
-		groups, err := p.Groups(e.ctx)
-		table(e, "ID\tNAME\tTIME ZONE\tCREATED", func(w io.Writer) {
+	return withStores(e, fs, db, args, false, nil, func(s *stores.Stores) error {
+		groups, err := platform.New(s.Directory, s.Usage).Groups(e.ctx)
+		if err != nil {
+			return err
+		}
+		header, shardOf := "ID\tNAME\tTIME ZONE\tCREATED", map[string]string{}
+		if s.Shards != nil {
+			header += "\tSHARD"
+			loads, err := s.Shards.Loads(e.ctx)
+			if err != nil {
+				return err
+			}
+			for _, l := range loads {
+				for _, g := range l.Groups {
+					shardOf[g] = l.Shard
+				}
+			}
+		}
+		table(e, header, func(w io.Writer) {
 			for _, g := range groups {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s", g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created))
+				if s.Shards != nil {
+					fmt.Fprintf(w, "\t%s", cmp.Or(shardOf[g.ID], "-"))
+				}
+				fmt.Fprintln(w)
 			}
 		})
-		return err
+		return nil
 	})
 }
 
@@ -85,13 +109,13 @@ func shardList(e *env, args []string) error {
 	fs, db := flags(e, "shard list")
 	return withShards(e, fs, db, args, nil, func(s *stores.Stores) error {
 		loads, err := s.Shards.Loads(e.ctx)
-		table(e, "SHARD\tGROUPS\tEVENTS\tSTATE", func(w io.Writer) {
+		table(e, "SHARD\tGROUPS\tEVENTS\tSTATE\tGROUP IDS", func(w io.Writer) {
 			for _, l := range loads {
 				state := "up"
 				if l.Err != nil {
 					state = "down: " + describe(l.Err)
 				}
-				fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", l.Shard, l.Groups, l.Events, state)
+				fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", l.Shard, len(l.Groups), l.Events, state, strings.Join(l.Groups, " "))
 			}
 		})
 		return err
@@ -171,14 +195,45 @@ func keyList(e *env, args []string) error {
 func keyRevoke(e *env, args []string) error {
 	fs, db := flags(e, "key revoke")
 	group := fs.String("group", "", "group id")
-	key := fs.String("key", "", "key id, as key list shows it")
+	key := fs.String("key", "", "key id, as key list shows it (or its prefix, gak_…)")
 	return withPlatform(e, fs, db, args, false, []string{"group", "key"}, func(p *platform.Platform) error {
-		err := p.RevokeKey(e.ctx, *group, *key)
+		id := *key
+		if strings.HasPrefix(id, "gak_") {
+			keys, err := p.Keys(e.ctx, *group)
+			if err != nil {
+				return err
+			}
+			if id, err = idOfPrefix(id, "key", keys, func(k analytics.APIKey) (string, string) { return k.ID, k.Prefix }); err != nil {
+				return err
+			}
+		}
+		err := p.RevokeKey(e.ctx, *group, id)
 		if err == nil {
-			fmt.Fprintf(e.stdout, "revoked key %s of group %s\n", *key, *group)
+			fmt.Fprintf(e.stdout, "revoked key %s of group %s\n", id, *group)
 		}
 		return err
 	})
+}
+
+// idOfPrefix returns the id of the one key or token (what) whose prefix,
+// as the lists show it (with or without its "…"), is given: operators
+// copy it from there, and a secret is never shown again.
+func idOfPrefix[T any](given, what string, items []T, idAndPrefix func(T) (string, string)) (string, error) {
+	prefix := strings.TrimSuffix(given, "…")
+	var matches []string
+	for _, item := range items {
+		if id, p := idAndPrefix(item); p == prefix {
+			matches = append(matches, id)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return "", fmt.Errorf("no %s has the prefix %q: give the %s id, as %s list shows it", what, given, what, what)
+	default:
+		return "", fmt.Errorf("%d %ss have the prefix %q: give the %s id instead (%s)", len(matches), what, prefix, what, strings.Join(matches, ", "))
+	}
 }
 
 func studentCommand(e *env, name string, args []string, withName bool, fn func(p *platform.Platform, group, id, studentName string) error) error {
@@ -268,11 +323,21 @@ func tokenList(e *env, args []string) error {
 
 func tokenRevoke(e *env, args []string) error {
 	fs, db := flags(e, "token revoke")
-	id := fs.String("token", "", "token id, as token list shows it")
+	token := fs.String("token", "", "token id, as token list shows it (or its prefix, gat_…)")
 	return withPlatform(e, fs, db, args, false, []string{"token"}, func(p *platform.Platform) error {
-		err := p.RevokeToken(e.ctx, *id)
+		id := *token
+		if strings.HasPrefix(id, "gat_") {
+			tokens, err := p.Tokens(e.ctx)
+			if err != nil {
+				return err
+			}
+			if id, err = idOfPrefix(id, "token", tokens, func(t analytics.PlatformToken) (string, string) { return t.ID, t.Prefix }); err != nil {
+				return err
+			}
+		}
+		err := p.RevokeToken(e.ctx, id)
 		if err == nil {
-			fmt.Fprintf(e.stdout, "revoked platform token %s\n", *id)
+			fmt.Fprintf(e.stdout, "revoked platform token %s\n", id)
 		}
 		return err
 	})
@@ -320,7 +385,7 @@ func runImport(e *env, args []string) error {
 			}
 			return fmt.Errorf("%d of %d lines rejected; nothing was imported", len(res.Rejected), len(batch))
 		}
-		fmt.Fprintf(e.stdout, "imported %d events (%d new, %d duplicates)\n", len(batch), res.Accepted, res.Duplicates)
+		fmt.Fprintf(e.stdout, "imported %s (%d new, %s)\n", analytics.Plural(len(batch), "event"), res.Accepted, analytics.Plural(res.Duplicates, "duplicate"))
 		return nil
 	})
 }

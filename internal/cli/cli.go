@@ -213,6 +213,14 @@ func quietLog(e *env) *slog.Logger {
 // withPlatform parses the flags, opens the stores, and runs fn on them.
 func withPlatform(e *env, fs *flag.FlagSet, db *storeFlags, args []string, positional bool, required []string,
 	fn func(p *platform.Platform) error) error {
+	return withStores(e, fs, db, args, positional, required, func(s *stores.Stores) error {
+		return fn(platform.New(s.Directory, s.Usage))
+	})
+}
+
+// withStores parses the flags, opens the stores, and runs fn on them.
+func withStores(e *env, fs *flag.FlagSet, db *storeFlags, args []string, positional bool, required []string,
+	fn func(s *stores.Stores) error) error {
 	if err := parse(e, fs, args, positional, required...); err != nil {
 		return err
 	}
@@ -221,7 +229,7 @@ func withPlatform(e *env, fs *flag.FlagSet, db *storeFlags, args []string, posit
 		return err
 	}
 	defer s.Close()
-	return fn(platform.New(s.Directory, s.Usage))
+	return fn(s)
 }
 
 // withShards parses the flags, opens the stores, and runs fn on the
@@ -270,5 +278,15 @@ func runMigrate(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return s.Close()
+	defer s.Close()
+	where := "the store"
+	if s.Shards != nil {
+		where = fmt.Sprintf("the directory and the usage store's %s", analytics.Plural(len(s.Shards.Shards()), "shard"))
+	}
+	if s.Migrations == 0 {
+		fmt.Fprintf(e.stdout, "%s already had the newest schema: nothing to migrate\n", where)
+	} else {
+		fmt.Fprintf(e.stdout, "migrated %s: %s applied\n", where, analytics.Plural(s.Migrations, "migration"))
+	}
+	return nil
 }

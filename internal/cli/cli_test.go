@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"strings"
@@ -16,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/platform"
 	"groupanalytics/internal/stores/storetest"
 )
 
@@ -116,8 +120,46 @@ func TestImportIsAllOrNothing(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "events.ndjson")
 	os.WriteFile(file, []byte(good+"\n"+good+"\n"), 0o600)
-	if out := mustRun(t, "import", "--db", db, file); out != "imported 2 events (1 new, 1 duplicates)\n" {
+	if out := mustRun(t, "import", "--db", db, file); out != "imported 2 events (1 new, 1 duplicate)\n" {
 		t.Errorf("import: %q", out)
+	}
+	os.WriteFile(file, []byte(good+"\n"), 0o600)
+	if out := mustRun(t, "import", "--db", db, file); out != "imported 1 event (0 new, 1 duplicate)\n" {
+		t.Errorf("import of one line: %q", out)
+	}
+}
+
+// Lists show a key's or token's prefix ("gak_AB12…") beside its id, and
+// operators copy what they see: revoke takes either, and an ambiguous or
+// unknown prefix is an error that says to give the id.
+func TestRevokeByTheListedPrefix(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "group", "create", "--db", db, "--id", "north")
+	for _, c := range []struct{ what, create, list, revoke, flag string }{
+		{"key", "key create --group north", "key list --group north", "key revoke --group north", "--key"},
+		{"token", "token create", "token list", "token revoke", "--token"},
+	} {
+		cmd := func(line string, extra ...string) []string {
+			return append(append(strings.Fields(line), "--db", db), extra...)
+		}
+		mustRun(t, cmd(c.create)...)
+		mustRun(t, cmd(c.create)...)
+		listed := strings.Split(strings.TrimSpace(mustRun(t, cmd(c.list)...)), "\n")[1:]
+		first := strings.Fields(listed[0]) // id, prefix…, ...
+		if out := mustRun(t, cmd(c.revoke, c.flag, first[1])...); !strings.Contains(out, "revoked") || !strings.Contains(out, first[0]) {
+			t.Errorf("%s revoke %s: %q, want it to revoke %s", c.what, first[1], out, first[0])
+		}
+		times := regexp.MustCompile(`\d{4}-\d\d-\d\dT`)
+		for _, line := range strings.Split(mustRun(t, cmd(c.list)...), "\n") {
+			if strings.HasPrefix(line, first[0]) && len(times.FindAllString(line, -1)) != len(times.FindAllString(listed[0], -1))+1 {
+				t.Errorf("%s list after revoking %s: %q, want a time of revocation", c.what, first[0], line)
+			}
+		}
+		prefix := strings.SplitN(first[1], "_", 2)[0] + "_ZZZZ"
+		code, _, errOut := run(t, "", cmd(c.revoke, c.flag, prefix)...)
+		if want := "give the " + c.what + " id"; code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("%s revoke %s: exit %d, %q; want exit 1 and %q", c.what, prefix, code, errOut, want)
+		}
 	}
 }
 
@@ -353,3 +395,38 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 func (w *syncWriter) String() string { w.mu.Lock(); defer w.mu.Unlock(); return w.buf.String() }
+
+// The demo's events end the day before it starts, so that its numbers are
+// the same whenever in a day it starts; none is in the future.
+func TestDemoEventsDependOnTheDayNotTheTime(t *testing.T) {
+	for _, dg := range demoGroups {
+		loc, _ := analytics.LoadZone(dg.zone)
+		morning, night := time.Date(2026, 11, 20, 0, 5, 0, 0, loc), time.Date(2026, 11, 20, 23, 55, 0, 0, loc)
+		early, _ := demoEvents(rand.New(rand.NewPCG(1, 2)), dg, morning)
+		late, _ := demoEvents(rand.New(rand.NewPCG(1, 2)), dg, night)
+		if !reflect.DeepEqual(early, late) {
+			t.Errorf("%s: %d events when started at 00:05, %d at 23:55", dg.id, len(early), len(late))
+		}
+		start := analytics.DayOf(morning, loc).Start(loc)
+		for _, raw := range early {
+			var e platform.EventInput
+			json.Unmarshal(raw, &e)
+			if at, err := time.Parse(time.RFC3339, e.OccurredAt); err != nil || !at.Before(start) {
+				t.Fatalf("%s: event %s at %s (%v), want it before the day the demo starts", dg.id, e.ID, e.OccurredAt, err)
+			}
+		}
+	}
+}
+
+// migrate says what it did: the migrations it applied to a new store, and
+// that a second run had nothing to do.
+func TestMigrateSaysWhatItDid(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "m.db")
+	code, out, errOut := run(t, "", "migrate", "--db", db)
+	if code != 0 || !regexp.MustCompile(`^migrated the store: \d+ migrations applied\n$`).MatchString(out) || !strings.Contains(errOut, "msg=migrated") {
+		t.Errorf("migrate of a new store: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if out := mustRun(t, "migrate", "--db", db); out != "the store already had the newest schema: nothing to migrate\n" {
+		t.Errorf("migrate again: %q", out)
+	}
+}

@@ -113,9 +113,11 @@ var (
 	demoChatTypes = []string{"tutor_me", "tutor_me", "tutor_me", "test", "test", "flashcard", "flashcard", "material", "material", "live_lecture", "main", "main"}
 )
 
-// demoEvents makes a school term of events for one group: students of
-// varied engagement, busy weekdays, quiet weekends. The students who never
-// used the product come back apart: they have no event to enrol them.
+// demoEvents makes a school term of events for one group, ending the day
+// before now (in the group's zone), so that the numbers depend on the day
+// the demo starts, not its time of day: students of varied engagement,
+// busy weekdays, quiet weekends. The students who never used the product
+// come back apart: they have no event to enrol them.
 func demoEvents(rng *rand.Rand, dg demoGroup, now time.Time) (out []json.RawMessage, idle []analytics.Student) {
 	loc, _ := analytics.LoadZone(dg.zone)
 	today := analytics.DayOf(now, loc)
@@ -128,7 +130,7 @@ func demoEvents(rng *rand.Rand, dg demoGroup, now time.Time) (out []json.RawMess
 			engagement = 0 // enrolled, never used the product
 		}
 		named := false
-		for day := today - demoWeeks*7; day <= today; day++ {
+		for day := today - demoWeeks*7; day < today; day++ {
 			y, m, d := day.Date()
 			weekday := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Weekday()
 			chance := engagement * 0.8
@@ -141,9 +143,6 @@ func demoEvents(rng *rand.Rand, dg demoGroup, now time.Time) (out []json.RawMess
 			count := 1 + rng.IntN(10)
 			for range count {
 				at := time.Date(y, m, d, 8+rng.IntN(12), rng.IntN(60), rng.IntN(60), 0, loc)
-				if at.After(now) {
-					continue
-				}
 				n++
 				in := platform.EventInput{ID: fmt.Sprintf("%s-e%07d", dg.id[:4], n), GroupID: dg.id, StudentID: id,
 					OccurredAt: at.Format(time.RFC3339), Kind: analytics.KindMessageSent}

@@ -161,12 +161,12 @@ func (s *Store) isClosed() bool {
 	return s.closed
 }
 
-// Migrate applies the pending schema migrations. On PostgreSQL a session
-// lock makes replicas that start together take turns.
-func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
+// Migrate applies the pending schema migrations and says how many. On
+// PostgreSQL a session lock makes replicas that start together take turns.
+func (s *Store) Migrate(ctx context.Context, log *slog.Logger) (applied int, err error) {
 	fsys, err := fs.Sub(migrations, "migrations/"+s.dialect.name)
 	if err != nil {
-		return fmt.Errorf("Migrate: %w", err)
+		return 0, fmt.Errorf("Migrate: %w", err)
 	}
 	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true), goose.WithGoMigrations(s.studentCountsMigration(), s.weekRollupsMigration())}
 	if lock := s.migrationLock(); lock != nil {
@@ -174,16 +174,16 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
 	}
 	p, err := goose.NewProvider(s.dialect.goose, s.write, fsys, opts...)
 	if err != nil {
-		return fmt.Errorf("Migrate: %w", err)
+		return 0, fmt.Errorf("Migrate: %w", err)
 	}
 	results, err := p.Up(ctx)
 	if err != nil {
-		return s.wrap("Migrate", err)
+		return 0, s.wrap("Migrate", err)
 	}
 	for _, r := range results {
 		log.Info("migrated", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
 	}
-	return nil
+	return len(results), nil
 }
 
 // q rewrites ? placeholders for dialects that number them.

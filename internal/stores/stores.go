@@ -52,6 +52,9 @@ type Stores struct {
 	Usage analytics.UsageStore
 	// Shards is the usage store on ClickHouse, when Config.Usage names it.
 	Shards *chstore.Store
+	// Migrations counts the migrations Open applied: the SQL store's, and
+	// each shard's.
+	Migrations int
 }
 
 // Open opens and migrates the stores that cfg names.
@@ -72,11 +75,12 @@ func Open(ctx context.Context, cfg Config) (*Stores, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := dir.Migrate(ctx, log); err != nil {
+	applied, err := dir.Migrate(ctx, log)
+	if err != nil {
 		dir.Close()
 		return nil, err
 	}
-	s := &Stores{Directory: dir, Usage: dir}
+	s := &Stores{Directory: dir, Usage: dir, Migrations: applied}
 	if cfg.Usage == "" {
 		return s, nil
 	}
@@ -86,7 +90,8 @@ func Open(ctx context.Context, cfg Config) (*Stores, error) {
 		return nil, err
 	}
 	s.Shards, s.Usage = shards, shards
-	if err := shards.Migrate(ctx, log); err != nil {
+	applied, err = shards.Migrate(ctx, log)
+	if s.Migrations += applied; err != nil {
 		s.Close()
 		return nil, err
 	}
