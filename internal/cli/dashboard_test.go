@@ -160,7 +160,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.WaitVisible(`#dashboard[data-loaded]`), chromedp.AttributeValue("#dashboard", "data-loaded", &loaded, nil))
 	var seen []string
 	eval("statuses", `seen`, &seen)
-	if len(seen) < 2 || seen[0] != "Loading… 0 of 6 reports" || !strings.Contains(strings.Join(seen, "|"), "Loading… 6 of 6 reports") {
+	if len(seen) < 2 || seen[0] != "Loading… 0 of 8 reports" || !strings.Contains(strings.Join(seen, "|"), "Loading… 8 of 8 reports") {
 		t.Errorf("progress while loading: %q", seen)
 	}
 	var keyInURL, stored bool
@@ -196,16 +196,20 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 
-	// Totals: every metric and the students who used it, over the range.
+	// Totals: every metric and the students who used it, over the range,
+	// and the change against the as many days just before.
 	var tiles [][]string
-	eval("totals", `[...document.querySelectorAll("#totals .tile")].map(t => [t.dataset.endpoint, t.dataset.title, t.querySelector(".value").textContent])`, &tiles)
+	eval("totals", `[...document.querySelectorAll("#totals .tile")].map(t => [t.dataset.endpoint, t.dataset.title, t.querySelector(".value").textContent, t.querySelector(".change").textContent])`, &tiles)
+	first, _ := time.Parse(time.DateOnly, parts[0])
+	last, _ := time.Parse(time.DateOnly, parts[1])
+	before := "startDate=" + first.Add(-last.Sub(first)-24*time.Hour).Format(time.DateOnly) + "&endDate=" + first.AddDate(0, 0, -1).Format(time.DateOnly)
 	var wantTiles [][]string
 	for _, endpoint := range []string{"live-lecture", "chat"} {
-		r := apiReports(t, base, key, endpoint, period)[0]
-		for _, m := range r.Data {
-			wantTiles = append(wantTiles, []string{endpoint, m.Title, thousands(m.Value)})
+		r, b := apiReports(t, base, key, endpoint, period)[0], apiReports(t, base, key, endpoint, before)[0]
+		for i, m := range r.Data {
+			wantTiles = append(wantTiles, []string{endpoint, m.Title, thousands(m.Value), change(m.Value, b.Data[i].Value)})
 		}
-		wantTiles = append(wantTiles, []string{endpoint, "Students who used it", thousands(r.NumStudentsUsed)})
+		wantTiles = append(wantTiles, []string{endpoint, "Students who used it", thousands(r.NumStudentsUsed), change(r.NumStudentsUsed, b.NumStudentsUsed)})
 	}
 	if !reflect.DeepEqual(tiles, wantTiles) {
 		t.Errorf("totals %v, want %v", tiles, wantTiles)
@@ -391,6 +395,24 @@ func TestDashboardInBrowser(t *testing.T) {
 // awaitPromise makes chromedp.Evaluate wait for the promise the script
 // returns, and give its value.
 func awaitPromise(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }
+
+// change tells how now compares with before, as the page does.
+func change(now, before int64) string {
+	switch {
+	case before == 0 && now == 0:
+		return "no change"
+	case before == 0:
+		return "new"
+	}
+	percent := math.Floor(float64(now-before)/float64(before)*100 + 0.5) // JavaScript's Math.round
+	switch {
+	case percent > 0:
+		return fmt.Sprintf("▲ %.0f%%", percent)
+	case percent < 0:
+		return fmt.Sprintf("▼ %.0f%%", -percent)
+	}
+	return "no change"
+}
 
 // thousands formats n as the page does (en-US grouping).
 func thousands(n int64) string {

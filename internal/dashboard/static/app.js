@@ -139,18 +139,38 @@ function value(r, title) {
 
 // perStudent is the school's average per student who used the endpoint in
 // the period, to a tenth: 0 when nobody did.
-function perStudent(total, students) {
+function averagePerStudent(total, students) {
   return students ? Math.round((total / students) * 10) / 10 : 0;
 }
 
-function drawTotals(totals) {
+// previousRange is the range of the same number of days just before
+// period.
+function previousRange(period) {
+  const day = 86400000;
+  const start = Date.parse(`${period.startDate}T00:00:00Z`);
+  const end = Date.parse(`${period.endDate}T00:00:00Z`);
+  const iso = (t) => new Date(t).toISOString().slice(0, 10);
+  return { startDate: iso(start - (end - start) - day), endDate: iso(start - day) };
+}
+
+// change tells how now compares with before: "▲ 12%", "▼ 5%", "new" (from
+// nothing) or "no change".
+function change(now, before) {
+  if (before === 0) {
+    return now === 0 ? "no change" : "new";
+  }
+  const percent = Math.round(((now - before) / before) * 100);
+  return percent === 0 ? "no change" : `${percent > 0 ? "▲" : "▼"} ${Math.abs(percent)}%`;
+}
+
+// drawTotals shows each metric over the range, and the students who used
+// each endpoint, with the change against the range just before.
+function drawTotals(totals, before, previous) {
   const tiles = [];
   for (const endpoint of endpoints) {
     const r = totals[endpoint];
-    for (const m of r.data) {
-      tiles.push({ endpoint, title: m.title, value: m.value });
-    }
-    tiles.push({ endpoint, title: "Students who used it", value: r.numStudentsUsed });
+    r.data.forEach((m, i) => tiles.push({ endpoint, title: m.title, value: m.value, before: before[endpoint].data[i].value }));
+    tiles.push({ endpoint, title: "Students who used it", value: r.numStudentsUsed, before: before[endpoint].numStudentsUsed });
   }
   $("totals").replaceChildren(
     ...tiles.map((t) => {
@@ -164,7 +184,11 @@ function drawTotals(totals) {
       const label = document.createElement("div");
       label.className = "label";
       label.textContent = `${names[t.endpoint]}: ${t.title}`;
-      tile.append(value, label);
+      const delta = document.createElement("div");
+      delta.textContent = change(t.value, t.before);
+      delta.className = `change ${/^(▲|new)/.test(delta.textContent) ? "up" : delta.textContent.startsWith("▼") ? "down" : ""}`;
+      delta.title = `${t.before.toLocaleString("en-US")} from ${previous.startDate} to ${previous.endDate}`;
+      tile.append(value, label, delta);
       return tile;
     }),
   );
@@ -276,22 +300,25 @@ async function load() {
   progress.value = 0;
   progress.hidden = false;
   $("dashboard").setAttribute("aria-busy", "true");
-  setStatus("Loading… 0 of 6 reports");
+  const asked = 8;
+  setStatus(`Loading… 0 of ${asked} reports`);
   const ask = async (endpoint, extra) => {
     const resp = await report(endpoint, { ...period, ...extra }, controller.signal);
     const body = await resp.json();
     progress.value = ++done;
-    setStatus(`Loading… ${done} of 6 reports`);
+    setStatus(`Loading… ${done} of ${asked} reports`);
     return body.reports;
   };
   try {
-    // One request first: a mistyped key fails once, not six times, so
+    // One request first: a mistyped key fails once, not eight times, so
     // that typing it again does not run into the failed-key limit.
     const firstTotals = await ask(endpoints[0], {});
-    const [series, laterTotals, perStudent] = await Promise.all([
+    const previous = previousRange(period);
+    const [series, laterTotals, perStudent, before] = await Promise.all([
       Promise.all(endpoints.map((e) => ask(e, { interval }))),
       Promise.all(endpoints.slice(1).map((e) => ask(e, {}))),
       Promise.all(endpoints.map((e) => ask(e, { students: "true" }))),
+      Promise.all(endpoints.map((e) => ask(e, previous))),
     ]);
     const totals = [firstTotals, ...laterTotals];
     let labels = periodLabels(period.startDate, period.endDate, interval);
@@ -306,7 +333,7 @@ async function load() {
       }),
     );
     loaded = { period, interval, labels, series: { "live-lecture": series[0], chat: series[1] } };
-    drawTotals({ "live-lecture": totals[0][0], chat: totals[1][0] });
+    drawTotals({ "live-lecture": totals[0][0], chat: totals[1][0] }, { "live-lecture": before[0][0], chat: before[1][0] }, previous);
     joinStudents({ "live-lecture": perStudent[0], chat: perStudent[1] });
     drawHeader();
     drawRows();
@@ -364,7 +391,7 @@ async function openStudent(student) {
       const headline = series[e].length ? series[e][0].data[0].title : "";
       drawChart(`student-${e}-chart`, e, reports[i], labels, {
         label: `School average: ${headline}`,
-        data: series[e].map((r) => perStudent(value(r, headline), r.numStudentsUsed)),
+        data: series[e].map((r) => averagePerStudent(value(r, headline), r.numStudentsUsed)),
         axis: "y",
       });
     });
