@@ -278,7 +278,6 @@ func runMigrate(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer s.Close()
 	where := "the store"
 	if s.Shards != nil {
 		where = fmt.Sprintf("the directory and the usage store's %s", analytics.Plural(len(s.Shards.Shards()), "shard"))
@@ -288,5 +287,5 @@ func runMigrate(e *env, args []string) error {
 	} else {
 		fmt.Fprintf(e.stdout, "migrated %s: %s applied\n", where, analytics.Plural(s.Migrations, "migration"))
 	}
-	return nil
+	return s.Close()
 }
