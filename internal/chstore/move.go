@@ -232,7 +232,7 @@ type ShardLoad struct {
 	Err    error    // why it did not answer
 }
 
-// Loads tells, shard by shard, how many groups the directory places on it
+// Loads tells, shard by shard, which groups the directory places on it
 // and how many events it holds.
 func (s *Store) Loads(ctx context.Context) ([]ShardLoad, error) {
 	ctx, cancel := s.bound(ctx)
