@@ -15,6 +15,10 @@ let students = []; // the table's rows: {id, name, values, inactive}
 let columns = []; // the table's value columns: {endpoint, title}
 let sort = { column: -1, ascending: true }; // -1: the API's order (by name)
 let loaded = null; // what the school view shows: {period, interval, labels, series by endpoint}
+let page = 0; // the page of the table shown, of pageSize rows
+const collator = new Intl.Collator("en"); // for sorting names and ids: compare is fast
+// pageSize keeps the table's DOM small for a school of 10,000 students.
+const pageSize = 200;
 
 // ApiError is an answer other than 200, with what to tell the user.
 class ApiError extends Error {
@@ -233,6 +237,7 @@ function drawHeader() {
     button.textContent = title;
     button.addEventListener("click", () => {
       sort = { column: i, ascending: sort.column === i ? !sort.ascending : true };
+      page = 0;
       drawRows();
     });
     th.append(button);
@@ -252,15 +257,22 @@ function drawRows() {
     rows = [...rows].sort((a, b) => {
       const x = key(a);
       const y = key(b);
-      const order = typeof x === "number" ? x - y : x.localeCompare(y);
+      const order = typeof x === "number" ? x - y : collator.compare(x, y);
       return sort.ascending ? order : -order;
     });
   }
   [...$("students").tHead.rows[0].cells].forEach((th, i) => {
     th.setAttribute("aria-sort", i === sort.column ? (sort.ascending ? "ascending" : "descending") : "none");
   });
+  const pages = Math.max(1, Math.ceil(rows.length / pageSize));
+  page = Math.min(page, pages - 1);
+  const first = page * pageSize;
+  $("pager").hidden = pages === 1;
+  $("previous-page").disabled = page === 0;
+  $("next-page").disabled = page === pages - 1;
+  $("page-label").textContent = `Rows ${first + 1}–${Math.min(first + pageSize, rows.length)}, page ${page + 1} of ${pages}`;
   $("students").tBodies[0].replaceChildren(
-    ...rows.map((s) => {
+    ...rows.slice(first, first + pageSize).map((s) => {
       const tr = document.createElement("tr");
       tr.dataset.id = s.id;
       tr.classList.toggle("inactive", s.inactive);
@@ -281,7 +293,8 @@ function drawRows() {
     }),
   );
   const inactive = students.filter((s) => s.inactive).length;
-  $("row-count").textContent = `Showing ${rows.length} of ${students.length} students (${inactive} inactive)`;
+  const count = (n) => n.toLocaleString("en-US");
+  $("row-count").textContent = `Showing ${count(rows.length)} of ${count(students.length)} students (${count(inactive)} inactive)`;
 }
 
 function range() {
@@ -290,6 +303,7 @@ function range() {
 
 async function load() {
   showStudentView(false);
+  delete $("dashboard").dataset.loaded;
   running?.abort();
   const controller = new AbortController();
   running = controller;
@@ -335,6 +349,7 @@ async function load() {
     loaded = { period, interval, labels, series: { "live-lecture": series[0], chat: series[1] } };
     drawTotals({ "live-lecture": totals[0][0], chat: totals[1][0] }, { "live-lecture": before[0][0], chat: before[1][0] }, previous);
     joinStudents({ "live-lecture": perStudent[0], chat: perStudent[1] });
+    page = 0;
     drawHeader();
     drawRows();
     setStatus(`${period.startDate} to ${period.endDate}, by ${interval}`);
@@ -449,8 +464,20 @@ function init() {
     showStudentView(false);
     setStatus(`${loaded.period.startDate} to ${loaded.period.endDate}, by ${loaded.interval}`);
   });
-  $("search").addEventListener("input", drawRows);
-  $("inactive-only").addEventListener("change", drawRows);
+  const firstPage = () => {
+    page = 0;
+    drawRows();
+  };
+  $("search").addEventListener("input", firstPage);
+  $("inactive-only").addEventListener("change", firstPage);
+  $("previous-page").addEventListener("click", () => {
+    page--;
+    drawRows();
+  });
+  $("next-page").addEventListener("click", () => {
+    page++;
+    drawRows();
+  });
   $("download-chat").addEventListener("click", () => download("chat"));
   $("download-live-lecture").addEventListener("click", () => download("live-lecture"));
   if (sessionStorage.getItem(keyStore)) {
