@@ -251,7 +251,7 @@ func bodyParams(r *http.Request) (values map[string]string, studentIDs []string,
 		var b bool
 		switch {
 		case string(raw) == "null":
-		case json.Unmarshal(raw, &s) == nil && name == studentIDParam:
+		case name == studentIDParam && json.Unmarshal(raw, &s) == nil:
 			studentIDs = []string{s}
 		case json.Unmarshal(raw, &s) == nil:
 			values[name] = s

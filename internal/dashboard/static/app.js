@@ -141,8 +141,8 @@ function value(r, title) {
   return r.data.find((m) => m.title === title).value;
 }
 
-// perStudent is the school's average per student who used the endpoint in
-// the period, to a tenth: 0 when nobody did.
+// averagePerStudent is the school's average per student who used the
+// endpoint in the period, to a tenth: 0 when nobody did.
 function averagePerStudent(total, students) {
   return students ? Math.round((total / students) * 10) / 10 : 0;
 }
@@ -157,14 +157,17 @@ function previousRange(period) {
   return { startDate: iso(start - (end - start) - day), endDate: iso(start - day) };
 }
 
-// change tells how now compares with before: "▲ 12%", "▼ 5%", "new" (from
-// nothing) or "no change".
+// change tells how now compares with before, as [text, trend]: "▲ 12%"
+// or "new" (from nothing) going "up", "▼ 5%" going "down", "no change".
 function change(now, before) {
   if (before === 0) {
-    return now === 0 ? "no change" : "new";
+    return now === 0 ? ["no change", ""] : ["new", "up"];
   }
   const percent = Math.round(((now - before) / before) * 100);
-  return percent === 0 ? "no change" : `${percent > 0 ? "▲" : "▼"} ${Math.abs(percent)}%`;
+  if (percent === 0) {
+    return ["no change", ""];
+  }
+  return percent > 0 ? [`▲ ${percent}%`, "up"] : [`▼ ${-percent}%`, "down"];
 }
 
 // drawTotals shows each metric over the range, and the students who used
@@ -189,8 +192,9 @@ function drawTotals(totals, before, previous) {
       label.className = "label";
       label.textContent = `${names[t.endpoint]}: ${t.title}`;
       const delta = document.createElement("div");
-      delta.textContent = change(t.value, t.before);
-      delta.className = `change ${/^(▲|new)/.test(delta.textContent) ? "up" : delta.textContent.startsWith("▼") ? "down" : ""}`;
+      const [text, trend] = change(t.value, t.before);
+      delta.textContent = text;
+      delta.className = `change ${trend}`;
       delta.title = `${t.before.toLocaleString("en-US")} from ${previous.startDate} to ${previous.endDate}`;
       tile.append(value, label, delta);
       return tile;
@@ -237,8 +241,7 @@ function drawHeader() {
     button.textContent = title;
     button.addEventListener("click", () => {
       sort = { column: i, ascending: sort.column === i ? !sort.ascending : true };
-      page = 0;
-      drawRows();
+      drawFirstPage();
     });
     th.append(button);
     head.append(th);
@@ -297,6 +300,18 @@ function drawRows() {
   $("row-count").textContent = `Showing ${count(rows.length)} of ${count(students.length)} students (${count(inactive)} inactive)`;
 }
 
+// drawFirstPage shows the table from its first page, for a new order or
+// filter.
+function drawFirstPage() {
+  page = 0;
+  drawRows();
+}
+
+// showPeriod says on the status line what the school view shows.
+function showPeriod({ period, interval }) {
+  setStatus(`${period.startDate} to ${period.endDate}, by ${interval}`);
+}
+
 function range() {
   return { startDate: $("start").value, endDate: $("end").value };
 }
@@ -349,10 +364,9 @@ async function load() {
     loaded = { period, interval, labels, series: { "live-lecture": series[0], chat: series[1] } };
     drawTotals({ "live-lecture": totals[0][0], chat: totals[1][0] }, { "live-lecture": before[0][0], chat: before[1][0] }, previous);
     joinStudents({ "live-lecture": perStudent[0], chat: perStudent[1] });
-    page = 0;
     drawHeader();
-    drawRows();
-    setStatus(`${period.startDate} to ${period.endDate}, by ${interval}`);
+    drawFirstPage();
+    showPeriod(loaded);
     $("dashboard").dataset.loaded = `${period.startDate}/${period.endDate}/${interval}`;
   } catch (err) {
     if (err.name === "AbortError") {
@@ -462,14 +476,10 @@ function init() {
   });
   $("student-back").addEventListener("click", () => {
     showStudentView(false);
-    setStatus(`${loaded.period.startDate} to ${loaded.period.endDate}, by ${loaded.interval}`);
+    showPeriod(loaded);
   });
-  const firstPage = () => {
-    page = 0;
-    drawRows();
-  };
-  $("search").addEventListener("input", firstPage);
-  $("inactive-only").addEventListener("change", firstPage);
+  $("search").addEventListener("input", drawFirstPage);
+  $("inactive-only").addEventListener("change", drawFirstPage);
   $("previous-page").addEventListener("click", () => {
     page--;
     drawRows();
