@@ -71,8 +71,12 @@ func TestBackupWhileIngesting(t *testing.T) {
 			}
 		}()
 	}
-	for len(snapshot(acked)) < 8 {
-		time.Sleep(10 * time.Millisecond)
+	for deadline := time.Now().Add(time.Minute); len(snapshot(acked)) < 8; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(stop)
+			clients.Wait()
+			t.Fatal("eight batches were not acknowledged within a minute")
+		}
 	}
 	type backup struct {
 		path             string
@@ -185,7 +189,7 @@ func reportCounts(t *testing.T, base, key string) map[string]int64 {
 	}
 	req, _ := http.NewRequest("POST", base+"/api/groups/chat?startDate=2026-01-05&endDate=2026-01-05", nil)
 	req.Header.Set("x-api-key", key)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

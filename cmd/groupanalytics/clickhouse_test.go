@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -66,24 +65,25 @@ func TestMoveWhileStreaming(t *testing.T) {
 			for acked.Load() < int64(10*(i+1)) {
 				time.Sleep(time.Millisecond)
 			}
-			out, err := exec.Command(bin, append([]string{"group", "move", "--group", "crash", "--shard", to}, stores...)...).CombinedOutput()
+			out, err := runCommand(bin, append([]string{"group", "move", "--group", "crash", "--shard", to}, stores...)...)
 			if err != nil || !strings.Contains(string(out), "moved group crash") {
 				t.Errorf("group move to %s: %v\n%s", to, err, out)
 			}
 			t.Logf("%s", out)
 		}
 	}()
+	// The moves log to t, so they must end before it does.
+	t.Cleanup(func() { <-moved })
 	batches := 1 // batch 0 placed the group
 	for stop := false; !stop; {
 		var err error
-		for range 200 {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			if _, _, err = sendBatch(srv.Base, token, batches); err == nil {
 				break
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
 		if err != nil {
-			t.Fatalf("batch %d never acknowledged: %v", batches, err)
+			t.Fatalf("batch %d not acknowledged within a minute: %v", batches, err)
 		}
 		batches++
 		acked.Add(1)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -28,14 +29,34 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
+// commandTimeout bounds each command a test runs (an admin command, a
+// move), so that one that hangs fails its test by name rather than
+// running into go test's timeout with every other test.
+const commandTimeout = 3 * time.Minute
+
+// runCommand runs the command with args within commandTimeout and returns
+// what it printed.
+func runCommand(bin string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("still running after %v: %w", commandTimeout, err)
+	}
+	return out, err
+}
+
 func runBinary(t *testing.T, bin string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(bin, args...).CombinedOutput()
+	out, err := runCommand(bin, args...)
 	if err != nil {
 		t.Fatalf("%v: %v\n%s", args, err, out)
 	}
 	return string(out)
 }
+
+// client is the tests' HTTP client: a request that hangs fails its test.
+var client = &http.Client{Timeout: 10 * time.Second}
 
 // startServer starts serve on the stores that the flags name (--db and
 // --usage), killed when the test ends.
@@ -90,7 +111,7 @@ func postEvents(base, token string, body []byte) (accepted, duplicates int, err 
 	req, _ := http.NewRequest("POST", base+"/v1/events", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -111,7 +132,7 @@ func studentReports(t *testing.T, base, key, query string) map[string]map[string
 	t.Helper()
 	req, _ := http.NewRequest("POST", base+"/api/groups/chat?students=true&"+query, nil)
 	req.Header.Set("x-api-key", key)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,11 +188,15 @@ var storeKinds = map[string]func(t *testing.T) []string{
 func streamUntilFault(t *testing.T, base, token string, fault func()) (acked map[int]bool, failed int) {
 	t.Helper()
 	var count atomic.Int64
-	faulted := make(chan struct{})
+	faulted, streamEnded := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(faulted)
 		for count.Load() < 12 {
-			time.Sleep(time.Millisecond)
+			select {
+			case <-streamEnded: // a batch failed before the fault
+				return
+			case <-time.After(time.Millisecond):
+			}
 		}
 		time.Sleep(time.Duration(time.Now().UnixNano()%20) * time.Millisecond)
 		fault()
@@ -182,6 +207,11 @@ func streamUntilFault(t *testing.T, base, token string, fault func()) (acked map
 		accepted, _, err := sendBatch(base, token, b)
 		if err != nil {
 			failed = b
+			if len(acked) < 12 {
+				close(streamEnded)
+				<-faulted
+				t.Fatalf("batch %d failed before the fault: %v", b, err)
+			}
 			break
 		}
 		if accepted != batchSize {
@@ -215,11 +245,10 @@ func checkEveryBatchOnce(t *testing.T, base, key, token string, acked map[int]bo
 	}
 	var accepted, duplicates int
 	var err error
-	for range 100 {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if accepted, duplicates, err = sendBatch(base, token, inFlight); err == nil {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil || accepted+duplicates != batchSize || (duplicates != 0 && duplicates != batchSize) {
 		t.Fatalf("re-sent batch: accepted %d, duplicates %d, %v", accepted, duplicates, err)

@@ -168,4 +168,8 @@ func (r *GroupRollup) Add(o *GroupRollup) {
 type AppendResult struct {
 	Accepted   int // stored now
 	Duplicates int // ids stored before (or twice in the batch), counted once
+	// Gone are the groups of the batch deleted before their events were
+	// written (after the caller checked them): none of their events is
+	// stored, nor counted above.
+	Gone []string
 }

@@ -12,6 +12,7 @@ type Directory interface {
 	CreateGroup(ctx context.Context, g Group) error
 	Group(ctx context.Context, groupID string) (Group, error)
 	Groups(ctx context.Context) ([]Group, error)
+	RenameGroup(ctx context.Context, groupID, name string) error
 
 	AddPlan(ctx context.Context, p Plan) (Plan, error)
 	CancelPlan(ctx context.Context, groupID string, planID int64, at time.Time) (Plan, error)
@@ -34,6 +35,29 @@ type Directory interface {
 	RenameStudent(ctx context.Context, s Student) error
 	Students(ctx context.Context, groupID string) ([]Student, error)
 
+	// The weekly digest's recipients (Conflict for an address already
+	// one, NotFound for one that is not), and the record of the digests
+	// sent. Recipients lists every group's when groupID is empty.
+	AddRecipient(ctx context.Context, r Recipient) error
+	Recipients(ctx context.Context, groupID string) ([]Recipient, error)
+	RemoveRecipient(ctx context.Context, groupID, address string) error
+	// Unsubscribe removes the recipient whose token this is and returns
+	// it, or answers NotFound.
+	Unsubscribe(ctx context.Context, token string) (Recipient, error)
+	// ClaimDigest records that d is being sent, until lease, and reports
+	// whether this caller is to send it: it is not sent, no other claim
+	// on it is current, and it was tried fewer than maxAttempts times.
+	// Of callers racing, in any processes, one at most wins.
+	ClaimDigest(ctx context.Context, d DigestSend, now, lease time.Time, maxAttempts int) (bool, error)
+	// SentDigests returns the addresses the group's digest of week was
+	// sent to: a read, so that a round finding everything sent writes
+	// nothing.
+	SentDigests(ctx context.Context, groupID string, week Week) ([]string, error)
+	// DigestSent records d as sent; DigestFailed records why it failed
+	// and when it may be claimed again (zero: never).
+	DigestSent(ctx context.Context, d DigestSend, at time.Time) error
+	DigestFailed(ctx context.Context, d DigestSend, reason string, retryAt time.Time) error
+
 	AddToken(ctx context.Context, t PlatformToken) error
 	Tokens(ctx context.Context) ([]PlatformToken, error)
 	RevokeToken(ctx context.Context, tokenID string, at time.Time) error
@@ -53,7 +77,7 @@ type StudentUpdate struct {
 // AppendEvents, which takes a batch that may span groups.
 //
 // The per-group write discipline: the writes of a group's usage
-// (AppendEvents, EraseStudent, Rebuild) each hold that group's write lock,
+// (AppendEvents, EraseStudent, Rebuild, EraseGroup) each hold that group's write lock,
 // taken through the directory's database, so that they take turns per
 // group in every process and on every engine. They keep the directory's
 // students in step with the events: the students of stored events are
@@ -90,8 +114,18 @@ type UsageStore interface {
 	// usage of.
 	EraseStudent(ctx context.Context, groupID, studentID string) error
 	// Rebuild recomputes the group's rollups from its raw events, cutting
-	// days in loc.
-	Rebuild(ctx context.Context, groupID string, loc *time.Location) error
+	// days in zone (an IANA name), which becomes the group's time zone in
+	// the directory in the same write: a change of zone is a rebuild. The
+	// writes of the group's usage cut days in the zone their lock reads.
+	Rebuild(ctx context.Context, groupID, zone string) error
+	// EraseGroup deletes a group and everything of it, in every store:
+	// its usage, and in the directory its students, plans, keys, digest
+	// recipients and records, and the group itself. It holds the group's
+	// write lock: a write of the group's usage racing it either commits
+	// first, and is erased, or finds the group gone and stores nothing
+	// (AppendResult.Gone). It answers NotFound for a group that does not
+	// exist, and returns once the group is gone.
+	EraseGroup(ctx context.Context, groupID string) error
 }
 
 // WriteObserver is told what a usage store's writer does, for the

@@ -42,7 +42,7 @@ func openClickHouseBaseline(ctx context.Context, dir *sqlstore.Store, ch *chstor
 	if err != nil || !ok {
 		return nil, fmt.Errorf("baseline: group %s has no placement: %v", group, err)
 	}
-	db := clickhouse.OpenDB(&clickhouse.Options{Addr: []string{p.Shard}, Auth: clickhouse.Auth{Database: ch.Database()}})
+	db := clickhouse.OpenDB(&clickhouse.Options{Addr: []string{strings.Split(p.Shard, "|")[0]}, Auth: clickhouse.Auth{Database: ch.Database()}})
 	return &baseline{db: db, dialect: "clickhouse"}, nil
 }
 

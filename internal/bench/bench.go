@@ -165,7 +165,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			defer ch.DropDatabase(context.Background())
 		}
 		serverArgs = append(serverArgs, "--usage", usageURL)
-		res.Store = fmt.Sprintf("clickhouse (%d shards; directory on %s)", len(ch.Shards()), store.Dialect())
+		shards := fmt.Sprintf("%d shards", len(ch.Shards()))
+		if replicas := strings.Count(ch.Shards()[0], "|") + 1; replicas > 1 {
+			shards += fmt.Sprintf(" of %d replicas", replicas)
+		}
+		res.Store = fmt.Sprintf("clickhouse (%s; directory on %s)", shards, store.Dialect())
 	}
 	now := time.Now()
 	fmt.Fprintf(cfg.Out, "groupanalytics bench: %s store, %d students in the main group, %d days, %.0f%% active a day, %d events per active day\n",
@@ -373,12 +377,11 @@ func usageDatabase(cfg Config) (string, error) {
 	if cfg.Usage == "" {
 		return "", nil
 	}
-	u, err := url.Parse(cfg.Usage)
-	if err != nil || !chstore.IsClickHouse(cfg.Usage) {
-		return "", fmt.Errorf("--usage: want clickhouse://host:port[,host:port…]/database")
+	if _, err := chstore.ParseURL(cfg.Usage); err != nil {
+		return "", fmt.Errorf("--usage: %w", err)
 	}
-	u.Path = fmt.Sprintf("/groupanalytics_bench_%d", time.Now().Unix())
-	return u.String(), nil
+	servers, _, _ := strings.Cut(strings.TrimPrefix(cfg.Usage, "clickhouse://"), "/")
+	return fmt.Sprintf("clickhouse://%s/groupanalytics_bench_%d", servers, time.Now().Unix()), nil
 }
 
 type benchKeys struct{ main, other, empty, token string }

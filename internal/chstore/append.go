@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/ext"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"golang.org/x/sync/errgroup"
 
 	"groupanalytics/internal/analytics"
@@ -50,6 +52,11 @@ func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (ana
 	var res analytics.AppendResult
 	for _, g := range groups {
 		accepted, err := s.appendGroup(ctx, g, byGroup[g])
+		if analytics.ErrorCode(err) == analytics.NotFound {
+			// Deleted since the caller checked it: the lock found no group.
+			res.Gone = append(res.Gone, g)
+			continue
+		}
 		if err != nil {
 			return analytics.AppendResult{}, s.wrap("AppendEvents", err)
 		}
@@ -141,8 +148,14 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*rollup.
 		return accepted, nil
 	}
 	err := s.withLock(ctx, groupID, func(tx GroupLock) error {
+		// Days are cut in the zone the lock holds, which a change of zone
+		// (Rebuild) may have changed since the caller cut them.
+		loc, err := tx.Location(ctx)
+		if err != nil {
+			return err
+		}
 		clear(accepted)
-		sh, whole, err := s.placeForWrite(ctx, tx)
+		sh, p, err := s.placeForWrite(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -170,7 +183,7 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*rollup.
 		var lookups errgroup.Group
 		lookups.Go(func() (err error) { stored, err = s.storedIDs(ctx, sh, groupID, ids); return err })
 		lookups.Go(func() (err error) { ords, err = s.ordinals(ctx, sh, groupID, students); return err })
-		lookups.Go(func() (err error) { st, err = s.stateAt(ctx, sh, groupID, whole); return err })
+		lookups.Go(func() (err error) { st, err = s.stateAt(ctx, sh, p); return err })
 		if err := lookups.Wait(); err != nil {
 			return err
 		}
@@ -182,6 +195,7 @@ func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*rollup.
 				if stored[e.ID] {
 					continue
 				}
+				e.Day = analytics.DayOf(e.OccurredAt, loc)
 				stored[e.ID] = true
 				accepted[i]++
 				fresh = append(fresh, e)
@@ -262,38 +276,38 @@ func markIntent(ctx context.Context, tx GroupLock, in intent) (int64, error) {
 
 // placeForWrite returns the group's shard, placing a new group on the
 // least loaded one, after repairing what an unfinished write left, and
-// the write number as of which the group's rows are whole.
-func (s *Store) placeForWrite(ctx context.Context, tx GroupLock) (*shard, int64, error) {
+// its placement, whose Seq is the write as of which its rows are whole.
+func (s *Store) placeForWrite(ctx context.Context, tx GroupLock) (*shard, Placement, error) {
 	p, ok, err := tx.Placement(ctx)
 	if err != nil {
-		return nil, 0, err
+		return nil, p, err
 	}
 	if !ok {
 		name, err := s.leastLoaded(ctx, tx)
 		if err != nil {
-			return nil, 0, err
+			return nil, p, err
 		}
 		if p, err = tx.Place(ctx, name); err != nil {
-			return nil, 0, err
+			return nil, p, err
 		}
 	}
 	sh, err := s.shardOf(p)
 	if err != nil {
-		return nil, 0, err
+		return nil, p, err
 	}
 	if p.Intent != nil {
 		if err := s.repair(ctx, tx, sh, p); err != nil {
-			return nil, 0, fmt.Errorf("repair: %w", err)
+			return nil, p, fmt.Errorf("repair: %w", err)
 		}
 		if p, _, err = tx.Placement(ctx); err != nil {
-			return nil, 0, err
+			return nil, p, err
 		}
 	}
-	return sh, p.Seq, nil
+	return sh, p, nil
 }
 
 func (s *Store) shardOf(p Placement) (*shard, error) {
-	sh := s.byName[p.Shard]
+	sh := s.shardNamed(p.Shard)
 	if sh == nil {
 		return nil, fmt.Errorf("group %s is placed on shard %s, which the usage URL does not name: %w",
 			p.GroupID, p.Shard, analytics.ErrUnavailable)
@@ -358,7 +372,7 @@ func (s *Store) eventsHaving(ctx context.Context, sh *shard, groupID, col string
 	if err != nil {
 		return nil, err
 	}
-	rows, err := sh.conn.Query(ctx, `SELECT DISTINCT `+col+` FROM `+s.table("events")+`
+	rows, err := sh.query(ctx, `SELECT DISTINCT `+col+` FROM `+s.table("events")+`
 		WHERE group_id = ? AND `+col+` IN lookup`, groupID)
 	if err != nil {
 		return nil, err
@@ -375,17 +389,14 @@ func (s *Store) eventsHaving(ctx context.Context, sh *shard, groupID, col string
 }
 
 func (s *Store) insertEvents(ctx context.Context, sh *shard, events []analytics.Event, seq int64) error {
-	batch, err := sh.conn.PrepareBatch(ctx, `INSERT INTO `+s.table("events")+` (group_id, event_id, student_id, occurred_at, metric, seq)`)
-	if err != nil {
-		return err
-	}
-	defer batch.Abort()
-	for _, e := range events {
-		if err := batch.Append(e.GroupID, e.ID, e.StudentID, e.OccurredAt.UnixMilli(), uint8(e.Metric), uint64(seq)); err != nil {
-			return err
+	return sh.insert(ctx, `INSERT INTO `+s.table("events")+` (group_id, event_id, student_id, occurred_at, metric, seq)`, func(b driver.Batch) error {
+		for _, e := range events {
+			if err := b.Append(e.GroupID, e.ID, e.StudentID, e.OccurredAt.UnixMilli(), uint8(e.Metric), uint64(seq)); err != nil {
+				return err
+			}
 		}
-	}
-	return batch.Send()
+		return nil
+	})
 }
 
 // newGroupRows returns the new state of the group rows that delta
@@ -414,19 +425,16 @@ func (s *Store) insertGroupRows(ctx context.Context, sh *shard, keys []rollup.Gr
 	if len(keys) == 0 {
 		return nil
 	}
-	batch, err := sh.conn.PrepareBatch(ctx, `INSERT INTO `+s.table("group_rollups")+` (group_id, span, period, `+metricList+`, live_lecture_users, chat_users, version)`)
-	if err != nil {
-		return err
-	}
-	defer batch.Abort()
-	for i, k := range keys {
-		c := &rows[i].Counts
-		if err := batch.Append(k.GroupID, uint8(k.Span), int32(k.Key), c[0], c[1], c[2], c[3], c[4], c[5], c[6],
-			string(rollup.EncodeSet(rows[i].LiveLectureUsers)), string(rollup.EncodeSet(rows[i].ChatUsers)), uint64(seq)); err != nil {
-			return err
+	return sh.insert(ctx, `INSERT INTO `+s.table("group_rollups")+` (group_id, span, period, `+metricList+`, live_lecture_users, chat_users, version)`, func(b driver.Batch) error {
+		for i, k := range keys {
+			c := &rows[i].Counts
+			if err := b.Append(k.GroupID, uint8(k.Span), int32(k.Key), c[0], c[1], c[2], c[3], c[4], c[5], c[6],
+				string(rollup.EncodeSet(rows[i].LiveLectureUsers)), string(rollup.EncodeSet(rows[i].ChatUsers)), uint64(seq)); err != nil {
+				return err
+			}
 		}
-	}
-	return batch.Send()
+		return nil
+	})
 }
 
 var (
@@ -456,55 +464,71 @@ func scanGroupRow(row scanner, lead ...any) (analytics.GroupRollup, error) {
 // ordinals returns the ordinals of the students, numbering those the group
 // has not numbered yet after its highest.
 func (s *Store) ordinals(ctx context.Context, sh *shard, groupID string, studentIDs []string) (map[string]int, error) {
-	ordinals := map[string]int{}
-	if len(studentIDs) > 0 {
-		ctx, err := withLookup(ctx, studentIDs)
-		if err != nil {
-			return nil, err
-		}
-		rows, err := sh.conn.Query(ctx, `SELECT student_id, min(ordinal) FROM `+s.table("students")+`
-			WHERE group_id = ? AND student_id IN lookup GROUP BY student_id`, groupID)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			var n uint32
-			if err := rows.Scan(&id, &n); err != nil {
-				return nil, err
-			}
-			ordinals[id] = int(n)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-	}
-	var missing []string
-	for _, id := range studentIDs {
-		if _, ok := ordinals[id]; !ok {
-			missing = append(missing, id)
-		}
-	}
-	if len(missing) == 0 {
-		return ordinals, nil
-	}
-	var next uint32
-	if err := sh.conn.QueryRow(ctx, `SELECT toUInt32(if(count() = 0, 0, max(ordinal) + 1)) FROM `+s.table("students")+` WHERE group_id = ?`,
-		groupID).Scan(&next); err != nil {
-		return nil, err
-	}
-	batch, err := sh.conn.PrepareBatch(ctx, `INSERT INTO `+s.table("students")+` (group_id, student_id, ordinal)`)
+	ordinals, err := s.storedOrdinals(ctx, sh, groupID, studentIDs)
 	if err != nil {
 		return nil, err
 	}
-	defer batch.Abort()
+	missing := slices.DeleteFunc(slices.Clone(studentIDs), func(id string) bool { _, ok := ordinals[id]; return ok })
+	if len(missing) == 0 {
+		return ordinals, nil
+	}
+	// A write that was told it failed may yet have numbered some of them:
+	// once its insert has settled, look again.
+	if sh.replicated() {
+		if err := s.settleQuorums(ctx, sh); err != nil {
+			return nil, err
+		}
+		settled, err := s.storedOrdinals(ctx, sh, groupID, missing)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(ordinals, settled)
+		missing = slices.DeleteFunc(missing, func(id string) bool { _, ok := settled[id]; return ok })
+		if len(missing) == 0 {
+			return ordinals, nil
+		}
+	}
+	var next uint32
+	if err := sh.queryRow(ctx, `SELECT toUInt32(if(count() = 0, 0, max(ordinal) + 1)) FROM `+s.table("students")+` WHERE group_id = ?`,
+		groupID).Scan(&next); err != nil {
+		return nil, err
+	}
 	for i, id := range missing {
-		n := next + uint32(i)
-		if err := batch.Append(groupID, id, n); err != nil {
+		ordinals[id] = int(next) + i
+	}
+	return ordinals, sh.insert(ctx, `INSERT INTO `+s.table("students")+` (group_id, student_id, ordinal)`, func(b driver.Batch) error {
+		for _, id := range missing {
+			if err := b.Append(groupID, id, uint32(ordinals[id])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// storedOrdinals returns the ordinals the group has given the students.
+func (s *Store) storedOrdinals(ctx context.Context, sh *shard, groupID string, studentIDs []string) (map[string]int, error) {
+	ordinals := map[string]int{}
+	if len(studentIDs) == 0 {
+		return ordinals, nil
+	}
+	ctx, err := withLookup(ctx, studentIDs)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := sh.query(ctx, `SELECT student_id, min(ordinal) FROM `+s.table("students")+`
+		WHERE group_id = ? AND student_id IN lookup GROUP BY student_id`, groupID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var n uint32
+		if err := rows.Scan(&id, &n); err != nil {
 			return nil, err
 		}
 		ordinals[id] = int(n)
 	}
-	return ordinals, batch.Send()
+	return ordinals, rows.Err()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,12 +184,19 @@ func TestParseURL(t *testing.T) {
 	if err != nil || cfg.Database != "usage" || cfg.User != "ops" || cfg.Password != "s3cret" || len(cfg.Shards) != 2 || cfg.Shards[1] != "ch2:9000" {
 		t.Errorf("ParseURL: %+v, %v", cfg, err)
 	}
+	cfg, err = chstore.ParseURL("clickhouse://ops:p%7Cw@a1:9000|a2:9000,b1:9000|b2:9000/usage")
+	if err != nil || cfg.Password != "p|w" || !slices.Equal(cfg.Shards, []string{"a1:9000|a2:9000", "b1:9000|b2:9000"}) {
+		t.Errorf("ParseURL of replicated shards: %+v, %v", cfg, err)
+	}
 	for raw, want := range map[string]string{
 		"clickhouse://ch1:9000":            "name the database",
 		"clickhouse://ch1:9000/":           "name the database",
 		"clickhouse://ch1:9000/a-b":        `database name "a-b"`,
 		"clickhouse://ch1/usage":           `shard "ch1": want host:port`,
-		"clickhouse://ch1:9000,ch1:9000/u": "shard ch1:9000 named twice",
+		"clickhouse://ch1:9000,ch1:9000/u": "server ch1:9000 named twice",
+		"clickhouse://a:1|b:1,a:1|c:1/u":   "server a:1 named twice",
+		"clickhouse://a:1|b:1,c:1/u":       "shard c:1 names 1 replicas, the first shard 2",
+		"clickhouse://a:1|/u":              `shard "": want host:port`,
 		"postgres://ch1:9000/usage":        "want clickhouse://",
 	} {
 		if _, err := chstore.ParseURL(raw); err == nil || !strings.Contains(err.Error(), want) {

@@ -31,7 +31,8 @@ type GroupLock interface {
 	Placement(ctx context.Context) (p Placement, ok bool, err error)
 	// GroupsPerShard counts the groups placed on each shard.
 	GroupsPerShard(ctx context.Context) (map[string]int, error)
-	// Location returns the group's time zone.
+	// Location returns the group's time zone, as the lock read it: it
+	// changes only under the lock.
 	Location(ctx context.Context) (*time.Location, error)
 	// Place records the group on shard, placing or moving it (committed
 	// at once, so that it stands whatever becomes of the transaction),
@@ -46,6 +47,11 @@ type GroupLock interface {
 	SaveStudents(ctx context.Context, updates []analytics.StudentUpdate) error
 	DeleteStudent(ctx context.Context, studentID string) (bool, error)
 	ClearIntent(ctx context.Context) error
+	// DeleteGroup deletes the group and all the directory holds of it,
+	// with the transaction.
+	DeleteGroup(ctx context.Context) error
+	// SetTimeZone changes the group's time zone, with the transaction.
+	SetTimeZone(ctx context.Context, zone string) error
 }
 
 // Placement says which shard holds a group's usage, and what the group's
@@ -61,4 +67,8 @@ type Placement struct {
 	// write is unfinished. The store reads it back to finish or repair
 	// the write.
 	Intent []byte
+	// Epoch tells a group from one deleted before it under the same id
+	// (it is drawn when the group is first placed): their writes are
+	// numbered apart, so a state kept of one never stands for the other.
+	Epoch int64
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
 )
@@ -51,17 +53,14 @@ func (s *Store) insertCountsRows(ctx context.Context, sh *shard, rows []countsRo
 	if len(rows) == 0 {
 		return nil
 	}
-	batch, err := sh.conn.PrepareBatch(ctx, `INSERT INTO `+s.table("student_counts")+` (group_id, span, period, chunk, counts, version)`)
-	if err != nil {
-		return err
-	}
-	defer batch.Abort()
-	for _, r := range rows {
-		if err := batch.Append(r.key.GroupID, uint8(r.key.Span), int32(r.key.Key), uint32(r.key.Chunk), string(r.counts), uint64(seq)); err != nil {
-			return err
+	return sh.insert(ctx, `INSERT INTO `+s.table("student_counts")+` (group_id, span, period, chunk, counts, version)`, func(b driver.Batch) error {
+		for _, r := range rows {
+			if err := b.Append(r.key.GroupID, uint8(r.key.Span), int32(r.key.Key), uint32(r.key.Chunk), string(r.counts), uint64(seq)); err != nil {
+				return err
+			}
 		}
-	}
-	return batch.Send()
+		return nil
+	})
 }
 
 // convertStudentRollups is the Go step of migration 2: it turns the
@@ -71,13 +70,13 @@ func (s *Store) insertCountsRows(ctx context.Context, sh *shard, rows []countsRo
 // same each time.
 func (s *Store) convertStudentRollups(ctx context.Context, sh *shard) error {
 	var exists uint8
-	if err := sh.conn.QueryRow(ctx, `EXISTS TABLE `+s.table("student_rollups")).Scan(&exists); err != nil {
+	if err := sh.queryRow(ctx, `EXISTS TABLE `+s.table("student_rollups")).Scan(&exists); err != nil {
 		return err
 	}
 	if exists == 0 {
 		return nil
 	}
-	rows, err := sh.conn.Query(ctx, `SELECT DISTINCT group_id FROM `+s.table("student_rollups"))
+	rows, err := sh.query(ctx, `SELECT DISTINCT group_id FROM `+s.table("student_rollups"))
 	if err != nil {
 		return err
 	}
@@ -99,7 +98,7 @@ func (s *Store) convertStudentRollups(ctx context.Context, sh *shard) error {
 			return fmt.Errorf("group %s: %w", g, err)
 		}
 	}
-	return sh.conn.Exec(ctx, `DROP TABLE IF EXISTS `+s.table("student_rollups"))
+	return sh.exec(ctx, `DROP TABLE IF EXISTS `+s.table("student_rollups"))
 }
 
 func (s *Store) convertGroup(ctx context.Context, sh *shard, groupID string) error {
@@ -107,7 +106,7 @@ func (s *Store) convertGroup(ctx context.Context, sh *shard, groupID string) err
 	if err != nil {
 		return err
 	}
-	rows, err := sh.conn.Query(ctx, `SELECT span, period, student_id, `+studentSums+` FROM `+s.table("student_rollups")+`
+	rows, err := sh.query(ctx, `SELECT span, period, student_id, `+studentSums+` FROM `+s.table("student_rollups")+`
 		WHERE group_id = ? GROUP BY span, period, student_id`, groupID)
 	if err != nil {
 		return err

@@ -22,7 +22,7 @@ func (s *Store) InsertRawEvents(ctx context.Context, p Placement, events []analy
 
 // SchemaVersion returns the newest migration a shard has recorded.
 func (s *Store) SchemaVersion(ctx context.Context, shard string) (uint32, error) {
-	return s.schemaVersion(ctx, s.byName[shard])
+	return s.schemaVersion(ctx, s.shardNamed(shard))
 }
 
 // MigrateWith migrates the shards with the migrations folder of fsys
@@ -45,7 +45,7 @@ func (s *Store) MoveHalfway(ctx context.Context, groupID, to string, flip bool) 
 		if _, err := markIntent(ctx, tx, intent{Move: &move{From: p.Shard, To: to}}); err != nil {
 			return err
 		}
-		if _, err := s.copyGroup(ctx, s.byName[p.Shard], s.byName[to], groupID); err != nil {
+		if _, err := s.copyGroup(ctx, s.shardNamed(p.Shard), s.shardNamed(to), groupID); err != nil {
 			return err
 		}
 		if flip {
@@ -63,7 +63,7 @@ func (s *Store) MoveHalfway(ctx context.Context, groupID, to string, flip bool) 
 
 // GroupEventsOn counts the group's events on one shard.
 func (s *Store) GroupEventsOn(ctx context.Context, shard, groupID string) (uint64, error) {
-	return s.groupRowCount(ctx, s.byName[shard], "events", groupID)
+	return s.groupRowCount(ctx, s.shardNamed(shard), "events", groupID)
 }
 
 // NumberStudents gives the students ordinals on the group's shard, as a
@@ -83,7 +83,7 @@ func (s *Store) NumberStudents(ctx context.Context, p Placement, ids []string) e
 func (s *Store) RawEvents(ctx context.Context, groupID string) (map[string]string, error) {
 	events := map[string]string{}
 	for _, sh := range s.shards {
-		rows, err := sh.conn.Query(ctx, `SELECT event_id, student_id FROM `+s.table("events")+` WHERE group_id = ?`, groupID)
+		rows, err := sh.query(ctx, `SELECT event_id, student_id FROM `+s.table("events")+` WHERE group_id = ?`, groupID)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
 // migrations are the schema's changes, numbered: NNNNN_name.sql, applied
@@ -33,14 +35,19 @@ type migration struct {
 	statements []string
 }
 
-// Migrate brings every shard's schema to the newest migration: it creates
+// Migrate brings every server's schema to the newest migration: it creates
 // the database and its version table, then applies, in order, each
 // migration the shard has not recorded, recording it after its last
 // statement. ClickHouse has no transactions, so a migration cut short is
 // run again whole: each statement must be safe to repeat (IF NOT EXISTS,
 // IF EXISTS). Processes that start together may both apply a migration;
 // that is safe for the same reason. It says how many migrations it
-// applied, over all shards.
+// applied, over all servers.
+//
+// Each replica of a replicated shard is migrated by itself, its tables
+// made Replicated*MergeTree (ClickHouse replicates rows, not DDL), so
+// that an empty server that replaces a lost replica gets its tables, and
+// then its rows from its peers, from Migrate.
 func (s *Store) Migrate(ctx context.Context, log *slog.Logger) (applied int, err error) {
 	applied, err = s.migrate(ctx, log, migrations)
 	return applied, s.wrap("Migrate", err)
@@ -52,22 +59,26 @@ func (s *Store) migrate(ctx context.Context, log *slog.Logger, fsys fs.FS) (appl
 		return 0, err
 	}
 	for _, sh := range s.shards {
-		n, err := s.migrateShard(ctx, log, sh, list)
-		if applied += n; err != nil {
-			return applied, fmt.Errorf("shard %s: %w", sh.name, err)
+		for _, r := range sh.replicas {
+			n, err := s.migrateServer(ctx, log, r.alone(sh.name), sh.replicated(), list)
+			if applied += n; err != nil {
+				return applied, fmt.Errorf("server %s: %w", r.addr, err)
+			}
 		}
 	}
 	return applied, nil
 }
 
-func (s *Store) migrateShard(ctx context.Context, log *slog.Logger, sh *shard, list []migration) (applied int, err error) {
+// migrateServer migrates sh, a shard of one server (one replica of a
+// replicated shard, when replicated).
+func (s *Store) migrateServer(ctx context.Context, log *slog.Logger, sh *shard, replicated bool, list []migration) (applied int, err error) {
 	setup := []string{
 		"CREATE DATABASE IF NOT EXISTS " + s.database,
 		`CREATE TABLE IF NOT EXISTS ` + s.table("schema_migrations") + ` (version UInt32, applied_at DateTime)
 			ENGINE = MergeTree() ORDER BY version`,
 	}
 	for _, stmt := range setup {
-		if err := sh.conn.Exec(ctx, stmt); err != nil {
+		if err := sh.exec(ctx, stmt); err != nil {
 			return 0, err
 		}
 	}
@@ -81,7 +92,11 @@ func (s *Store) migrateShard(ctx context.Context, log *slog.Logger, sh *shard, l
 		}
 		start := time.Now()
 		for _, stmt := range m.statements {
-			if err := sh.conn.Exec(ctx, strings.ReplaceAll(stmt, "{database}", s.database)); err != nil {
+			stmt = strings.ReplaceAll(stmt, "{database}", s.database)
+			if replicated {
+				stmt = replicatedEngine(stmt, s.database)
+			}
+			if err := sh.exec(ctx, stmt); err != nil {
 				return applied, fmt.Errorf("migration %s: %w", m.file, err)
 			}
 		}
@@ -94,29 +109,23 @@ func (s *Store) migrateShard(ctx context.Context, log *slog.Logger, sh *shard, l
 			return applied, err
 		}
 		applied++
-		log.Info("migrated", "shard", sh.name, "version", m.version, "file", m.file, "duration", time.Since(start))
+		log.Info("migrated", "server", sh.replicas[0].addr, "version", m.version, "file", m.file, "duration", time.Since(start))
 	}
 	return applied, nil
 }
 
 // recordMigration records that the shard has applied migration version.
 func (s *Store) recordMigration(ctx context.Context, sh *shard, version uint32) error {
-	batch, err := sh.conn.PrepareBatch(ctx, `INSERT INTO `+s.table("schema_migrations")+` (version, applied_at)`)
-	if err != nil {
-		return err
-	}
-	defer batch.Abort()
-	if err := batch.Append(version, time.Now()); err != nil {
-		return err
-	}
-	return batch.Send()
+	return sh.insert(ctx, `INSERT INTO `+s.table("schema_migrations")+` (version, applied_at)`, func(b driver.Batch) error {
+		return b.Append(version, time.Now())
+	})
 }
 
 // schemaVersion returns the newest migration the shard has recorded; 0
 // when none.
 func (s *Store) schemaVersion(ctx context.Context, sh *shard) (uint32, error) {
 	var v uint32
-	err := sh.conn.QueryRow(ctx, `SELECT toUInt32(max(version)) FROM `+s.table("schema_migrations")).Scan(&v)
+	err := sh.queryRow(ctx, `SELECT toUInt32(max(version)) FROM `+s.table("schema_migrations")).Scan(&v)
 	return v, err
 }
 

@@ -30,6 +30,9 @@ func TestMigrationsAdoptAnOldStoreAndRunOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if strings.Contains(f.url, "|") {
+		t.Skip("the releases before migrations had no replicated shards")
+	}
 	// Drop what the fixture migrated, and make the shards as an old
 	// release did, holding a group's event.
 	for _, addr := range cfg.Shards {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"groupanalytics/internal/analytics"
 )
 
@@ -57,11 +59,13 @@ var readDrain = time.Second
 func (s *Store) MoveGroup(ctx context.Context, groupID, to string) (MoveResult, error) {
 	start := time.Now()
 	res := MoveResult{To: to}
-	target := s.byName[to]
+	target := s.shardNamed(to)
 	if target == nil {
 		return res, analytics.Errorf(analytics.Invalid, "Shard %q is not one of the usage URL's: %s",
 			to, strings.Join(s.Shards(), ", "))
 	}
+	to = target.name
+	res.To = to
 	err := s.locked(ctx, groupID, func(tx GroupLock) error {
 		_, ok, err := tx.Placement(ctx)
 		if err != nil {
@@ -109,7 +113,7 @@ func (s *Store) settleMove(ctx context.Context, p Placement, m *move) error {
 	if p.Shard == m.To {
 		stale = m.From
 	}
-	if sh := s.byName[stale]; sh != nil {
+	if sh := s.shardNamed(stale); sh != nil {
 		return s.dropGroup(ctx, sh, p.GroupID)
 	}
 	return nil
@@ -145,7 +149,7 @@ func (s *Store) copyGroup(ctx context.Context, from, to *shard, groupID string) 
 // copyRows copies the group's rows of one table as they are stored
 // (merged or not: the engines merge them alike on the target), in batches.
 func (s *Store) copyRows(ctx context.Context, from, to *shard, table, groupID string) (uint64, error) {
-	rows, err := from.conn.Query(ctx, `SELECT * FROM `+s.table(table)+` WHERE group_id = ?`, groupID)
+	rows, err := from.query(ctx, `SELECT * FROM `+s.table(table)+` WHERE group_id = ?`, groupID)
 	if err != nil {
 		return 0, err
 	}
@@ -153,50 +157,55 @@ func (s *Store) copyRows(ctx context.Context, from, to *shard, table, groupID st
 	columns := rows.Columns()
 	types := rows.ColumnTypes()
 	dest := make([]any, len(types))
-	values := make([]any, len(types))
 	for i, ct := range types {
 		dest[i] = reflect.New(ct.ScanType()).Interface()
 	}
 	insert := `INSERT INTO ` + s.table(table) + ` (` + strings.Join(columns, ", ") + `)`
 	var copied uint64
-	for more := true; more; {
-		batch, err := to.conn.PrepareBatch(ctx, insert)
-		if err != nil {
-			return copied, err
-		}
-		n := 0
-		for n < copyBatch {
-			if more = rows.Next(); !more {
-				break
+	// A batch is held whole, so that an insert refused for its turn
+	// (see shard.insert) can be sent again.
+	var batch [][]any
+	send := func() error {
+		err := to.insert(undeduplicated(ctx), insert, func(b driver.Batch) error {
+			for _, values := range batch {
+				if err := b.Append(values...); err != nil {
+					return err
+				}
 			}
-			if err := rows.Scan(dest...); err != nil {
-				batch.Abort()
-				return copied, err
-			}
-			for i, d := range dest {
-				values[i] = reflect.ValueOf(d).Elem().Interface()
-			}
-			if err := batch.Append(values...); err != nil {
-				batch.Abort()
-				return copied, err
-			}
-			n++
+			return nil
+		})
+		if err == nil {
+			copied += uint64(len(batch))
 		}
-		if n == 0 {
-			batch.Abort()
-			break
-		}
-		if err := batch.Send(); err != nil {
-			return copied, err
-		}
-		copied += uint64(n)
+		batch = batch[:0]
+		return err
 	}
-	return copied, rows.Err()
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return copied, err
+		}
+		values := make([]any, len(dest))
+		for i, d := range dest {
+			values[i] = reflect.ValueOf(d).Elem().Interface()
+		}
+		if batch = append(batch, values); len(batch) == copyBatch {
+			if err := send(); err != nil {
+				return copied, err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return copied, err
+	}
+	if len(batch) > 0 {
+		return copied, send()
+	}
+	return copied, nil
 }
 
 func (s *Store) groupRowCount(ctx context.Context, sh *shard, table, groupID string) (uint64, error) {
 	var n uint64
-	err := sh.conn.QueryRow(ctx, `SELECT count() FROM `+s.table(table)+` WHERE group_id = ?`, groupID).Scan(&n)
+	err := sh.queryRow(ctx, `SELECT count() FROM `+s.table(table)+` WHERE group_id = ?`, groupID).Scan(&n)
 	return n, err
 }
 
@@ -213,7 +222,7 @@ func (s *Store) dropGroup(ctx context.Context, sh *shard, groupID string) error 
 		if n == 0 {
 			continue
 		}
-		if err := sh.conn.Exec(ctx, `ALTER TABLE `+s.table(t)+` DELETE WHERE group_id = ?`, groupID); err != nil {
+		if err := s.deleteRows(ctx, sh, t, `group_id = ?`, groupID); err != nil {
 			return err
 		}
 		deleted = true
@@ -222,6 +231,35 @@ func (s *Store) dropGroup(ctx context.Context, sh *shard, groupID string) error 
 		return nil
 	}
 	return s.awaitMutations(ctx, sh)
+}
+
+// EraseGroup deletes the group's rows on its shard, waiting for every
+// replica, then the group from the directory, under the group's lock. If
+// it stops part-way, the group stays, marked for a rebuild: its next
+// write recomputes its rollups from the events left.
+func (s *Store) EraseGroup(ctx context.Context, groupID string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return s.wrap("EraseGroup", s.locked(ctx, groupID, func(tx GroupLock) error {
+		_, placed, err := tx.Placement(ctx)
+		if err != nil {
+			return err
+		}
+		if placed {
+			// Settle what an unfinished write (or move) left first.
+			sh, _, err := s.placeForWrite(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if _, err := markIntent(ctx, tx, intent{All: true}); err != nil {
+				return err
+			}
+			if err := s.dropGroup(ctx, sh, groupID); err != nil {
+				return err
+			}
+		}
+		return tx.DeleteGroup(ctx)
+	}))
 }
 
 // ShardLoad is what one shard holds.
@@ -260,10 +298,14 @@ func (s *Store) Loads(ctx context.Context) ([]ShardLoad, error) {
 	return loads, nil
 }
 
-// eventCount returns how many events the shard holds, of every group.
+// eventCount returns how many events the shard holds, of every group
+// (the parts' row counts, less a replicated shard's fence).
 func (s *Store) eventCount(ctx context.Context, sh *shard) (uint64, error) {
-	var events uint64
-	err := sh.conn.QueryRow(ctx, `SELECT toUInt64(sum(rows)) FROM system.parts WHERE active AND database = ? AND table = 'events'`,
+	var events, fences uint64
+	err := sh.queryRow(ctx, `SELECT toUInt64(sum(rows)) FROM system.parts WHERE active AND database = ? AND table = 'events'`,
 		s.database).Scan(&events)
-	return events, s.wrap("eventCount", err)
+	if err == nil && sh.replicated() {
+		fences, err = s.groupRowCount(ctx, sh, "events", fence)
+	}
+	return events - min(fences, events), s.wrap("eventCount", err)
 }

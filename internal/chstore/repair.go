@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
 )
@@ -21,17 +23,17 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) err
 		if err != nil {
 			return err
 		}
-		p, placed, err := tx.Placement(ctx)
+		_, placed, err := tx.Placement(ctx)
 		if err != nil {
 			return err
 		}
 		used := false
 		if placed {
-			sh, whole, err := s.placeForWrite(ctx, tx)
+			sh, p, err := s.placeForWrite(ctx, tx)
 			if err != nil {
 				return err
 			}
-			if used, err = s.eraseUsage(ctx, tx, sh, p.GroupID, whole, studentID); err != nil {
+			if used, err = s.eraseUsage(ctx, tx, sh, p, studentID); err != nil {
 				return err
 			}
 		}
@@ -46,9 +48,10 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) err
 // counts (one insert each of their new state), then deletes the
 // student's events and ordinal and waits for ClickHouse to have deleted
 // them. It reports whether the student had events.
-func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, groupID string, whole int64, studentID string) (bool, error) {
+func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Placement, studentID string) (bool, error) {
+	groupID := p.GroupID
 	var events uint64
-	if err := sh.conn.QueryRow(ctx, `SELECT count() FROM `+s.table("events")+` WHERE group_id = ? AND student_id = ?`,
+	if err := sh.queryRow(ctx, `SELECT count() FROM `+s.table("events")+` WHERE group_id = ? AND student_id = ?`,
 		groupID, studentID).Scan(&events); err != nil {
 		return false, err
 	}
@@ -59,7 +62,7 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, groupID
 	if events == 0 && len(ordinals) == 0 {
 		return false, nil
 	}
-	st, err := s.stateAt(ctx, sh, groupID, whole)
+	st, err := s.stateAt(ctx, sh, p)
 	if err != nil {
 		return false, err
 	}
@@ -130,7 +133,7 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, groupID
 // studentOrdinals returns the ordinals the student holds (one, or none).
 func (s *Store) studentOrdinals(ctx context.Context, sh *shard, groupID, studentID string) ([]uint32, error) {
 	var ordinals []uint32
-	rows, err := sh.conn.Query(ctx, `SELECT DISTINCT ordinal FROM `+s.table("students")+` WHERE group_id = ? AND student_id = ?`, groupID, studentID)
+	rows, err := sh.query(ctx, `SELECT DISTINCT ordinal FROM `+s.table("students")+` WHERE group_id = ? AND student_id = ?`, groupID, studentID)
 	if err != nil {
 		return nil, err
 	}
@@ -158,52 +161,62 @@ func (s *Store) deleteStudentRows(ctx context.Context, sh *shard, groupID, stude
 		return err
 	}
 	if len(ordinals) > 0 {
-		batch, err := sh.conn.PrepareBatch(ctx, `INSERT INTO `+s.table("students")+` (group_id, student_id, ordinal)`)
-		if err != nil {
-			return err
-		}
-		for _, n := range ordinals {
-			if err := batch.Append(groupID, erasedMark+strconv.Itoa(int(n)), n); err != nil {
-				batch.Abort()
-				return err
+		err := sh.insert(ctx, `INSERT INTO `+s.table("students")+` (group_id, student_id, ordinal)`, func(b driver.Batch) error {
+			for _, n := range ordinals {
+				if err := b.Append(groupID, erasedMark+strconv.Itoa(int(n)), n); err != nil {
+					return err
+				}
 			}
-		}
-		if err := batch.Send(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 	}
 	for _, t := range []string{"events", "students"} {
-		if err := sh.conn.Exec(ctx, `ALTER TABLE `+s.table(t)+` DELETE WHERE group_id = ? AND student_id = ?`, groupID, studentID); err != nil {
+		if err := s.deleteRows(ctx, sh, t, `group_id = ? AND student_id = ?`, groupID, studentID); err != nil {
 			return err
 		}
 	}
 	return s.awaitMutations(ctx, sh)
 }
 
-// awaitMutations waits until the shard has done every deletion of the
-// store's tables: ClickHouse runs them in the background.
+// awaitMutations waits until every replica of the shard has done every
+// deletion of the store's tables: ClickHouse runs them in the background,
+// on each replica by itself. A replica that is down fails the wait, so
+// that no replica that comes back can answer with what was deleted.
 func (s *Store) awaitMutations(ctx context.Context, sh *shard) error {
-	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
-		var pending uint64
-		if err := sh.conn.QueryRow(ctx, `SELECT count() FROM system.mutations WHERE database = ? AND NOT is_done`,
-			s.database).Scan(&pending); err != nil {
-			return err
+	return sh.onEvery(func(r *replica) error {
+		for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+			var pending uint64
+			if err := r.conn.QueryRow(ctx, `SELECT count() FROM system.mutations WHERE database = ? AND NOT is_done`,
+				s.database).Scan(&pending); err != nil {
+				return err
+			}
+			if pending == 0 {
+				return nil
+			}
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for ClickHouse to delete: %w", ctx.Err())
+			}
 		}
-		if pending == 0 {
-			return nil
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for ClickHouse to delete: %w", ctx.Err())
-		}
-	}
+	})
 }
 
 // Rebuild recomputes every rollup of the group from its raw events,
 // cutting days in loc. It holds the group's lock throughout.
-func (s *Store) Rebuild(ctx context.Context, groupID string, loc *time.Location) error {
+func (s *Store) Rebuild(ctx context.Context, groupID, zone string) error {
+	loc, err := analytics.LoadZone(zone)
+	if err != nil {
+		return s.wrap("Rebuild", err)
+	}
 	return s.wrap("Rebuild", s.locked(ctx, groupID, func(tx GroupLock) error {
+		// Committed with the lock's transaction, after the new rows.
+		if err := tx.SetTimeZone(ctx, zone); err != nil {
+			return err
+		}
 		p, ok, err := tx.Placement(ctx)
 		if err != nil || !ok {
 			return err
@@ -230,6 +243,9 @@ func (s *Store) repair(ctx context.Context, tx GroupLock, sh *shard, p Placement
 	}
 	if in.Move != nil {
 		return s.settleMove(ctx, p, in.Move)
+	}
+	if err := s.settleQuorums(ctx, sh); err != nil {
+		return err
 	}
 	loc, err := tx.Location(ctx)
 	if err != nil {
@@ -293,7 +309,7 @@ func (s *Store) allMonths(ctx context.Context, sh *shard, groupID string, loc *t
 	}
 	var first, last int64
 	var n uint64
-	if err := sh.conn.QueryRow(ctx, `SELECT count(), min(occurred_at), max(occurred_at) FROM `+s.table("events")+` WHERE group_id = ?`,
+	if err := sh.queryRow(ctx, `SELECT count(), min(occurred_at), max(occurred_at) FROM `+s.table("events")+` WHERE group_id = ?`,
 		groupID).Scan(&n, &first, &last); err != nil {
 		return nil, err
 	}
@@ -303,7 +319,7 @@ func (s *Store) allMonths(ctx context.Context, sh *shard, groupID string, loc *t
 			add(m)
 		}
 	}
-	rows, err := sh.conn.Query(ctx, `SELECT DISTINCT period FROM `+s.table("group_rollups")+` WHERE group_id = ? AND span = 1`, groupID)
+	rows, err := sh.query(ctx, `SELECT DISTINCT period FROM `+s.table("group_rollups")+` WHERE group_id = ? AND span = 1`, groupID)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +341,7 @@ func (s *Store) allMonths(ctx context.Context, sh *shard, groupID string, loc *t
 func (s *Store) recomputeMonth(ctx context.Context, sh *shard, groupID string, m analytics.Day, loc *time.Location, seq int64) error {
 	end := m.NextMonthStart()
 	target := rollup.NewDelta()
-	rows, err := sh.conn.Query(ctx, `SELECT event_id, student_id, occurred_at, metric FROM `+s.table("events")+`
+	rows, err := sh.query(ctx, `SELECT event_id, student_id, occurred_at, metric FROM `+s.table("events")+`
 		WHERE group_id = ? AND occurred_at >= ? AND occurred_at < ?`,
 		groupID, m.Start(loc).UnixMilli(), end.Start(loc).UnixMilli())
 	if err != nil {
@@ -397,7 +413,7 @@ func (s *Store) recomputeMonth(ctx context.Context, sh *shard, groupID string, m
 // monthChunks returns the keys of the rows of counts of month m's days
 // and of m itself, of every version.
 func (s *Store) monthChunks(ctx context.Context, sh *shard, groupID string, m analytics.Day) (map[rollup.CountsKey]bool, error) {
-	rows, err := sh.conn.Query(ctx, `SELECT DISTINCT span, period, chunk FROM `+s.table("student_counts")+`
+	rows, err := sh.query(ctx, `SELECT DISTINCT span, period, chunk FROM `+s.table("student_counts")+`
 		WHERE group_id = ? AND (span = 0 AND period >= ? AND period < ? OR span = 1 AND period = ?)`,
 		groupID, int32(m), int32(m.NextMonthStart()), int32(m))
 	if err != nil {

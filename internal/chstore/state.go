@@ -2,9 +2,11 @@ package chstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
@@ -29,6 +31,7 @@ type period struct {
 // not changed once made: a newer state is a copy.
 type state struct {
 	shard  string
+	epoch  int64
 	seq    int64
 	groups map[period]analytics.GroupRollup
 	counts map[period][][]byte // by chunk; nil where a chunk has no row
@@ -68,7 +71,7 @@ func (c *stateCache) put(groupID string, st *state) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := c.states[groupID]; old != nil {
-		if old.shard == st.shard && old.seq >= st.seq {
+		if old.shard == st.shard && old.epoch == st.epoch && old.seq >= st.seq {
 			return
 		}
 		c.bytes -= old.bytes
@@ -92,6 +95,9 @@ func (c *stateCache) put(groupID string, st *state) {
 	}
 }
 
+// readRepairWait bounds the repair a read attempts before it reads.
+const readRepairWait = 2 * time.Second
+
 // readState returns the group's current rows, after settling a write the
 // group's placement shows unfinished, or nil when the group holds no
 // usage.
@@ -102,16 +108,25 @@ func (s *Store) readState(ctx context.Context, groupID string) (*state, error) {
 	}
 	if p.Intent != nil && !isMove(p.Intent) {
 		// Wait for the write, or repair what it left, and read as of the
-		// number it leaves: rows of later writes are not looked at.
-		err := s.locked(ctx, groupID, func(tx GroupLock) (err error) {
+		// number it leaves: rows of later writes are not looked at. A
+		// repair that cannot end soon (the shard takes no writes while a
+		// replica or ZooKeeper is down) is left to the next write, and the
+		// read reads as of the write before the unfinished one: whole.
+		repairCtx, cancel := context.WithTimeout(ctx, readRepairWait)
+		err := s.locked(repairCtx, groupID, func(tx GroupLock) (err error) {
 			var sh *shard
-			sh, p.Seq, err = s.placeForWrite(ctx, tx)
-			if err == nil {
-				p.Shard = sh.name
+			var whole Placement
+			if sh, whole, err = s.placeForWrite(repairCtx, tx); err == nil {
+				p.Shard, p.Seq = sh.name, whole.Seq
 			}
 			return err
 		})
-		if err != nil {
+		cancel()
+		switch {
+		case err == nil:
+		case ctx.Err() == nil && (repairCtx.Err() != nil || tryNext(err) || errors.Is(err, analytics.ErrUnavailable)):
+			p.Seq--
+		default:
 			return nil, err
 		}
 	}
@@ -119,19 +134,23 @@ func (s *Store) readState(ctx context.Context, groupID string) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.stateAt(ctx, sh, groupID, p.Seq)
+	return s.stateAt(ctx, sh, p)
 }
 
-// stateAt returns the group's rows on sh as of write number seq: every
-// write up to seq must be whole (done, or repaired).
-func (s *Store) stateAt(ctx context.Context, sh *shard, groupID string, seq int64) (*state, error) {
+// stateAt returns the group's rows on sh as of write number p.Seq: every
+// write up to it must be whole (done, or repaired).
+func (s *Store) stateAt(ctx context.Context, sh *shard, p Placement) (*state, error) {
+	groupID, seq := p.GroupID, p.Seq
 	old := s.states.get(groupID)
-	if old != nil && old.shard == sh.name && old.seq == seq {
+	if old != nil && (old.shard != sh.name || old.epoch != p.Epoch) {
+		old = nil // of another shard, or of a group deleted before this one
+	}
+	if old != nil && old.seq == seq {
 		return old, nil
 	}
-	st := &state{shard: sh.name, seq: seq, groups: map[period]analytics.GroupRollup{}, counts: map[period][][]byte{}}
+	st := &state{shard: sh.name, epoch: p.Epoch, seq: seq, groups: map[period]analytics.GroupRollup{}, counts: map[period][][]byte{}}
 	since := int64(-1)
-	if old != nil && old.shard == sh.name && old.seq < seq {
+	if old != nil && old.seq < seq {
 		since = old.seq
 		for k, v := range old.groups {
 			st.groups[k] = v
@@ -153,7 +172,7 @@ func (s *Store) stateAt(ctx context.Context, sh *shard, groupID string, seq int6
 
 // readGroupRows adds to st the group rows of versions in (since, seq].
 func (s *Store) readGroupRows(ctx context.Context, sh *shard, groupID string, since, seq int64, st *state) error {
-	rows, err := sh.conn.Query(ctx, `SELECT span, period, `+groupColumns+` FROM `+s.table("group_rollups")+`
+	rows, err := sh.query(ctx, `SELECT span, period, `+groupColumns+` FROM `+s.table("group_rollups")+`
 		WHERE group_id = ? AND version >= ? AND version <= ? GROUP BY span, period`, groupID, uint64(since+1), uint64(seq))
 	if err != nil {
 		return err
@@ -185,7 +204,7 @@ func groupRowBytes(r analytics.GroupRollup) int {
 // readCountsRows adds to st the rows of student counts of versions in
 // (since, seq].
 func (s *Store) readCountsRows(ctx context.Context, sh *shard, groupID string, since, seq int64, st *state) error {
-	rows, err := sh.conn.Query(ctx, `SELECT span, period, chunk, argMax(counts, version) FROM `+s.table("student_counts")+`
+	rows, err := sh.query(ctx, `SELECT span, period, chunk, argMax(counts, version) FROM `+s.table("student_counts")+`
 		WHERE group_id = ? AND version >= ? AND version <= ? GROUP BY span, period, chunk`, groupID, uint64(since+1), uint64(seq))
 	if err != nil {
 		return err
@@ -220,7 +239,7 @@ func (s *Store) readCountsRows(ctx context.Context, sh *shard, groupID string, s
 // readOrdinals reads the group's numbered students, without the marks of
 // erased students' ordinals.
 func (s *Store) readOrdinals(ctx context.Context, sh *shard, groupID string) (map[string]int, error) {
-	rows, err := sh.conn.Query(ctx, `SELECT student_id, min(ordinal) FROM `+s.table("students")+`
+	rows, err := sh.query(ctx, `SELECT student_id, min(ordinal) FROM `+s.table("students")+`
 		WHERE group_id = ? GROUP BY student_id`, groupID)
 	if err != nil {
 		return nil, err

@@ -14,16 +14,17 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
@@ -34,9 +35,9 @@ type Store struct {
 	dir      Coordinator
 	database string
 	shards   []*shard // in the URL's order
-	byName   map[string]*shard
 	timeout  time.Duration
 	observer analytics.WriteObserver
+	log      *slog.Logger
 	// turnstiles serialise the process's writers per group (by hash: two
 	// groups may share one).
 	turnstiles [64]chan struct{}
@@ -51,13 +52,6 @@ var turnstileSeed = maphash.MakeSeed()
 
 var _ analytics.UsageStore = (*Store)(nil)
 
-// shard is one ClickHouse server (or, in production, a load balancer in
-// front of a shard's replicas).
-type shard struct {
-	name string // host:port, as placements record it
-	conn driver.Conn
-}
-
 // Options tune a store.
 type Options struct {
 	// CallTimeout bounds each call whose context has no deadline of its
@@ -65,11 +59,16 @@ type Options struct {
 	CallTimeout time.Duration
 	// Observer, if set, is told of merged writes.
 	Observer analytics.WriteObserver
+	// Log, if set, is told of replicas joining their shards and of
+	// quorums nudged (replicas.go).
+	Log *slog.Logger
 }
 
 // Config is what a clickhouse:// URL names.
 type Config struct {
-	Shards   []string // host:port of each shard
+	// Shards are the shards' names: host:port, or the host:port of each
+	// of its replicas joined by "|".
+	Shards   []string
 	Database string
 	User     string
 	Password string
@@ -80,12 +79,26 @@ var databaseName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 // IsClickHouse reports whether raw names a ClickHouse usage store.
 func IsClickHouse(raw string) bool { return strings.HasPrefix(raw, "clickhouse://") }
 
-// ParseURL reads clickhouse://[user[:password]@]host:port[,host:port…]/database.
-// Each host is one shard.
+// ParseURL reads
+// clickhouse://[user[:password]@]host:port[|host:port…][,…]/database.
+// Each of the hosts separated by commas is a shard; a shard of hosts
+// separated by "|" is replicated, each host one of its replicas.
 func ParseURL(raw string) (Config, error) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "clickhouse" {
-		return Config{}, fmt.Errorf("usage URL: want clickhouse://host:port[,host:port…]/database")
+	const want = "usage URL: want clickhouse://host:port[|replica…][,shard…]/database"
+	// net/url refuses "|" in a host: read the hosts apart.
+	rest, ok := strings.CutPrefix(raw, "clickhouse://")
+	if !ok {
+		return Config{}, errors.New(want)
+	}
+	authority, path, _ := strings.Cut(rest, "/")
+	userinfo, hosts := "", authority
+	at := strings.LastIndex(authority, "@")
+	if at >= 0 {
+		userinfo, hosts = authority[:at], authority[at+1:]
+	}
+	u, err := url.Parse("clickhouse://" + userinfo + "@host/" + path)
+	if err != nil {
+		return Config{}, errors.New(want)
 	}
 	c := Config{Database: strings.TrimPrefix(u.Path, "/")}
 	if c.Database == "" {
@@ -95,20 +108,29 @@ func ParseURL(raw string) (Config, error) {
 	if !databaseName.MatchString(c.Database) {
 		return Config{}, fmt.Errorf("usage URL: database name %q: use letters, digits and _", c.Database)
 	}
-	if u.User != nil {
+	if at >= 0 {
 		c.User = u.User.Username()
 		c.Password, _ = u.User.Password()
 	}
 	seen := map[string]bool{}
-	for _, h := range strings.Split(u.Host, ",") {
-		if _, _, err := net.SplitHostPort(h); err != nil {
-			return Config{}, fmt.Errorf("usage URL: shard %q: want host:port", h)
+	replicas := 0
+	for _, name := range strings.Split(hosts, ",") {
+		list := splitReplicas(name)
+		if replicas == 0 {
+			replicas = len(list)
+		} else if len(list) != replicas {
+			return Config{}, fmt.Errorf("usage URL: shard %s names %d replicas, the first shard %d: give every shard as many", name, len(list), replicas)
 		}
-		if seen[h] {
-			return Config{}, fmt.Errorf("usage URL: shard %s named twice", h)
+		for _, h := range list {
+			if _, _, err := net.SplitHostPort(h); err != nil {
+				return Config{}, fmt.Errorf("usage URL: shard %q: want host:port", h)
+			}
+			if seen[h] {
+				return Config{}, fmt.Errorf("usage URL: server %s named twice", h)
+			}
+			seen[h] = true
 		}
-		seen[h] = true
-		c.Shards = append(c.Shards, h)
+		c.Shards = append(c.Shards, name)
 	}
 	return c, nil
 }
@@ -120,29 +142,72 @@ func Open(ctx context.Context, raw string, dir Coordinator, opts Options) (*Stor
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, database: cfg.Database, byName: map[string]*shard{}, timeout: opts.CallTimeout,
-		observer: opts.Observer, pending: map[string][]*rollup.Call{}}
+	s := &Store{dir: dir, database: cfg.Database, timeout: opts.CallTimeout,
+		observer: opts.Observer, log: opts.Log, pending: map[string][]*rollup.Call{}}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
 	for i := range s.turnstiles {
 		s.turnstiles[i] = make(chan struct{}, 1)
 	}
-	for _, addr := range cfg.Shards {
-		conn, err := clickhouse.Open(&clickhouse.Options{
-			Addr:         []string{addr},
-			Auth:         clickhouse.Auth{Database: "default", Username: cfg.User, Password: cfg.Password},
-			DialTimeout:  3 * time.Second,
-			MaxOpenConns: 16,
-			MaxIdleConns: 8,
-			Settings:     clickhouse.Settings{"max_query_size": 4 << 20},
-		})
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("clickhouse shard %s: %w", addr, err)
-		}
-		sh := &shard{name: addr, conn: conn}
+	for _, name := range cfg.Shards {
+		sh := &shard{name: name}
 		s.shards = append(s.shards, sh)
-		s.byName[addr] = sh
+		addrs := splitReplicas(name)
+		if len(addrs) > 1 {
+			sh.join = func() { s.joinReplicas(sh) }
+		}
+		settings := clickhouse.Settings{"max_query_size": 4 << 20}
+		if len(addrs) > 1 {
+			settings["insert_quorum"] = insertQuorum
+			settings["insert_quorum_timeout"] = int(quorumTimeout.Milliseconds())
+			settings["select_sequential_consistency"] = 1
+		}
+		for _, addr := range addrs {
+			conn, err := clickhouse.Open(&clickhouse.Options{
+				Addr:         []string{addr},
+				Auth:         clickhouse.Auth{Database: "default", Username: cfg.User, Password: cfg.Password},
+				DialTimeout:  3 * time.Second,
+				MaxOpenConns: 16,
+				MaxIdleConns: 8,
+				Settings:     settings,
+			})
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("clickhouse server %s: %w", addr, err)
+			}
+			sh.replicas = append(sh.replicas, &replica{addr: addr, conn: conn})
+		}
 	}
 	return s, nil
+}
+
+// quorumTimeout bounds how long a replicated insert waits for its second
+// replica: a replica killed a moment ago still counts as alive in
+// ZooKeeper until its session expires.
+var quorumTimeout = 5 * time.Second
+
+// insertQuorum is how many replicas of a replicated shard hold a write
+// before it is acknowledged.
+const insertQuorum = 2
+
+// shardNamed returns the shard a placement names, or nil: the shard of
+// that name or, its replicas having changed since, a shard that has one
+// of the replicas the name lists.
+func (s *Store) shardNamed(name string) *shard {
+	for _, sh := range s.shards {
+		if sh.name == name {
+			return sh
+		}
+	}
+	for _, addr := range splitReplicas(name) {
+		for _, sh := range s.shards {
+			if slices.ContainsFunc(sh.replicas, func(r *replica) bool { return r.addr == addr }) {
+				return sh
+			}
+		}
+	}
+	return nil
 }
 
 // Shards returns the shards' names, in the URL's order.
@@ -158,34 +223,38 @@ func (s *Store) Shards() []string {
 func (s *Store) Close() error {
 	var errs []error
 	for _, sh := range s.shards {
-		errs = append(errs, sh.conn.Close())
+		for _, r := range sh.replicas {
+			errs = append(errs, r.conn.Close())
+		}
 	}
 	return errors.Join(errs...)
 }
 
 // Ping answers whether the usage tier can serve: nil while at least one
-// shard answers, so that one shard down does not take the service out of
+// server answers, so that one shard down does not take the service out of
 // its load balancer (the groups of the other shards still work).
 func (s *Store) Ping(ctx context.Context) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var errs []error
 	for _, sh := range s.shards {
-		err := sh.conn.Ping(ctx)
-		if err == nil {
-			return nil
+		for _, r := range sh.replicas {
+			err := r.conn.Ping(ctx)
+			if err == nil {
+				return nil
+			}
+			errs = append(errs, fmt.Errorf("server %s: %w", r.addr, err))
 		}
-		errs = append(errs, fmt.Errorf("shard %s: %w", sh.name, err))
 	}
 	return s.wrap("Ping", errors.Join(errs...))
 }
 
-// DropDatabase drops the store's database on every shard: for tests and
-// the benchmark.
+// DropDatabase drops the store's database on every server: for tests
+// and the benchmark.
 func (s *Store) DropDatabase(ctx context.Context) error {
 	var errs []error
 	for _, sh := range s.shards {
-		errs = append(errs, sh.conn.Exec(ctx, "DROP DATABASE IF EXISTS "+s.database))
+		errs = append(errs, sh.onEvery(func(r *replica) error { return r.conn.Exec(ctx, "DROP DATABASE IF EXISTS "+s.database) }))
 	}
 	return errors.Join(errs...)
 }
@@ -193,16 +262,20 @@ func (s *Store) DropDatabase(ctx context.Context) error {
 // Database is the name of the store's database on every shard.
 func (s *Store) Database() string { return s.database }
 
-// DiskBytes is what the store's tables take on disk, on every shard.
+// DiskBytes is what the store's tables take on disk, on every server.
 func (s *Store) DiskBytes(ctx context.Context) (int64, error) {
 	var total int64
 	for _, sh := range s.shards {
-		var n uint64
-		if err := sh.conn.QueryRow(ctx, `SELECT toUInt64(sum(bytes_on_disk)) FROM system.parts WHERE active AND database = ?`,
-			s.database).Scan(&n); err != nil {
+		err := sh.onEvery(func(r *replica) error {
+			var n uint64
+			err := r.conn.QueryRow(ctx, `SELECT toUInt64(sum(bytes_on_disk)) FROM system.parts WHERE active AND database = ?`,
+				s.database).Scan(&n)
+			total += int64(n)
+			return err
+		})
+		if err != nil {
 			return 0, s.wrap("DiskBytes", err)
 		}
-		total += int64(n)
 	}
 	return total, nil
 }
@@ -219,9 +292,10 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 }
 
 // wrap names the operation and marks errors of a shard that cannot be
-// reached (or a call out of time) as unavailable.
+// reached, cannot take a write now (replicas or ZooKeeper missing), or
+// of a call out of time, as unavailable.
 func (s *Store) wrap(op string, err error) error {
-	return analytics.StoreError(op, err, unreachable)
+	return analytics.StoreError(op, err, tryNext)
 }
 
 func unreachable(err error) bool {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -54,6 +56,7 @@ func (p *Platform) Ingest(ctx context.Context, batch []json.RawMessage, allOrNot
 	now := p.Now()
 	groups := map[string]*time.Location{} // nil: no such group
 	events := make([]analytics.Event, 0, len(batch))
+	indices := make([]int, 0, len(batch)) // each event's place in the batch
 	for i, raw := range batch {
 		in, err := decodeEvent(raw)
 		if err == nil {
@@ -62,6 +65,7 @@ func (p *Platform) Ingest(ctx context.Context, batch []json.RawMessage, allOrNot
 				var e analytics.Event
 				if e, err = validate(in, loc, now); err == nil {
 					events = append(events, e)
+					indices = append(indices, i)
 					continue
 				}
 			}
@@ -79,6 +83,16 @@ func (p *Platform) Ingest(ctx context.Context, batch []json.RawMessage, allOrNot
 		return res, err
 	}
 	res.Accepted, res.Duplicates = appended.Accepted, appended.Duplicates
+	if len(appended.Gone) > 0 {
+		// Deleted while the batch waited for its lock: their events were
+		// not stored, as if they had come a moment later.
+		for i, e := range events {
+			if slices.Contains(appended.Gone, e.GroupID) {
+				res.Rejected = append(res.Rejected, Rejection{Index: indices[i], Reason: fmt.Sprintf("Unknown groupId %q", e.GroupID)})
+			}
+		}
+		slices.SortFunc(res.Rejected, func(a, b Rejection) int { return a.Index - b.Index })
+	}
 	return res, nil
 }
 
@@ -97,12 +111,22 @@ func decodeEvent(raw json.RawMessage) (EventInput, error) {
 	case !utf8.Valid(trimmed):
 		return in.EventInput, invalid("Invalid event: not valid UTF-8")
 	}
-	if err := json.Unmarshal(trimmed, &in); err != nil {
+	// Unknown fields are refused, as in the report API's bodies: a field
+	// misspelt would otherwise be dropped without a word.
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
 		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
+		switch {
+		case errors.As(err, &typeErr):
 			field := typeErr.Field[strings.LastIndex(typeErr.Field, ".")+1:] // not "EventInput.id"
 			return in.EventInput, invalid("Invalid %s: expected a string", field)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return in.EventInput, invalid("Invalid event: unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
 		}
+		return in.EventInput, invalid("Invalid event: not valid JSON")
+	}
+	if _, err := dec.Token(); err != io.EOF {
 		return in.EventInput, invalid("Invalid event: not valid JSON")
 	}
 	if in.StudentName != nil {

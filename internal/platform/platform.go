@@ -56,7 +56,7 @@ func checkText(field, value string, max int) error {
 }
 
 // CreateGroup creates a group. The time zone is an IANA name; empty means
-// UTC. It cannot change later: rollups are cut into days in it.
+// UTC. Rollups are cut into days in it: SetTimeZone rebuilds them.
 func (p *Platform) CreateGroup(ctx context.Context, id, name, timeZone string) (analytics.Group, error) {
 	if !groupIDPattern.MatchString(id) {
 		return analytics.Group{}, invalid("Invalid group id %q: expected 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
@@ -102,7 +102,16 @@ func (p *Platform) AddPlan(ctx context.Context, groupID, start, end string) (ana
 			return plan, err
 		}
 		if !ends.After(plan.Starts) {
-			return plan, invalid("Invalid end: %s is not after the start %s", analytics.FormatTime(ends), analytics.FormatTime(plan.Starts))
+			// In the terms the bounds were given in: an end date is the
+			// plan's last day, though the plan stores the instant after it.
+			starts := start
+			if starts == "" {
+				starts = "now (" + analytics.FormatTime(plan.Starts) + ")"
+			}
+			if isDate(end) {
+				return plan, invalid("Invalid end: the last day %s is before the start %s", end, starts)
+			}
+			return plan, invalid("Invalid end: %s is not after the start %s", end, starts)
 		}
 		plan.Ends = &ends
 	}
@@ -112,7 +121,7 @@ func (p *Platform) AddPlan(ctx context.Context, groupID, start, end string) (ana
 // planTime reads a plan bound. A bare date is a whole day in loc: the
 // start of it, or (for an end, which is exclusive) the start of the next.
 func planTime(field, value string, loc *time.Location, isEnd bool) (time.Time, error) {
-	if _, err := time.Parse(time.DateOnly, value); err == nil {
+	if isDate(value) {
 		d, err := analytics.ParseDate(field, value)
 		if err != nil {
 			return time.Time{}, err
@@ -128,6 +137,53 @@ func planTime(field, value string, loc *time.Location, isEnd bool) (time.Time, e
 		return t, invalid("Invalid %s: expected a date (2025-09-01) or an RFC 3339 timestamp, got %q", field, value)
 	}
 	return t.UTC().Truncate(time.Millisecond), nil
+}
+
+// isDate reports whether a plan bound is a bare date (2025-09-01).
+func isDate(value string) bool {
+	_, err := time.Parse(time.DateOnly, value)
+	return err == nil
+}
+
+// DeleteGroup erases a school: its usage on every store, its students,
+// keys, plans, digest recipients and records, and the group itself, at
+// once with respect to ingestion (see UsageStore.EraseGroup). Its id may
+// be used again for a new group.
+func (p *Platform) DeleteGroup(ctx context.Context, groupID string) error {
+	if _, err := p.Group(ctx, groupID); err != nil {
+		return err
+	}
+	return p.Usage.EraseGroup(ctx, groupID)
+}
+
+// SetTimeZone changes a group's time zone: its rollups are rebuilt in the
+// new zone, under the group's write lock, and the zone changes with them.
+func (p *Platform) SetTimeZone(ctx context.Context, groupID, zone string) (analytics.Group, error) {
+	g, err := p.Group(ctx, groupID)
+	if err != nil {
+		return g, err
+	}
+	if _, err := analytics.LoadZone(zone); err != nil {
+		return g, invalid("Invalid timeZone %q: expected an IANA time zone such as Europe/Berlin", zone)
+	}
+	if err := p.Usage.Rebuild(ctx, groupID, zone); err != nil {
+		return g, err
+	}
+	g.TimeZone = zone
+	return g, nil
+}
+
+// RenameGroup changes a group's display name.
+func (p *Platform) RenameGroup(ctx context.Context, groupID, name string) (analytics.Group, error) {
+	g, err := p.Group(ctx, groupID)
+	if err != nil {
+		return g, err
+	}
+	if err := checkText("name", name, 200); err != nil {
+		return g, err
+	}
+	g.Name = name
+	return g, p.Directory.RenameGroup(ctx, groupID, name)
 }
 
 // CancelPlan cancels a plan from now on.
@@ -315,14 +371,10 @@ func (p *Platform) Rebuild(ctx context.Context, groupID string, progress func(do
 		groups = []analytics.Group{g}
 	}
 	for i, g := range groups {
-		loc, err := g.Location()
-		if err != nil {
-			return nil, err
-		}
 		if progress != nil {
 			progress(i, len(groups), g.ID)
 		}
-		if err := p.Usage.Rebuild(ctx, g.ID, loc); err != nil {
+		if err := p.Usage.Rebuild(ctx, g.ID, g.TimeZone); err != nil {
 			return nil, fmt.Errorf("rebuild %s: %w", g.ID, err)
 		}
 	}

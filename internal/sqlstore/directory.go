@@ -66,6 +66,20 @@ func (s *Store) Groups(ctx context.Context) ([]analytics.Group, error) {
 	return groups, s.wrap("Groups", rows.Err())
 }
 
+// RenameGroup changes a group's display name, or answers NotFound.
+func (s *Store) RenameGroup(ctx context.Context, groupID, name string) error {
+	return s.transact(ctx, "RenameGroup", func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE groups SET name = ? WHERE group_id = ?`), name, groupID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.NotFound, "Group %q not found", groupID)
+		}
+		return nil
+	})
+}
+
 // lockGroup checks that the group exists and, on PostgreSQL, holds its row
 // until the transaction ends, so that per-group numbering does not race.
 func (s *Store) lockGroup(ctx context.Context, tx *txn, groupID string) error {
@@ -269,7 +283,7 @@ func (s *Store) writeTouches() {
 // whose update carries a name, in one transaction.
 func (s *Store) SaveStudents(ctx context.Context, groupID string, updates []analytics.StudentUpdate) error {
 	return s.transact(ctx, "SaveStudents", func(tx *txn) error {
-		if err := s.lockGroups(ctx, tx, []string{groupID}); err != nil {
+		if _, err := s.lockUsage(ctx, tx, groupID); err != nil {
 			return err
 		}
 		return s.saveStudents(ctx, tx, groupID, updates, nil)

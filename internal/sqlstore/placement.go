@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -20,6 +21,10 @@ type Placement struct {
 	Shard   string
 	Seq     int64
 	Intent  []byte
+	// Epoch is drawn at random when the group is first placed: a group
+	// deleted and created again under its id is another group, whose
+	// writes are numbered anew.
+	Epoch int64
 }
 
 // WithGroupLock runs fn once in a transaction holding the group's write
@@ -33,10 +38,11 @@ func (s *Store) WithGroupLock(ctx context.Context, groupID string, fn func(tx *G
 	defer cancel()
 	return s.wrap("WithGroupLock", s.transactOnce(ctx, func(tx *txn) error {
 		// FOR NO KEY UPDATE, which lets Place's foreign key check through.
-		if err := s.lockGroups(ctx, tx, []string{groupID}); err != nil {
+		zone, err := s.lockUsage(ctx, tx, groupID)
+		if err != nil {
 			return err
 		}
-		return fn(&GroupTx{s: s, tx: tx, groupID: groupID})
+		return fn(&GroupTx{s: s, tx: tx, groupID: groupID, zone: zone})
 	}))
 }
 
@@ -46,6 +52,7 @@ type GroupTx struct {
 	s       *Store
 	tx      *txn
 	groupID string
+	zone    string // the group's time zone, as the lock read it
 }
 
 // Placement reads the group's placement; ok is false when it has none.
@@ -73,12 +80,20 @@ func (g *GroupTx) GroupsPerShard(ctx context.Context) (map[string]int, error) {
 }
 
 // Location returns the group's time zone.
-func (g *GroupTx) Location(ctx context.Context) (*time.Location, error) {
-	var zone string
-	if err := g.tx.QueryRowContext(ctx, g.s.q(`SELECT time_zone FROM groups WHERE group_id = ?`), g.groupID).Scan(&zone); err != nil {
-		return nil, err
+func (g *GroupTx) Location(context.Context) (*time.Location, error) {
+	return analytics.LoadZone(g.zone)
+}
+
+// SetTimeZone makes zone the group's time zone, with the transaction.
+func (g *GroupTx) SetTimeZone(ctx context.Context, zone string) error {
+	if zone == g.zone {
+		return nil
 	}
-	return analytics.LoadZone(zone)
+	if _, err := g.tx.ExecContext(ctx, g.s.q(`UPDATE groups SET time_zone = ? WHERE group_id = ?`), zone, g.groupID); err != nil {
+		return err
+	}
+	g.zone = zone
+	return nil
 }
 
 // Place records the group on shard, placing or moving it, and returns the
@@ -89,8 +104,8 @@ func (g *GroupTx) Location(ctx context.Context) (*time.Location, error) {
 // write is the placement's, not the group's, so the lock the transaction
 // holds does not stand in their way.
 func (g *GroupTx) Place(ctx context.Context, shard string) (Placement, error) {
-	if _, err := g.s.marks.ExecContext(ctx, g.s.q(`INSERT INTO usage_placements (group_id, shard) VALUES (?, ?)
-		ON CONFLICT (group_id) DO UPDATE SET shard = excluded.shard`), g.groupID, shard); err != nil {
+	if _, err := g.s.marks.ExecContext(ctx, g.s.q(`INSERT INTO usage_placements (group_id, shard, epoch) VALUES (?, ?, ?)
+		ON CONFLICT (group_id) DO UPDATE SET shard = excluded.shard`), g.groupID, shard, rand.Int64()); err != nil {
 		return Placement{}, err
 	}
 	p, _, err := g.s.placement(ctx, g.s.marks, g.groupID)
@@ -120,6 +135,12 @@ func (g *GroupTx) SaveStudents(ctx context.Context, updates []analytics.StudentU
 	return g.s.saveStudents(ctx, g.tx, g.groupID, updates, nil)
 }
 
+// DeleteGroup deletes the group and everything the directory holds of it
+// with the transaction.
+func (g *GroupTx) DeleteGroup(ctx context.Context) error {
+	return g.s.deleteGroupRows(ctx, g.tx, g.groupID)
+}
+
 // DeleteStudent removes a student's enrolment with the transaction and
 // reports whether they were enrolled.
 func (g *GroupTx) DeleteStudent(ctx context.Context, studentID string) (bool, error) {
@@ -139,8 +160,8 @@ type querier interface {
 func (s *Store) placement(ctx context.Context, q querier, groupID string) (Placement, bool, error) {
 	p := Placement{GroupID: groupID}
 	var intent sql.NullString
-	err := q.QueryRowContext(ctx, s.q(`SELECT shard, seq, intent FROM usage_placements WHERE group_id = ?`), groupID).
-		Scan(&p.Shard, &p.Seq, &intent)
+	err := q.QueryRowContext(ctx, s.q(`SELECT shard, seq, intent, epoch FROM usage_placements WHERE group_id = ?`), groupID).
+		Scan(&p.Shard, &p.Seq, &intent, &p.Epoch)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, false, nil
 	}
@@ -162,7 +183,7 @@ func (s *Store) Placement(ctx context.Context, groupID string) (Placement, bool,
 func (s *Store) Placements(ctx context.Context) ([]Placement, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.read.QueryContext(ctx, `SELECT group_id, shard, seq, intent FROM usage_placements ORDER BY group_id`)
+	rows, err := s.read.QueryContext(ctx, `SELECT group_id, shard, seq, intent, epoch FROM usage_placements ORDER BY group_id`)
 	if err != nil {
 		return nil, s.wrap("Placements", err)
 	}
@@ -171,7 +192,7 @@ func (s *Store) Placements(ctx context.Context) ([]Placement, error) {
 	for rows.Next() {
 		var p Placement
 		var intent sql.NullString
-		if err := rows.Scan(&p.GroupID, &p.Shard, &p.Seq, &intent); err != nil {
+		if err := rows.Scan(&p.GroupID, &p.Shard, &p.Seq, &intent, &p.Epoch); err != nil {
 			return nil, s.wrap("Placements", err)
 		}
 		if intent.Valid {

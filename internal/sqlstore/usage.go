@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -144,9 +145,17 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 	ctx, cancel := mergedContext(calls)
 	defer cancel()
 	err := s.transact(ctx, "AppendEvents", func(tx *txn) error {
-		if err := s.lockGroups(ctx, tx, groups); err != nil {
+		zones, err := s.lockGroups(ctx, tx, groups)
+		if err != nil {
 			return err
 		}
+		locs := map[string]*time.Location{}
+		for g, zone := range zones {
+			if locs[g], err = analytics.LoadZone(zone); err != nil {
+				return err
+			}
+		}
+		batch := slices.DeleteFunc(slices.Clone(batch), func(e analytics.Event) bool { return locs[e.GroupID] == nil })
 		inserted, err := s.insertEvents(ctx, tx, batch)
 		if err != nil {
 			return err
@@ -156,6 +165,16 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 		for i, c := range calls {
 			results[i] = analytics.AppendResult{}
 			for _, e := range c.Events {
+				loc := locs[e.GroupID]
+				if loc == nil {
+					if !slices.Contains(results[i].Gone, e.GroupID) {
+						results[i].Gone = append(results[i].Gone, e.GroupID)
+					}
+					continue
+				}
+				// The day in the zone the lock holds, which a change of
+				// zone may have changed since the caller cut it.
+				e.Day = analytics.DayOf(e.OccurredAt, loc)
 				k := [2]string{e.GroupID, e.ID}
 				if !inserted[k] {
 					results[i].Duplicates++
@@ -169,6 +188,9 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 		}
 		ordinals := map[[2]string]int{}
 		for _, g := range groups {
+			if locs[g] == nil {
+				continue
+			}
 			if err := s.saveStudents(ctx, tx, g, students[g], ordinals); err != nil {
 				return err
 			}
@@ -183,18 +205,50 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 // ends: on PostgreSQL the groups' rows, locked in id order so that writers
 // cannot deadlock; on SQLite the write transaction itself, which is
 // exclusive.
-func (s *Store) lockGroups(ctx context.Context, tx *txn, groupIDs []string) error {
-	if s.dialect.name != "postgres" || len(groupIDs) == 0 {
-		return nil
+//
+// It returns the time zone of each group that exists, as the lock holds
+// it: a group deleted (EraseGroup) before the lock was taken is missing,
+// and its events must not be written; a group's days are cut in the zone
+// read here, which changes only under the lock (Rebuild).
+func (s *Store) lockGroups(ctx context.Context, tx *txn, groupIDs []string) (map[string]string, error) {
+	zones := map[string]string{}
+	if len(groupIDs) == 0 {
+		return zones, nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT group_id FROM groups WHERE group_id = ANY($1) ORDER BY group_id FOR NO KEY UPDATE`, groupIDs)
+	var rows *sql.Rows
+	var err error
+	if s.dialect.name == "postgres" {
+		rows, err = tx.QueryContext(ctx, `SELECT group_id, time_zone FROM groups WHERE group_id = ANY($1) ORDER BY group_id FOR NO KEY UPDATE`, groupIDs)
+	} else {
+		rows, err = tx.QueryContext(ctx, `SELECT group_id, time_zone FROM groups WHERE group_id IN (SELECT value FROM json_each(?))`, jsonList(groupIDs))
+	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
+		var id, zone string
+		if err := rows.Scan(&id, &zone); err != nil {
+			return nil, err
+		}
+		zones[id] = zone
 	}
-	return rows.Err()
+	return zones, rows.Err()
+}
+
+// lockUsage is lockGroups of one group, which must exist: the lock of a
+// write of the group's usage. It returns the group's time zone.
+func (s *Store) lockUsage(ctx context.Context, tx *txn, groupID string) (string, error) {
+	zones, err := s.lockGroups(ctx, tx, []string{groupID})
+	if _, ok := zones[groupID]; err == nil && !ok {
+		return "", analytics.Errorf(analytics.NotFound, "Group %q not found", groupID)
+	}
+	return zones[groupID], err
+}
+
+func jsonList(values []string) string {
+	b, _ := json.Marshal(values)
+	return string(b)
 }
 
 // copyThreshold is the batch size from which PostgreSQL stages events with
@@ -478,7 +532,7 @@ func scanGroupRollup(rows *sql.Rows, r *analytics.GroupRollup, lead ...any) erro
 // rollup in one transaction under the group's write lock.
 func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) error {
 	return s.transact(ctx, "EraseStudent", func(tx *txn) error {
-		if err := s.lockGroups(ctx, tx, []string{groupID}); err != nil {
+		if _, err := s.lockUsage(ctx, tx, groupID); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM students WHERE group_id = ? AND student_id = ?`), groupID, studentID)
@@ -554,10 +608,20 @@ const rebuildChunk = 50_000
 
 // Rebuild holds the group's write lock throughout, so the group's
 // ingestion waits for it. The students keep their ordinals.
-func (s *Store) Rebuild(ctx context.Context, groupID string, loc *time.Location) error {
+func (s *Store) Rebuild(ctx context.Context, groupID, zone string) error {
+	loc, err := analytics.LoadZone(zone)
+	if err != nil {
+		return s.wrap("Rebuild", err)
+	}
 	return s.transact(ctx, "Rebuild", func(tx *txn) error {
-		if err := s.lockGroups(ctx, tx, []string{groupID}); err != nil {
+		current, err := s.lockUsage(ctx, tx, groupID)
+		if err != nil {
 			return err
+		}
+		if zone != current {
+			if _, err := tx.ExecContext(ctx, s.q(`UPDATE groups SET time_zone = ? WHERE group_id = ?`), zone, groupID); err != nil {
+				return err
+			}
 		}
 		for _, table := range []string{"student_counts", "group_rollups"} {
 			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ?`), groupID); err != nil {
@@ -602,4 +666,31 @@ func (s *Store) eventsAfter(ctx context.Context, tx *txn, groupID, after string,
 		events = append(events, e)
 	}
 	return events, rows.Err()
+}
+
+// tablesOfAGroup are the tables holding a group's rows, the groups table
+// last: every one that references it comes before it.
+var tablesOfAGroup = []string{"events", "usage_students", "usage_groups", "group_rollups", "student_counts",
+	"digest_sends", "digest_recipients", "api_keys", "plans", "students", "usage_placements", "groups"}
+
+// EraseGroup deletes the group's rows from every table in one
+// transaction, after locking the group's row as a directory change does,
+// which waits for the writes of its usage under way and makes those that
+// come later find it gone.
+func (s *Store) EraseGroup(ctx context.Context, groupID string) error {
+	return s.transact(ctx, "EraseGroup", func(tx *txn) error {
+		if err := s.lockGroup(ctx, tx, groupID); err != nil {
+			return err
+		}
+		return s.deleteGroupRows(ctx, tx, groupID)
+	})
+}
+
+func (s *Store) deleteGroupRows(ctx context.Context, tx *txn, groupID string) error {
+	for _, table := range tablesOfAGroup {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ?`), groupID); err != nil {
+			return fmt.Errorf("%s: %w", table, err)
+		}
+	}
+	return nil
 }

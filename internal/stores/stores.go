@@ -39,7 +39,8 @@ type Config struct {
 	CallTimeout time.Duration
 	// Observer, if set, is told what the usage store's writer does.
 	Observer analytics.WriteObserver
-	// Log is told of the migrations applied; nil: nobody.
+	// Log is told of the migrations applied, and of a replica joining
+	// its shard; nil: nobody.
 	Log *slog.Logger
 }
 
@@ -84,7 +85,7 @@ func Open(ctx context.Context, cfg Config) (*Stores, error) {
 	if cfg.Usage == "" {
 		return s, nil
 	}
-	shards, err := chstore.Open(ctx, cfg.Usage, Coordinator(dir), chstore.Options{CallTimeout: cfg.CallTimeout, Observer: cfg.Observer})
+	shards, err := chstore.Open(ctx, cfg.Usage, Coordinator(dir), chstore.Options{CallTimeout: cfg.CallTimeout, Observer: cfg.Observer, Log: log})
 	if err != nil {
 		dir.Close()
 		return nil, err

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,65 +9,108 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
+	"time"
 )
 
 // Cluster is a ClickHouse cluster of a test's own, run by the project's
 // deploy/clickhouse/cluster script on its own ports and data directory, so
 // that the test may kill its servers without disturbing other tests.
 type Cluster struct {
-	t      testing.TB
-	dir    string
-	base   int
-	shards int
+	t        testing.TB
+	dir      string
+	base     int
+	shards   int
+	replicas int
 }
 
 // NewCluster starts a cluster of n shards whose native ports are
 // basePort+1…basePort+n, stopped when the test ends.
 func NewCluster(t testing.TB, basePort, n int) *Cluster {
 	t.Helper()
+	return NewReplicatedCluster(t, basePort, n, 1)
+}
+
+// zkServer is the ZooKeeper start script of Debian's zookeeper package,
+// which the cluster script runs.
+const zkServer = "/usr/share/zookeeper/bin/zkServer.sh"
+
+// NewReplicatedCluster starts a cluster of n shards of r replicas each
+// and, with replicas, its ZooKeeper; replica j of shard i listens on
+// basePort+i+30*(j-1).
+func NewReplicatedCluster(t testing.TB, basePort, n, r int) *Cluster {
+	t.Helper()
 	RequireClickHouse(t)
-	c := &Cluster{t: t, dir: t.TempDir(), base: basePort, shards: n}
-	c.run("start", strconv.Itoa(n))
+	if _, err := os.Stat(zkServer); r > 1 && err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("ZooKeeper is required in CI: %v", err)
+		}
+		t.Skipf("SKIPPED: no ZooKeeper for replicas (%v): apt-get install zookeeper", err)
+	}
+	c := &Cluster{t: t, dir: t.TempDir(), base: basePort, shards: n, replicas: r}
+	c.Start()
 	t.Cleanup(func() { c.run("stop") })
 	return c
 }
 
-// URL is the usage URL of database db on every shard.
+// URL is the usage URL of database db on every shard and replica.
 func (c *Cluster) URL(db string) string {
-	hosts := make([]string, c.shards)
-	for i := range hosts {
-		hosts[i] = c.Shard(i + 1)
+	shards := make([]string, c.shards)
+	for i := range shards {
+		replicas := make([]string, c.replicas)
+		for j := range replicas {
+			replicas[j] = c.Replica(i+1, j+1)
+		}
+		shards[i] = strings.Join(replicas, "|")
 	}
-	return "clickhouse://" + strings.Join(hosts, ",") + "/" + db
+	return "clickhouse://" + strings.Join(shards, ",") + "/" + db
 }
 
-// Shard is shard i's host:port (from 1).
-func (c *Cluster) Shard(i int) string { return fmt.Sprintf("127.0.0.1:%d", c.base+i) }
+// Shard is shard i's host:port (from 1); its first replica's.
+func (c *Cluster) Shard(i int) string { return c.Replica(i, 1) }
 
-// Kill kills shard i's server with SIGKILL.
-func (c *Cluster) Kill(i int) {
+// Replica is replica j of shard i's host:port (both from 1).
+func (c *Cluster) Replica(i, j int) string {
+	return fmt.Sprintf("127.0.0.1:%d", c.base+i+30*(j-1))
+}
+
+// Kill kills shard i's server (its first replica) with SIGKILL.
+func (c *Cluster) Kill(i int) { c.t.Helper(); c.KillReplica(i, 1) }
+
+// KillReplica kills replica j of shard i with SIGKILL.
+func (c *Cluster) KillReplica(i, j int) {
 	c.t.Helper()
-	pid, err := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("shard%d", i), "pid"))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(pid)))
-	if err := syscall.Kill(n, syscall.SIGKILL); err != nil {
-		c.t.Fatal(err)
-	}
+	c.run("kill", strconv.Itoa(i), strconv.Itoa(j))
 }
 
-// Start starts the shards that are not running and waits until they answer.
-func (c *Cluster) Start() { c.t.Helper(); c.run("start", strconv.Itoa(c.shards)) }
+// Replace replaces replica j of shard i, lost for good, with an empty
+// server: killed, its data deleted, started again.
+func (c *Cluster) Replace(i, j int) {
+	c.t.Helper()
+	c.run("replace", strconv.Itoa(i), strconv.Itoa(j))
+}
+
+// StopZooKeeper and StartZooKeeper stop and start the cluster's ZooKeeper.
+func (c *Cluster) StopZooKeeper()  { c.t.Helper(); c.run("zookeeper", "stop") }
+func (c *Cluster) StartZooKeeper() { c.t.Helper(); c.run("zookeeper", "start") }
+
+// Start starts the servers that are not running and waits until they answer.
+func (c *Cluster) Start() {
+	c.t.Helper()
+	c.run("start", strconv.Itoa(c.shards), "--replicas", strconv.Itoa(c.replicas))
+}
 
 func (c *Cluster) run(args ...string) {
 	c.t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(file), "..", "..", "..", "deploy", "clickhouse", "cluster")
-	cmd := exec.Command(script, args...)
+	// The script bounds its own waits; this bounds what it runs, so that
+	// a hung server fails the test that runs it by name.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, script, args...)
 	cmd.Env = append(os.Environ(), "GROUPANALYTICS_CLICKHOUSE_DIR="+c.dir, "BASE_PORT="+strconv.Itoa(c.base))
+	cmd.WaitDelay = 10 * time.Second // for a child that keeps the output open
 	if out, err := cmd.CombinedOutput(); err != nil {
 		c.t.Fatalf("cluster %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

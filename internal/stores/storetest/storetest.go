@@ -181,7 +181,8 @@ func Each(t *testing.T, fn func(t *testing.T, s Stores)) {
 	}
 }
 
-// ClickHouseShards is the test cluster's shards, host:port each.
+// ClickHouseShards is the test cluster's shards, host:port each, or the
+// host:port of each of its replicas joined by "|".
 func ClickHouseShards() []string {
 	if u := os.Getenv("GROUPANALYTICS_TEST_CLICKHOUSE"); u != "" {
 		return strings.Split(u, ",")
@@ -199,7 +200,7 @@ var (
 func RequireClickHouse(t testing.TB) {
 	t.Helper()
 	chProbeOnce.Do(func() {
-		for _, addr := range ClickHouseShards() {
+		for _, addr := range strings.FieldsFunc(strings.Join(ClickHouseShards(), ","), func(r rune) bool { return r == ',' || r == '|' }) {
 			conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
 			if err != nil {
 				chProbeErr = err
@@ -228,7 +229,7 @@ func NewClickHouseURL(t testing.TB) string {
 	name := fmt.Sprintf("groupanalytics_test_%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e6, dbCounter.Add(1))
 	raw := "clickhouse://" + strings.Join(ClickHouseShards(), ",") + "/" + name
 	t.Cleanup(func() {
-		if err := eachShard(raw, func(conn driver.Conn, database string) error {
+		if err := eachServer(raw, true, func(conn driver.Conn, database string) error {
 			return conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+database)
 		}); err != nil {
 			t.Errorf("drop clickhouse database %s: %v", name, err)
@@ -285,7 +286,7 @@ func RawEvents(t testing.TB, dsn, groupID string) map[string]string {
 func RawClickHouseEvents(t testing.TB, usageURL, groupID string) map[string]string {
 	t.Helper()
 	events := map[string]string{}
-	err := eachShard(usageURL, func(conn driver.Conn, database string) error {
+	err := eachServer(usageURL, false, func(conn driver.Conn, database string) error {
 		rows, err := conn.Query(context.Background(), `SELECT event_id, student_id FROM `+database+`.events WHERE group_id = ?`, groupID)
 		if err != nil {
 			return err
@@ -309,22 +310,29 @@ func RawClickHouseEvents(t testing.TB, usageURL, groupID string) map[string]stri
 	return events
 }
 
-// eachShard connects to each shard that usageURL names in turn and runs fn
-// with the URL's database name.
-func eachShard(usageURL string, fn func(conn driver.Conn, database string) error) error {
+// eachServer connects to each shard that usageURL names in turn (to its
+// first replica, or to every replica) and runs fn with the URL's database
+// name.
+func eachServer(usageURL string, everyReplica bool, fn func(conn driver.Conn, database string) error) error {
 	cfg, err := chstore.ParseURL(usageURL)
 	if err != nil {
 		return err
 	}
-	for _, addr := range cfg.Shards {
-		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Auth: clickhouse.Auth{Username: cfg.User, Password: cfg.Password}})
-		if err != nil {
-			return err
+	for _, shard := range cfg.Shards {
+		replicas := strings.Split(shard, "|")
+		if !everyReplica {
+			replicas = replicas[:1]
 		}
-		err = fn(conn, cfg.Database)
-		conn.Close()
-		if err != nil {
-			return fmt.Errorf("shard %s: %w", addr, err)
+		for _, addr := range replicas {
+			conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Auth: clickhouse.Auth{Username: cfg.User, Password: cfg.Password}})
+			if err != nil {
+				return err
+			}
+			err = fn(conn, cfg.Database)
+			conn.Close()
+			if err != nil {
+				return fmt.Errorf("server %s: %w", addr, err)
+			}
 		}
 	}
 	return nil
@@ -336,4 +344,131 @@ func EachSQL(t *testing.T, fn func(t *testing.T, store *sqlstore.Store)) {
 	for _, d := range []string{"sqlite", "postgres"} {
 		t.Run(d, func(t *testing.T) { fn(t, Open(t, d)) })
 	}
+}
+
+// CheckReplicasAlike fails the test unless every replica of each shard of
+// the usage URL holds the same rows, once each has done its share of the
+// replication queue: the events as stored, the other tables as merged.
+func CheckReplicasAlike(t testing.TB, usageURL string) {
+	t.Helper()
+	tables := []string{"events", "group_rollups FINAL", "student_counts FINAL", "students FINAL"}
+	cfg, err := chstore.ParseURL(usageURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var digests []string // in eachServer's order: by shard, then replica
+	err = eachServer(usageURL, true, func(conn driver.Conn, database string) error {
+		var digest strings.Builder
+		for _, table := range tables {
+			name, _, _ := strings.Cut(table, " ")
+			if err := conn.Exec(context.Background(), `SYSTEM SYNC REPLICA `+database+`.`+name); err != nil {
+				return err
+			}
+			var rows, hash uint64
+			if err := conn.QueryRow(context.Background(), `SELECT count(), sum(cityHash64(*)) FROM `+database+`.`+table).Scan(&rows, &hash); err != nil {
+				return err
+			}
+			fmt.Fprintf(&digest, "%s: %d rows, %x; ", name, rows, hash)
+		}
+		digests = append(digests, digest.String())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shard := range cfg.Shards {
+		replicas := strings.Split(shard, "|")
+		first := digests[0]
+		for i, r := range replicas[1:] {
+			if digests[i+1] != first {
+				t.Errorf("replica %s holds %s\nreplica %s holds %s", replicas[0], first, r, digests[i+1])
+			}
+		}
+		t.Logf("replicas of %s: %s", shard, first)
+		digests = digests[len(replicas):]
+	}
+}
+
+// GroupRows counts the rows of a group in every table with a group_id
+// column, straight from the databases: the SQL database at dsn and, if
+// usageURL is set, every replica of every ClickHouse shard. It returns
+// the tables holding any ("table" or "server/table": count).
+func GroupRows(t testing.TB, dsn, usageURL, groupID string) map[string]int {
+	t.Helper()
+	found := map[string]int{}
+	driverName, tables := "sqlite3", `SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c WHERE m.type = 'table' AND c.name = 'group_id'`
+	if sqlstore.IsPostgres(dsn) {
+		driverName, tables = "pgx", `SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'group_id'`
+	} else {
+		dsn = "file:" + dsn + "?mode=ro&_busy_timeout=10000"
+	}
+	db, err := sql.Open(driverName, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	rows.Close()
+	if len(names) < 10 {
+		t.Fatalf("only %d tables with a group_id column in %s: %v", len(names), redacted(dsn), names)
+	}
+	for _, name := range names {
+		var n int
+		query := `SELECT count(*) FROM ` + name + ` WHERE group_id = ?`
+		if driverName == "pgx" {
+			query = strings.Replace(query, "?", "$1", 1)
+		}
+		if err := db.QueryRow(query, groupID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			found[name] = n
+		}
+	}
+	if usageURL == "" {
+		return found
+	}
+	err = eachServer(usageURL, true, func(conn driver.Conn, database string) error {
+		var names []string
+		rows, err := conn.Query(context.Background(), `SELECT table FROM system.columns WHERE database = ? AND name = 'group_id'`, database)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				return err
+			}
+			names = append(names, name)
+		}
+		rows.Close()
+		if len(names) < 4 {
+			return fmt.Errorf("only %d tables with a group_id column: %v", len(names), names)
+		}
+		for _, name := range names {
+			var n uint64
+			if err := conn.QueryRow(context.Background(), `SELECT count() FROM `+database+`.`+name+` WHERE group_id = ?`, groupID).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				found["clickhouse/"+name] += int(n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
 }

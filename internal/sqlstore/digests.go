@@ -1,0 +1,153 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+// AddRecipient adds an address to a group's digest; one already there is
+// a Conflict.
+func (s *Store) AddRecipient(ctx context.Context, r analytics.Recipient) error {
+	return s.transact(ctx, "AddRecipient", func(tx *txn) error {
+		if err := s.lockGroup(ctx, tx, r.GroupID); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO digest_recipients (group_id, address, token, created_at)
+			VALUES (?, ?, ?, ?) ON CONFLICT (group_id, address) DO NOTHING`), r.GroupID, r.Address, r.Token, millis(r.Created))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.Conflict, "%s already receives the digest of group %q", r.Address, r.GroupID)
+		}
+		return nil
+	})
+}
+
+// Recipients returns a group's digest recipients by address, or every
+// group's (by group, then address) when groupID is empty.
+func (s *Store) Recipients(ctx context.Context, groupID string) ([]analytics.Recipient, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT group_id, address, token, created_at FROM digest_recipients
+		WHERE group_id = ? OR ? = '' ORDER BY group_id, address`), groupID, groupID)
+	if err != nil {
+		return nil, s.wrap("Recipients", err)
+	}
+	defer rows.Close()
+	var recipients []analytics.Recipient
+	for rows.Next() {
+		var r analytics.Recipient
+		var created int64
+		if err := rows.Scan(&r.GroupID, &r.Address, &r.Token, &created); err != nil {
+			return nil, s.wrap("Recipients", err)
+		}
+		r.Created = fromMillis(created)
+		recipients = append(recipients, r)
+	}
+	return recipients, s.wrap("Recipients", rows.Err())
+}
+
+// RemoveRecipient removes an address from a group's digest, or answers
+// NotFound.
+func (s *Store) RemoveRecipient(ctx context.Context, groupID, address string) error {
+	return s.transact(ctx, "RemoveRecipient", func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM digest_recipients WHERE group_id = ? AND address = ?`), groupID, address)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.NotFound, "%s does not receive the digest of group %q", address, groupID)
+		}
+		return nil
+	})
+}
+
+// Unsubscribe removes the recipient whose unsubscribe token this is and
+// returns it, or answers NotFound.
+func (s *Store) Unsubscribe(ctx context.Context, token string) (analytics.Recipient, error) {
+	r := analytics.Recipient{Token: token}
+	err := s.transact(ctx, "Unsubscribe", func(tx *txn) error {
+		var created int64
+		err := tx.QueryRowContext(ctx, s.q(`DELETE FROM digest_recipients WHERE token = ?
+			RETURNING group_id, address, created_at`), token).Scan(&r.GroupID, &r.Address, &created)
+		if errors.Is(err, sql.ErrNoRows) {
+			return analytics.Errorf(analytics.NotFound, "This link is not valid: it may have been used already")
+		}
+		r.Created = fromMillis(created)
+		return err
+	})
+	return r, err
+}
+
+// ClaimDigest records that d is being sent until lease, and reports
+// whether the caller is the one to send it: it has not been sent, no
+// other claim on it is current, and it has been tried fewer than
+// maxAttempts times. One statement, so that of several processes
+// claiming at once exactly one wins.
+func (s *Store) ClaimDigest(ctx context.Context, d analytics.DigestSend, now, lease time.Time, maxAttempts int) (bool, error) {
+	var claimed bool
+	err := s.transact(ctx, "ClaimDigest", func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO digest_sends (group_id, week, address, attempts, retry_at)
+			VALUES (?, ?, ?, 1, ?)
+			ON CONFLICT (group_id, week, address) DO UPDATE SET attempts = digest_sends.attempts + 1, retry_at = excluded.retry_at
+			WHERE digest_sends.sent_at IS NULL AND digest_sends.retry_at <= ? AND digest_sends.attempts < ?`),
+			d.GroupID, d.Week.String(), d.Address, millis(lease), millis(now), maxAttempts)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		claimed = n == 1
+		return err
+	})
+	return claimed, err
+}
+
+// SentDigests returns the addresses the group's digest of week went to.
+func (s *Store) SentDigests(ctx context.Context, groupID string, week analytics.Week) ([]string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT address FROM digest_sends
+		WHERE group_id = ? AND week = ? AND sent_at IS NOT NULL ORDER BY address`), groupID, week.String())
+	if err != nil {
+		return nil, s.wrap("SentDigests", err)
+	}
+	defer rows.Close()
+	var sent []string
+	for rows.Next() {
+		var address string
+		if err := rows.Scan(&address); err != nil {
+			return nil, s.wrap("SentDigests", err)
+		}
+		sent = append(sent, address)
+	}
+	return sent, s.wrap("SentDigests", rows.Err())
+}
+
+// DigestSent records that d went out at at.
+func (s *Store) DigestSent(ctx context.Context, d analytics.DigestSend, at time.Time) error {
+	return s.transact(ctx, "DigestSent", func(tx *txn) error {
+		_, err := tx.ExecContext(ctx, s.q(`UPDATE digest_sends SET sent_at = ?, last_error = ''
+			WHERE group_id = ? AND week = ? AND address = ?`), millis(at), d.GroupID, d.Week.String(), d.Address)
+		return err
+	})
+}
+
+// DigestFailed records why sending d failed, and when it may be claimed
+// again; a zero retryAt: never.
+func (s *Store) DigestFailed(ctx context.Context, d analytics.DigestSend, reason string, retryAt time.Time) error {
+	retry := int64(math.MaxInt64)
+	if !retryAt.IsZero() {
+		retry = millis(retryAt)
+	}
+	return s.transact(ctx, "DigestFailed", func(tx *txn) error {
+		_, err := tx.ExecContext(ctx, s.q(`UPDATE digest_sends SET retry_at = ?, last_error = ?
+			WHERE group_id = ? AND week = ? AND address = ? AND sent_at IS NULL`), retry, reason, d.GroupID, d.Week.String(), d.Address)
+		return err
+	})
+}
