@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/digest"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/stores"
 )
@@ -43,6 +44,48 @@ func groupCreate(e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "created group %s (%s, %s)\n", g.ID, g.Name, g.TimeZone)
 		}
 		return err
+	})
+}
+
+func groupRename(e *env, args []string) error {
+	fs, db := flags(e, "group rename")
+	group := fs.String("group", "", "group id")
+	name := fs.String("name", "", "the new display name")
+	return withPlatform(e, fs, db, args, false, []string{"group", "name"}, func(p *platform.Platform) error {
+		g, err := p.RenameGroup(e.ctx, *group, *name)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "renamed group %s: %s\n", g.ID, g.Name)
+		}
+		return err
+	})
+}
+
+func groupSetTimeZone(e *env, args []string) error {
+	fs, db := flags(e, "group set-timezone")
+	group := fs.String("group", "", "group id")
+	tz := fs.String("tz", "", "IANA time zone, e.g. Europe/Berlin")
+	return withPlatform(e, fs, db, args, false, []string{"group", "tz"}, func(p *platform.Platform) error {
+		g, err := p.SetTimeZone(e.ctx, *group, *tz)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "group %s is on %s: its rollups were rebuilt in it\n", g.ID, g.TimeZone)
+		}
+		return err
+	})
+}
+
+func groupDelete(e *env, args []string) error {
+	fs, db := flags(e, "group delete")
+	group := fs.String("group", "", "group id")
+	yes := fs.Bool("yes", false, "yes, erase it and everything of it for good")
+	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
+		if !*yes {
+			return fmt.Errorf("group delete erases group %s and all its usage for good: add --yes", *group)
+		}
+		if err := p.DeleteGroup(e.ctx, *group); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "deleted group %s: its usage, students, keys, plans and digest recipients are gone\n", *group)
+		return nil
 	})
 }
 
@@ -130,8 +173,22 @@ func planSet(e *env, args []string) error {
 	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
 		plan, err := p.AddPlan(e.ctx, *group, *start, *end)
 		if err == nil {
-			fmt.Fprintf(e.stdout, "added plan %d to group %s: from %s until %s\n", plan.ID, plan.GroupID,
-				analytics.FormatTime(plan.Starts), when(plan.Ends))
+			// The bounds as typed, then the instants stored (an end date's
+			// instant is the start of the day after it).
+			typed := cmp.Or(*start, "now")
+			switch {
+			case *end == "":
+				typed += ", open-ended"
+			case strings.Contains(*end, "T"):
+				typed += " until " + *end
+			default:
+				typed += " through " + *end
+			}
+			stored := "from " + analytics.FormatTime(plan.Starts)
+			if plan.Ends != nil {
+				stored += " until " + analytics.FormatTime(*plan.Ends)
+			}
+			fmt.Fprintf(e.stdout, "added plan %d to group %s: %s (%s)\n", plan.ID, plan.GroupID, typed, stored)
 		}
 		return err
 	})
@@ -427,4 +484,84 @@ func runBackup(e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "backed up %s to %s (%.1f MB) in %s\n", db.db, *to, float64(info.Size())/1e6, time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+func recipientAdd(e *env, args []string) error {
+	fs, db := flags(e, "recipient add")
+	group := fs.String("group", "", "group id")
+	address := fs.String("address", "", "email address")
+	return withPlatform(e, fs, db, args, false, []string{"group", "address"}, func(p *platform.Platform) error {
+		r, err := p.AddRecipient(e.ctx, *group, *address)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "%s will receive the weekly digest of group %s\n", r.Address, r.GroupID)
+		}
+		return err
+	})
+}
+
+func recipientList(e *env, args []string) error {
+	fs, db := flags(e, "recipient list")
+	group := fs.String("group", "", "group id")
+	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
+		recipients, err := p.Recipients(e.ctx, *group)
+		table(e, "ADDRESS\tADDED", func(w io.Writer) {
+			for _, r := range recipients {
+				fmt.Fprintf(w, "%s\t%s\n", r.Address, analytics.FormatTime(r.Created))
+			}
+		})
+		return err
+	})
+}
+
+func recipientRemove(e *env, args []string) error {
+	fs, db := flags(e, "recipient remove")
+	group := fs.String("group", "", "group id")
+	address := fs.String("address", "", "email address")
+	return withPlatform(e, fs, db, args, false, []string{"group", "address"}, func(p *platform.Platform) error {
+		err := p.RemoveRecipient(e.ctx, *group, *address)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "%s will no longer receive the weekly digest of group %s\n", *address, *group)
+		}
+		return err
+	})
+}
+
+func digestSend(e *env, args []string) error {
+	fs, db := flags(e, "digest send")
+	group := fs.String("group", "", "group id")
+	to := fs.String("to", "", "the address to send it to")
+	week := fs.String("week", "", "the ISO week, e.g. 2026-W46 (default: the last week that has ended)")
+	mail := addMailFlags(fs)
+	return withStores(e, fs, db, args, false, []string{"group", "to"}, func(s *stores.Stores) error {
+		if mail.smtpURL == "" {
+			return errors.New("digest send needs --smtp-url (and --public-url)")
+		}
+		sender, err := mail.sender(s, quietLog(e))
+		if err != nil {
+			return err
+		}
+		address, err := platform.CheckAddress(*to)
+		if err != nil {
+			return err
+		}
+		g, err := s.Directory.Group(e.ctx, *group)
+		if err != nil {
+			return err
+		}
+		loc, err := g.Location()
+		if err != nil {
+			return err
+		}
+		w := digest.DueWeek(time.Now(), loc)
+		if *week != "" {
+			if w, err = analytics.ParseWeek(*week); err != nil {
+				return err
+			}
+		}
+		if err := sender.SendTrial(e.ctx, g.ID, w, address); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "sent the digest of group %s for %s to %s\n", g.ID, w, address)
+		return nil
+	})
 }

@@ -39,11 +39,14 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"serve", "[--addr ADDR] [--db DB] [--log-level LEVEL]", "run the HTTP server", runServe},
+		{"serve", "[--addr ADDR] [--db DB] [--log-level LEVEL] [--smtp-url URL --public-url URL]", "run the HTTP server (and, with --smtp-url, send the weekly digests)", runServe},
 		{"demo", "[--addr ADDR] [--db FILE|postgres://…] [--usage clickhouse://…]", "load demo data (into a fresh SQLite file, or beside what a PostgreSQL database holds), print curl commands, and serve", runDemo},
 		{"migrate", "[--db DB]", "apply pending schema migrations and exit", runMigrate},
 		{"group create", "--id ID [--name NAME] [--tz ZONE]", "create a group (time zone: IANA name, default UTC)", groupCreate},
 		{"group list", "", "list groups", groupList},
+		{"group rename", "--group ID --name NAME", "change a group's display name", groupRename},
+		{"group set-timezone", "--group ID --tz ZONE", "change a group's time zone, rebuilding its rollups in it", groupSetTimeZone},
+		{"group delete", "--group ID --yes", "erase a group for good: its usage on every store, students, keys, plans and digests", groupDelete},
 		{"group move", "--group ID --shard HOST:PORT", "move a group's usage to another ClickHouse shard (needs --usage)", groupMove},
 		{"shard list", "", "list the ClickHouse shards with their groups and events (needs --usage)", shardList},
 		{"plan set", "--group ID [--start WHEN] [--end WHEN]", "give a group a plan period (dates or RFC 3339 times)", planSet},
@@ -56,6 +59,10 @@ func init() {
 		{"student rename", "--group ID --id STUDENT_ID --name NAME", "change a student's display name", studentRename},
 		{"student list", "--group ID", "list a group's students", studentList},
 		{"student delete", "--group ID --id STUDENT_ID", "erase a student and all their usage", studentDelete},
+		{"recipient add", "--group ID --address EMAIL", "send a group's weekly digest to an address", recipientAdd},
+		{"recipient list", "--group ID", "list a group's digest recipients", recipientList},
+		{"recipient remove", "--group ID --address EMAIL", "stop a group's weekly digest to an address", recipientRemove},
+		{"digest send", "--group ID --to EMAIL [--week 2026-W46] --smtp-url URL --public-url URL", "send a group's weekly digest now, to try it (not recorded)", digestSend},
 		{"token create", "[--label TEXT]", "create a platform API token; it is shown once", tokenCreate},
 		{"token list", "", "list platform tokens", tokenList},
 		{"token revoke", "--token TOKEN_ID", "revoke a platform token", tokenRevoke},
@@ -113,14 +120,15 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-17s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Every command takes --db (default groupanalytics.db; a postgres:// URL selects PostgreSQL)")
 	fmt.Fprintln(w, "and --usage (a clickhouse:// URL puts the usage store on ClickHouse shards).")
-	fmt.Fprintln(w, "Configuration flags (--db, --usage, --addr, --log-level, --store-timeout, --metrics-addr and the")
-	fmt.Fprintln(w, "rate limits) can also be set in the")
-	fmt.Fprintln(w, "environment as GROUPANALYTICS_<FLAG>, e.g. GROUPANALYTICS_DB; the flags that name what a")
+	fmt.Fprintln(w, "Configuration flags (--db, --usage, --addr, --log-level, --store-timeout, --metrics-addr, the")
+	fmt.Fprintln(w, "rate limits and the digest's --smtp-url, --public-url, --mail-from and --digest-interval) can")
+	fmt.Fprintln(w, "also be set in the environment as GROUPANALYTICS_<FLAG>, e.g. GROUPANALYTICS_DB or")
+	fmt.Fprintln(w, "GROUPANALYTICS_SMTP_URL (which keeps the SMTP password off the command line); the flags that name what a")
 	fmt.Fprintln(w, "command works on (--id, --group, --key, ...) cannot.")
 	fmt.Fprintln(w, "Run 'groupanalytics COMMAND --help' for a command's flags.")
 }
@@ -155,7 +163,8 @@ func flags(e *env, name string) (*flag.FlagSet, *storeFlags) {
 // from the environment, so that a stray GROUPANALYTICS_ID cannot choose
 // what student delete deletes.
 var configFlags = map[string]bool{"db": true, "usage": true, "addr": true, "log-level": true, "store-timeout": true,
-	"metrics-addr": true, "key-rate-limit": true, "token-rate-limit": true, "failed-auth-limit": true, "client-ip-header": true}
+	"metrics-addr": true, "key-rate-limit": true, "token-rate-limit": true, "failed-auth-limit": true, "client-ip-header": true,
+	"smtp-url": true, "public-url": true, "mail-from": true, "digest-interval": true}
 
 // parse parses args, then fills each configuration flag not given from its
 // environment variable GROUPANALYTICS_<NAME>. It refuses stray arguments

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/digest/mailtest"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/stores/storetest"
 )
@@ -83,7 +84,8 @@ func TestAdminErrorsExitOneWithAMessage(t *testing.T) {
 		{[]string{"group", "create", "--db", db, "--id", "x", "--tz", "Mars/Olympus"}, `Invalid timeZone "Mars/Olympus"`},
 		{[]string{"group", "create", "--db", db, "--id", "bad id"}, `Invalid group id "bad id"`},
 		{[]string{"plan", "set", "--db", db, "--group", "south"}, `Group "south" not found`},
-		{[]string{"plan", "set", "--db", db, "--group", "north", "--start", "2026-02-01", "--end", "2026-01-01"}, "Invalid end"},
+		{[]string{"plan", "set", "--db", db, "--group", "north", "--start", "2026-02-01", "--end", "2026-01-31"}, "Invalid end: the last day 2026-01-31 is before the start 2026-02-01"},
+		{[]string{"plan", "set", "--db", db, "--group", "north", "--start", "2026-02-01", "--end", "2026-01-31T23:00:00Z"}, "Invalid end: 2026-01-31T23:00:00Z is not after the start 2026-02-01"},
 		{[]string{"plan", "set", "--db", db, "--group", "north", "--start", "soon"}, `Invalid start: expected a date (2025-09-01) or an RFC 3339 timestamp, got "soon"`},
 		{[]string{"key", "revoke", "--db", db, "--group", "north", "--key", "key_nope"}, `Key "key_nope" of group "north" not found`},
 		{[]string{"student", "rename", "--db", db, "--group", "north", "--id", "s9", "--name", "X"}, `Student "s9" not found in group "north"`},
@@ -95,6 +97,30 @@ func TestAdminErrorsExitOneWithAMessage(t *testing.T) {
 		code, _, errOut := run(t, "", tt.args...)
 		if code != 1 || !strings.Contains(errOut, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 1 and %q", tt.args, code, errOut, tt.want)
+		}
+	}
+}
+
+// TestPlanSetEchoesTheBoundsAsTyped: plan set says the plan's bounds as
+// they were given (an end date is the last day), then the instants stored.
+func TestPlanSetEchoesTheBoundsAsTyped(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "group", "create", "--db", db, "--id", "north", "--tz", "Europe/Berlin")
+	tests := []struct {
+		start, end, want string
+	}{
+		{"2025-08-01", "2026-07-31", "added plan 1 to group north: 2025-08-01 through 2026-07-31 (from 2025-07-31T22:00:00.000Z until 2026-07-31T22:00:00.000Z)\n"},
+		{"2026-02-01", "2026-02-01", "added plan 2 to group north: 2026-02-01 through 2026-02-01 (from 2026-01-31T23:00:00.000Z until 2026-02-01T23:00:00.000Z)\n"},
+		{"2026-03-01", "2026-03-02T12:00:00Z", "added plan 3 to group north: 2026-03-01 until 2026-03-02T12:00:00Z (from 2026-02-28T23:00:00.000Z until 2026-03-02T12:00:00.000Z)\n"},
+		{"2026-04-01", "", "added plan 4 to group north: 2026-04-01, open-ended (from 2026-03-31T22:00:00.000Z)\n"},
+	}
+	for _, tt := range tests {
+		args := []string{"plan", "set", "--db", db, "--group", "north", "--start", tt.start}
+		if tt.end != "" {
+			args = append(args, "--end", tt.end)
+		}
+		if got := mustRun(t, args...); got != tt.want {
+			t.Errorf("plan set %s %s:\n%q\nwant\n%q", tt.start, tt.end, got, tt.want)
 		}
 	}
 }
@@ -339,6 +365,70 @@ func TestAdminThenServe(t *testing.T) {
 	if strings.Contains(stderr.String(), key) || !strings.Contains(stderr.String(), `"msg":"stopped"`) {
 		t.Errorf("log:\n%s", stderr.String())
 	}
+	if n := strings.Count(stderr.String(), `"msg":"weekly digests off: no --smtp-url"`); n != 1 {
+		t.Errorf("serve without --smtp-url said %d times that digests are off:\n%s", n, stderr.String())
+	}
+}
+
+// TestDigestCommands: recipient add, list and remove; digest send to try
+// a digest; and serve sending the week's digest to a recipient, once,
+// through a real SMTP server that wants credentials.
+func TestDigestCommands(t *testing.T) {
+	db := newStore(t)
+	mail := mailtest.Start(t, mailtest.Options{User: "ops", Pass: "pa55word"})
+	mustRun(t, "group", "create", "--db", db, "--id", "north", "--name", "Northside")
+	mustRun(t, "plan", "set", "--db", db, "--group", "north", "--start", "2025-01-01")
+	if out := mustRun(t, "recipient", "add", "--db", db, "--group", "north", "--address", "Head@North.Example"); out != "Head@north.example will receive the weekly digest of group north\n" {
+		t.Errorf("recipient add: %q", out)
+	}
+	if code, _, errOut := run(t, "", "recipient", "add", "--db", db, "--group", "north", "--address", "Head@north.example"); code != 1 ||
+		!strings.Contains(errOut, `Head@north.example already receives the digest of group "north"`) {
+		t.Errorf("a recipient added twice: exit %d, %s", code, errOut)
+	}
+	mustRun(t, "recipient", "add", "--db", db, "--group", "north", "--address", "staff@north.example")
+	mustRun(t, "recipient", "remove", "--db", db, "--group", "north", "--address", "staff@north.example")
+	if list := mustRun(t, "recipient", "list", "--db", db, "--group", "north"); !regexp.MustCompile(`^ADDRESS +ADDED\nHead@north\.example +\d{4}-`).MatchString(list) || strings.Contains(list, "staff") {
+		t.Errorf("recipient list:\n%s", list)
+	}
+
+	public := []string{"--smtp-url", mail.URL(), "--public-url", "https://analytics.example"}
+	if code, _, errOut := run(t, "", "digest", "send", "--db", db, "--group", "north", "--to", "x@north.example"); code != 1 || !strings.Contains(errOut, "needs --smtp-url") {
+		t.Errorf("digest send without SMTP: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := run(t, "", "digest", "send", "--db", db, "--group", "north", "--to", "x@north.example", "--smtp-url", mail.URL()); code != 1 || !strings.Contains(errOut, "--smtp-url needs --public-url") {
+		t.Errorf("digest send without a public URL: exit %d, %s", code, errOut)
+	}
+	out := mustRun(t, append([]string{"digest", "send", "--db", db, "--group", "north", "--to", "trial@north.example", "--week", "2026-W46"}, public...)...)
+	if out != "sent the digest of group north for 2026-W46 to trial@north.example\n" {
+		t.Errorf("digest send: %q", out)
+	}
+	trial := mail.WaitFor(t, 1, 10*time.Second)[0]
+	m, err := mailtest.Parse(trial.Data)
+	if err != nil || trial.From != "digest@analytics.example" || m.Header.Get("List-Unsubscribe") != "" ||
+		!strings.Contains(m.Parts["text/plain"], "https://analytics.example/?endDate=2026-11-15&interval=day&startDate=2026-11-09") {
+		t.Errorf("the trial digest (%v) from %s:\n%s", err, trial.From, trial.Data)
+	}
+
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	var stderr syncWriter
+	go func() {
+		done <- Main(ctx, append([]string{"serve", "--db", db, "--addr", addr, "--digest-interval", "50ms"}, public...), nil, io.Discard, &stderr)
+	}()
+	msgs := mail.WaitFor(t, 2, 20*time.Second)
+	time.Sleep(300 * time.Millisecond) // six more rounds
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("serve exited %d:\n%s", code, stderr.String())
+	}
+	if n := len(mail.Messages()); n != 2 || msgs[1].To[0] != "Head@north.example" {
+		t.Errorf("%d messages, the second to %v; want one digest to the recipient", n, msgs[1].To)
+	}
+	logs := stderr.String()
+	if !strings.Contains(logs, `"msg":"weekly digests on","smtp":"`+mail.Addr+`"`) || !strings.Contains(logs, `"msg":"digest sent"`) || strings.Contains(logs, "pa55word") {
+		t.Errorf("log:\n%s", logs)
+	}
 }
 
 // TestVersion: the version command names the build and its Go release.
@@ -396,18 +486,20 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 }
 func (w *syncWriter) String() string { w.mu.Lock(); defer w.mu.Unlock(); return w.buf.String() }
 
-// The demo's events end the day before it starts, so that its numbers are
-// the same whenever in a day it starts; none is in the future.
+// The demo's events end the day before the day it is given (the day it
+// starts, in each group's zone, or the day after --until), so that its
+// numbers are the same whenever in that day it starts; none is on or
+// after that day.
 func TestDemoEventsDependOnTheDayNotTheTime(t *testing.T) {
 	for _, dg := range demoGroups {
 		loc, _ := analytics.LoadZone(dg.zone)
-		morning, night := time.Date(2026, 11, 20, 0, 5, 0, 0, loc), time.Date(2026, 11, 20, 23, 55, 0, 0, loc)
-		early, _ := demoEvents(rand.New(rand.NewPCG(1, 2)), dg, morning)
-		late, _ := demoEvents(rand.New(rand.NewPCG(1, 2)), dg, night)
+		stop := analytics.DateDay(2026, 11, 20)
+		early, _ := demoEvents(rand.New(rand.NewPCG(1, 2)), dg, stop)
+		late, _ := demoEvents(rand.New(rand.NewPCG(1, 2)), dg, stop)
 		if !reflect.DeepEqual(early, late) {
-			t.Errorf("%s: %d events when started at 00:05, %d at 23:55", dg.id, len(early), len(late))
+			t.Errorf("%s: %d events, then %d", dg.id, len(early), len(late))
 		}
-		start := analytics.DayOf(morning, loc).Start(loc)
+		start := stop.Start(loc)
 		for _, raw := range early {
 			var e platform.EventInput
 			json.Unmarshal(raw, &e)
@@ -428,5 +520,66 @@ func TestMigrateSaysWhatItDid(t *testing.T) {
 	}
 	if out := mustRun(t, "migrate", "--db", db); out != "the store already had the newest schema: nothing to migrate\n" {
 		t.Errorf("migrate again: %q", out)
+	}
+}
+
+// TestGroupRenameAndDelete: group rename, and group delete, which wants
+// --yes and leaves nothing of the group: its id names a new group after.
+func TestGroupRenameAndDelete(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "group", "create", "--db", db, "--id", "north", "--name", "Northside")
+	mustRun(t, "plan", "set", "--db", db, "--group", "north", "--start", "2025-01-01")
+	mustRun(t, "recipient", "add", "--db", db, "--group", "north", "--address", "head@north.example")
+	events := `{"id":"e1","groupId":"north","studentId":"s1","studentName":"Ada","occurredAt":"2025-03-01T10:00:00Z","kind":"live_lecture.session_created"}`
+	if code, _, errOut := run(t, events, "import", "--db", db, "-"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if out := mustRun(t, "group", "rename", "--db", db, "--group", "north", "--name", "Northside High"); out != "renamed group north: Northside High\n" {
+		t.Errorf("group rename: %q", out)
+	}
+	if list := mustRun(t, "group", "list", "--db", db); !strings.Contains(list, "Northside High") {
+		t.Errorf("group list after the rename:\n%s", list)
+	}
+	if code, _, errOut := run(t, "", "group", "delete", "--db", db, "--group", "north"); code != 1 || !strings.Contains(errOut, "group delete erases group north and all its usage for good: add --yes") {
+		t.Errorf("group delete without --yes: exit %d, %s", code, errOut)
+	}
+	if out := mustRun(t, "group", "delete", "--db", db, "--group", "north", "--yes"); !strings.HasPrefix(out, "deleted group north") {
+		t.Errorf("group delete: %q", out)
+	}
+	if left := storetest.GroupRows(t, db, "", "north"); len(left) > 0 {
+		t.Errorf("rows left: %v", left)
+	}
+	if code, _, errOut := run(t, "", "group", "delete", "--db", db, "--group", "north", "--yes"); code != 1 || !strings.Contains(errOut, `Group "north" not found`) {
+		t.Errorf("group delete again: exit %d, %s", code, errOut)
+	}
+	mustRun(t, "group", "create", "--db", db, "--id", "north")
+	if list := mustRun(t, "student", "list", "--db", db, "--group", "north"); strings.Contains(list, "Ada") {
+		t.Errorf("the new north has the old one's students:\n%s", list)
+	}
+}
+
+// TestGroupSetTimeZone: a new zone moves an event near midnight to the
+// day it falls on there.
+func TestGroupSetTimeZone(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "group", "create", "--db", db, "--id", "north")
+	events := `{"id":"e1","groupId":"north","studentId":"s1","occurredAt":"2025-03-01T23:30:00Z","kind":"live_lecture.session_created"}`
+	if code, _, errOut := run(t, events, "import", "--db", db, "-"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if out := mustRun(t, "group", "set-timezone", "--db", db, "--group", "north", "--tz", "Asia/Tokyo"); out != "group north is on Asia/Tokyo: its rollups were rebuilt in it\n" {
+		t.Errorf("group set-timezone: %q", out)
+	}
+	if code, _, errOut := run(t, "", "group", "set-timezone", "--db", db, "--group", "north", "--tz", "Mars/Olympus"); code != 1 || !strings.Contains(errOut, `Invalid timeZone "Mars/Olympus"`) {
+		t.Errorf("an unknown zone: exit %d, %s", code, errOut)
+	}
+	s := storetest.OpenDSN(t, db)
+	g, err := s.Group(context.Background(), "north")
+	if err != nil || g.TimeZone != "Asia/Tokyo" {
+		t.Fatalf("north: %+v, %v", g, err)
+	}
+	rollups, err := s.GroupRollups(context.Background(), "north", analytics.Segment{Span: analytics.SpanDay, Keys: analytics.DayRange{First: analytics.DateDay(2025, 3, 1), Last: analytics.DateDay(2025, 3, 2)}})
+	if err != nil || len(rollups) != 1 || rollups[0].Key != analytics.DateDay(2025, 3, 2) {
+		t.Errorf("the day rollups: %+v, %v; want one, of 2 March (Tokyo)", rollups, err)
 	}
 }

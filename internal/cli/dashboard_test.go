@@ -52,7 +52,7 @@ func demoServer(t *testing.T) (string, map[string]string) {
 	t.Helper()
 	store := storetest.Open(t, "sqlite")
 	e := &env{ctx: context.Background(), stdout: io.Discard, stderr: io.Discard}
-	keys, _, err := loadDemo(e, platform.New(store, store), time.Now())
+	keys, _, err := loadDemo(e, platform.New(store, store), time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,6 +403,16 @@ func TestDashboardInBrowser(t *testing.T) {
 		&icon, awaitPromise))
 	if !strings.HasPrefix(icon, "image/svg+xml") {
 		t.Errorf("favicon: %q", icon)
+	}
+
+	// A link may name the range and the interval, as the weekly digest's
+	// does; then the page is opened again as it was.
+	var linked []string
+	run("a digest's link", chromedp.Navigate(base+"/?startDate=2026-11-02&endDate=2026-11-08&interval=day"), chromedp.WaitVisible("#start"),
+		chromedp.Evaluate(`["start", "end", "interval"].map(id => document.getElementById(id).value)`, &linked),
+		chromedp.Navigate(base+"/"), chromedp.WaitVisible("#start"))
+	if want := []string{"2026-11-02", "2026-11-08", "day"}; !reflect.DeepEqual(linked, want) {
+		t.Errorf("the form after a digest's link: %v, want %v", linked, want)
 	}
 
 	// A school of 10,000 students stays smooth: the table shows a page of

@@ -40,8 +40,18 @@ func runDemo(e *env, args []string) error {
 	db.DefValue = filepath.Join(os.TempDir(), "groupanalytics-demo.db")
 	_ = db.Value.Set(db.DefValue)
 	serveFlags := addServeFlags(fs)
+	until := fs.String("until", "", "the last day of the demo's events, e.g. 2026-11-20 (default: yesterday): the same day gives the same numbers")
 	if err := parse(e, fs, args, false); err != nil {
 		return err
+	}
+	var end *time.Time // the day after the demo's last, at midnight UTC
+	if *until != "" {
+		last, err := time.Parse(time.DateOnly, *until)
+		if err != nil || !last.Before(time.Now()) {
+			return fmt.Errorf("invalid --until %q: expected a day before today, such as 2026-11-20", *until)
+		}
+		next := last.AddDate(0, 0, 1)
+		end = &next
 	}
 	path := db.Value.String()
 	switch {
@@ -61,8 +71,11 @@ func runDemo(e *env, args []string) error {
 	}
 	return serve(e, *serveFlags, storeFlags{db: path, usage: sf.usage}, func(s *stores.Stores, baseURL string) error {
 		now := time.Now()
-		keys, events, err := loadDemo(e, platform.New(s.Directory, s.Usage), now)
+		keys, events, err := loadDemo(e, platform.New(s.Directory, s.Usage), now, end)
 		if err == nil {
+			if end != nil {
+				now = *end
+			}
 			printDemo(e, path, baseURL, keys, events, now)
 		}
 		return err
@@ -70,8 +83,9 @@ func runDemo(e *env, args []string) error {
 }
 
 // loadDemo creates the demo groups, plans, keys and students, and sends a
-// term of events through the ingestion path. It returns each group's key.
-func loadDemo(e *env, p *platform.Platform, now time.Time) (map[string]string, int, error) {
+// term of events through the ingestion path, ending the day before now in
+// each group's zone, or the day before end. It returns each group's key.
+func loadDemo(e *env, p *platform.Platform, now time.Time, end *time.Time) (map[string]string, int, error) {
 	rng := rand.New(rand.NewPCG(2025, 9))
 	keys := map[string]string{}
 	total := 0
@@ -86,7 +100,15 @@ func loadDemo(e *env, p *platform.Platform, now time.Time) (map[string]string, i
 		if _, keys[g.ID], err = p.CreateKey(e.ctx, g.ID, "demo"); err != nil {
 			return nil, 0, err
 		}
-		batch, idle := demoEvents(rng, dg, now)
+		loc, err := analytics.LoadZone(dg.zone)
+		if err != nil {
+			return nil, 0, err
+		}
+		stop := analytics.DayOf(now, loc)
+		if end != nil {
+			stop = analytics.DateDay(end.Date())
+		}
+		batch, idle := demoEvents(rng, dg, stop)
 		for _, s := range idle {
 			if _, err := p.AddStudent(e.ctx, s.GroupID, s.ID, s.Name); err != nil {
 				return nil, 0, err
@@ -114,13 +136,13 @@ var (
 )
 
 // demoEvents makes a school term of events for one group, ending the day
-// before now (in the group's zone), so that the numbers depend on the day
-// the demo starts, not its time of day: students of varied engagement,
-// busy weekdays, quiet weekends. The students who never used the product
-// come back apart: they have no event to enrol them.
-func demoEvents(rng *rand.Rand, dg demoGroup, now time.Time) (out []json.RawMessage, idle []analytics.Student) {
+// before stop (in the group's zone), so that the numbers depend on that
+// day, not on the time of day: students of varied engagement, busy
+// weekdays, quiet weekends. The students who never used the product come
+// back apart: they have no event to enrol them.
+func demoEvents(rng *rand.Rand, dg demoGroup, stop analytics.Day) (out []json.RawMessage, idle []analytics.Student) {
 	loc, _ := analytics.LoadZone(dg.zone)
-	today := analytics.DayOf(now, loc)
+	today := stop
 	n := 0
 	for s := range dg.students {
 		id := fmt.Sprintf("%s-s%03d", dg.id[:4], s+1)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -9,8 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"time"
 
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/digest"
 	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/metrics"
 	"groupanalytics/internal/platform"
@@ -32,6 +36,8 @@ type serveFlags struct {
 	addr, level, metricsAddr string
 	storeTimeout             time.Duration
 	limits                   httpapi.Limits
+	mail                     *mailFlags
+	digestEvery              time.Duration
 }
 
 func addServeFlags(fs *flag.FlagSet) *serveFlags {
@@ -44,7 +50,44 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.Var(&sf.limits.Token, "token-rate-limit", "requests per platform token: N/s, N/m or N/h, or off")
 	fs.Var(&sf.limits.FailedAuth, "failed-auth-limit", "failed key and token checks per client address: N/s, N/m or N/h, or off")
 	fs.StringVar(&sf.limits.ClientIPHeader, "client-ip-header", "", "header a trusted proxy sets to the client's address, e.g. X-Forwarded-For (empty: the connection's peer)")
+	sf.mail = addMailFlags(fs)
+	fs.DurationVar(&sf.digestEvery, "digest-interval", time.Minute, "how often to look for weekly digests due (with --smtp-url)")
 	return sf
+}
+
+// mailFlags are the flags of the weekly digest's mail: serve's, and
+// digest send's.
+type mailFlags struct {
+	smtpURL, from, publicURL string
+}
+
+func addMailFlags(fs *flag.FlagSet) *mailFlags {
+	mf := &mailFlags{}
+	fs.StringVar(&mf.smtpURL, "smtp-url", "", "SMTP server of the weekly digests: smtp://[user:password@]host[:port] (STARTTLS when offered) or smtps://…; empty: no digests")
+	fs.StringVar(&mf.publicURL, "public-url", "", "the service's address as recipients reach it, for the digest's links, e.g. https://analytics.example.org")
+	fs.StringVar(&mf.from, "mail-from", "", "the digests' sender address (default: digest@ the --public-url's host)")
+	return mf
+}
+
+// sender returns the digest sender the flags name, or nil without an
+// SMTP URL.
+func (mf *mailFlags) sender(s *stores.Stores, log *slog.Logger) (*digest.Sender, error) {
+	if mf.smtpURL == "" {
+		return nil, nil
+	}
+	public, err := url.Parse(mf.publicURL)
+	if err != nil || (public.Scheme != "http" && public.Scheme != "https") || public.Host == "" {
+		return nil, errors.New("--smtp-url needs --public-url: the service's address as recipients reach it, e.g. https://analytics.example.org")
+	}
+	from := cmp.Or(mf.from, "digest@"+public.Hostname())
+	if from, err = platform.CheckAddress(from); err != nil {
+		return nil, fmt.Errorf("--mail-from: %s", analytics.ErrorMessage(err))
+	}
+	mailer, err := digest.NewMailer(mf.smtpURL, from)
+	if err != nil {
+		return nil, err
+	}
+	return digest.NewSender(s.Directory, report.NewEngine(s.Directory, s.Usage), mailer, mf.publicURL, log), nil
 }
 
 func newLogger(e *env, level string) (*slog.Logger, error) {
@@ -73,11 +116,21 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 		m = metrics.New()
 		cfg.Observer = m
 	}
+	if sf.digestEvery <= 0 {
+		return fmt.Errorf("invalid --digest-interval %s: expected a positive duration such as 1m", sf.digestEvery)
+	}
 	store, err := db.open(e, cfg)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	sender, err := sf.mail.sender(store, log)
+	if err != nil {
+		return err
+	}
+	if sender != nil {
+		sender.Metrics = m
+	}
 	m.QueueDepth(store.QueueDepth)
 	ln, err := net.Listen("tcp", sf.addr)
 	if err != nil {
@@ -124,6 +177,17 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 	}
 	directory, usage := store.Engines()
 	log.Info("listening", "addr", "http://"+ln.Addr().String(), "store", directory, "usage", usage)
+	ctx, stop := context.WithCancel(e.ctx)
+	defer stop()
+	digests := make(chan struct{})
+	if sender == nil {
+		log.Info("weekly digests off: no --smtp-url")
+		close(digests)
+	} else {
+		log.Info("weekly digests on", "smtp", sender.Mailer.String(), "from", sender.Mailer.From, "every", sf.digestEvery.String())
+		go func() { defer close(digests); sender.Run(ctx, sf.digestEvery) }()
+	}
+	defer func() { stop(); <-digests }() // before the store closes
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

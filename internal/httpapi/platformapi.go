@@ -108,7 +108,8 @@ func (s *Server) ingest(r *http.Request) (int, any, error) {
 }
 
 // splitEvents cuts a body into one raw JSON value per event: the elements
-// of a JSON array, or the non-blank lines of NDJSON.
+// of a JSON array (whatever the Content-Type but NDJSON's), or the
+// non-blank lines of a body sent as application/x-ndjson.
 func splitEvents(contentType string, body []byte) ([]json.RawMessage, error) {
 	mediaType, _, _ := mime.ParseMediaType(contentType)
 	trimmed := bytes.TrimSpace(body)
@@ -119,7 +120,9 @@ func splitEvents(contentType string, body []byte) ([]json.RawMessage, error) {
 		}
 		return batch, nil
 	}
-	if mediaType == "application/json" || len(trimmed) == 0 {
+	if mediaType != "application/x-ndjson" || len(trimmed) == 0 {
+		// NDJSON is taken by its Content-Type only, so that a body that
+		// is neither is named as such rather than read line by line.
 		return nil, analytics.Errorf(analytics.Invalid, "Invalid body: expected a JSON array of events, or NDJSON with Content-Type application/x-ndjson")
 	}
 	var batch []json.RawMessage
@@ -213,6 +216,33 @@ func (s *Server) listGroups(r *http.Request) (int, any, error) {
 func (s *Server) getGroup(r *http.Request) (int, any, error) {
 	g, err := s.platform.Group(r.Context(), r.PathValue("groupId"))
 	return http.StatusOK, toGroup(g), err
+}
+
+// updateGroup renames a group, changes its time zone (rebuilding its
+// rollups), or both.
+func (s *Server) updateGroup(r *http.Request) (int, any, error) {
+	var in struct {
+		Name     *string `json:"name"`
+		TimeZone *string `json:"timeZone"`
+	}
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	if in.Name == nil && in.TimeZone == nil {
+		return 0, nil, analytics.Errorf(analytics.Invalid, "Invalid body: give name, timeZone or both")
+	}
+	g, err := s.platform.Group(r.Context(), r.PathValue("groupId"))
+	if err == nil && in.Name != nil {
+		g, err = s.platform.RenameGroup(r.Context(), g.ID, *in.Name)
+	}
+	if err == nil && in.TimeZone != nil {
+		g, err = s.platform.SetTimeZone(r.Context(), g.ID, *in.TimeZone)
+	}
+	return http.StatusOK, toGroup(g), err
+}
+
+func (s *Server) deleteGroup(r *http.Request) (int, any, error) {
+	return http.StatusNoContent, nil, s.platform.DeleteGroup(r.Context(), r.PathValue("groupId"))
 }
 
 func (s *Server) addPlan(r *http.Request) (int, any, error) {

@@ -152,6 +152,7 @@ func TestIngestRejectionReasons(t *testing.T) {
 			{"id":"m","groupId":"north","studentId":7,"occurredAt":"2026-11-21T10:00:00Z","kind":"live_lecture.session_created"},
 			"not an object",
 			{"id":"n","groupId":"north","studentId":"s1","studentName":"bad\u0007name","occurredAt":"2026-11-21T10:00:00Z","kind":"live_lecture.session_created"},
+			{"id":"o","groupId":"north","studentId":"s1","occurredAt":"2026-11-21T10:00:00Z","kind":"live_lecture.session_created","colour":"red"},
 			{"id":"ok2","groupId":"north","studentId":"s1","occurredAt":"2026-11-21T12:04:59+00:00","kind":"live_lecture.session_created"}
 		]`
 		res := ingestResult(t, e.call("POST", "/v1/events", token, batch))
@@ -164,6 +165,7 @@ func TestIngestRejectionReasons(t *testing.T) {
 			"Missing chatType", `Unknown chatType "gossip": expected tutor_me, test, flashcard, material, live_lecture or main`,
 			"Invalid chatType: only chat.message_sent events have one", "Invalid id: longer than 128 characters",
 			"Invalid studentId: expected a string", "Invalid event: expected a JSON object", "Invalid studentName: contains control characters",
+			`Invalid event: unknown field "colour"`,
 		}
 		if res.Accepted != 2 || len(res.Rejected) != len(want) {
 			t.Fatalf("accepted %d, rejected %d: %+v", res.Accepted, len(res.Rejected), res.Rejected)
@@ -194,6 +196,13 @@ func TestIngestLimitsAndMalformedBodies(t *testing.T) {
 			resp := e.call("POST", "/v1/events", token, body)
 			if resp.status != http.StatusBadRequest || !strings.HasPrefix(resp.errorMessage(t), "Invalid body") {
 				t.Errorf("body %q: %d %s", body, resp.status, resp.body)
+			}
+		}
+		// NDJSON is read as such only when sent as application/x-ndjson.
+		for _, contentType := range []string{"", "text/plain", "application/json"} {
+			resp := e.do("POST", "/v1/events", "", ev+"\n"+ev+"\n", "Authorization", "Bearer "+token, "Content-Type", contentType)
+			if want := "Invalid body: expected a JSON array of events, or NDJSON with Content-Type application/x-ndjson"; resp.status != http.StatusBadRequest || resp.errorMessage(t) != want {
+				t.Errorf("NDJSON sent as %q: %d %s, want a 400 saying %q", contentType, resp.status, resp.body, want)
 			}
 		}
 	})
@@ -255,6 +264,12 @@ func TestAdminAPI(t *testing.T) {
 		if got := e.mustCall("GET", "/v1/admin/groups/south", token, "", 200); got["timeZone"] != "UTC" || got["name"] != "south" {
 			t.Errorf("south: %v", got)
 		}
+		if got := e.mustCall("PATCH", "/v1/admin/groups/south", token, `{"name": "Southside"}`, 200); got["name"] != "Southside" || got["timeZone"] != "UTC" {
+			t.Errorf("renamed south: %v", got)
+		}
+		if resp := e.call("PATCH", "/v1/admin/groups/south", token, `{"name": ""}`); resp.status != 400 || resp.errorMessage(t) != "Missing name" {
+			t.Errorf("an empty name: %d %s", resp.status, resp.body)
+		}
 		plan := e.mustCall("POST", "/v1/admin/groups/north/plans", token, `{"start": "2025-01-01", "end": "2026-12-31"}`, 201)
 		if plan["start"] != "2025-01-01T05:00:00.000Z" || plan["end"] != "2027-01-01T05:00:00.000Z" || plan["validNow"] != true {
 			t.Errorf("plan: %v", plan)
@@ -270,6 +285,22 @@ func TestAdminAPI(t *testing.T) {
 		students := e.mustCall("GET", "/v1/admin/groups/north/students", token, "", 200)["students"].([]any)
 		if len(students) != 2 || students[1].(map[string]any)["name"] != "Beatrice" {
 			t.Errorf("students: %v", students)
+		}
+		const recipients = "/v1/admin/groups/north/digest-recipients"
+		e.mustCall("POST", recipients, token, `{"address": "head@north.example"}`, 201)
+		e.mustCall("POST", recipients, token, `{"address": "staff@north.example"}`, 201)
+		e.mustCall("DELETE", recipients+"/staff@north.example", token, "", 204)
+		if list := e.mustCall("GET", recipients, token, "", 200)["recipients"].([]any); len(list) != 1 {
+			t.Errorf("recipients: %v", list)
+		}
+		rs, err := e.platform.Directory.Recipients(ctx, "north")
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("recipients: %v, %v", rs, err)
+		}
+		for _, method := range []string{"GET", "POST"} { // the page, then its button
+			if resp := e.do(method, "/unsubscribe?token="+rs[0].Token, "", ""); resp.status != 200 {
+				t.Errorf("%s /unsubscribe: %d", method, resp.status)
+			}
 		}
 		if reps := e.reports("live-lecture", key, ""); len(reps) != 1 {
 			t.Errorf("the new key reads %d group reports, want 1", len(reps))

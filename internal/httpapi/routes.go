@@ -29,6 +29,8 @@ func (s *Server) routes() []route {
 		{"GET /v1/admin/groups", maxAdminBody, s.withToken(s.listGroups)},
 		{"POST /v1/admin/groups", maxAdminBody, s.withToken(s.createGroup)},
 		{"GET /v1/admin/groups/{groupId}", maxAdminBody, s.withToken(s.getGroup)},
+		{"PATCH /v1/admin/groups/{groupId}", maxAdminBody, s.withToken(s.updateGroup)},
+		{"DELETE /v1/admin/groups/{groupId}", maxAdminBody, s.withToken(s.deleteGroup)},
 		{"GET /v1/admin/groups/{groupId}/plans", maxAdminBody, s.withToken(s.listPlans)},
 		{"POST /v1/admin/groups/{groupId}/plans", maxAdminBody, s.withToken(s.addPlan)},
 		{"POST /v1/admin/groups/{groupId}/plans/{planId}/cancel", maxAdminBody, s.withToken(s.cancelPlan)},
@@ -39,6 +41,13 @@ func (s *Server) routes() []route {
 		{"POST /v1/admin/groups/{groupId}/students", maxAdminBody, s.withToken(s.addStudent)},
 		{"PATCH /v1/admin/groups/{groupId}/students/{studentId}", maxAdminBody, s.withToken(s.renameStudent)},
 		{"DELETE /v1/admin/groups/{groupId}/students/{studentId}", maxAdminBody, s.withToken(s.deleteStudent)},
+		{"GET /v1/admin/groups/{groupId}/digest-recipients", maxAdminBody, s.withToken(s.listRecipients)},
+		{"POST /v1/admin/groups/{groupId}/digest-recipients", maxAdminBody, s.withToken(s.addRecipient)},
+		{"DELETE /v1/admin/groups/{groupId}/digest-recipients/{address}", maxAdminBody, s.withToken(s.removeRecipient)},
+
+		// The weekly digest's unsubscribe link, which needs no key.
+		{"GET /unsubscribe", 0, s.unsubscribeForm},
+		{"POST /unsubscribe", maxAdminBody, s.unsubscribe},
 
 		// The API reference, the health checks and the dashboard.
 		{"GET /openapi.json", 0, serveOpenAPI},

@@ -26,6 +26,7 @@ type Metrics struct {
 	retries     *prometheus.CounterVec
 	storeErrors *prometheus.CounterVec
 	limited     *prometheus.CounterVec
+	digests     *prometheus.CounterVec
 }
 
 // New makes the metrics and registers them, with the Go runtime's, the
@@ -68,6 +69,10 @@ func New() *Metrics {
 			Name: "groupanalytics_rate_limited_total",
 			Help: "Requests refused with 429, by limit: key, token or failed_auth.",
 		}, []string{"limit"}),
+		digests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "groupanalytics_digests_total",
+			Help: "Weekly digests by what became of each try: sent, retry (refused for now, tried again later) or given_up.",
+		}, []string{"result"}),
 	}
 	b := buildinfo.Get()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -77,7 +82,7 @@ func New() *Metrics {
 	})
 	build.Set(1)
 	m.registry.MustRegister(m.requests, m.duration, m.events, m.mergedCalls, m.mergedSize, m.retries,
-		m.storeErrors, m.limited, build,
+		m.storeErrors, m.limited, m.digests, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -135,6 +140,14 @@ func (m *Metrics) StoreError(kind string) {
 func (m *Metrics) RateLimited(limit string) {
 	if m != nil {
 		m.limited.WithLabelValues(limit).Inc()
+	}
+}
+
+// Digest counts what became of a try of a weekly digest: "sent", "retry"
+// or "given_up".
+func (m *Metrics) Digest(result string) {
+	if m != nil {
+		m.digests.WithLabelValues(result).Inc()
 	}
 }
 

@@ -459,6 +459,16 @@ function init() {
   const today = new Date();
   $("end").value = localDate(today);
   $("start").value = localDate(new Date(today.getTime() - 27 * 86400000));
+  // A link may name the range and interval (the weekly digest's does).
+  const linked = new URLSearchParams(location.search);
+  for (const [param, id] of [["startDate", "start"], ["endDate", "end"]]) {
+    if (/^\d{4}-\d{2}-\d{2}$/.test(linked.get(param) ?? "")) {
+      $(id).value = linked.get(param);
+    }
+  }
+  if (["day", "week", "month"].includes(linked.get("interval"))) {
+    $("interval").value = linked.get("interval");
+  }
   $("key-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     sessionStorage.setItem(keyStore, $("key").value.trim());
