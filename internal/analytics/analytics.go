@@ -45,6 +45,18 @@ func (p Plan) ValidAt(t time.Time) bool {
 	return p.Cancelled == nil || t.Before(*p.Cancelled)
 }
 
+// Days are the first and last days in loc on which the plan is valid at
+// some time (last is nil for an open-ended plan): the dates an operator
+// gives, where Ends is the instant after the last day.
+func (p Plan) Days(loc *time.Location) (first Day, last *Day) {
+	first = DayOf(p.Starts, loc)
+	if p.Ends != nil {
+		d := DayOf(p.Ends.Add(-time.Millisecond), loc)
+		last = &d
+	}
+	return first, last
+}
+
 // APIKey is a school's report key. Only the SHA-256 of the secret is kept.
 type APIKey struct {
 	GroupID  string

@@ -212,13 +212,30 @@ func planList(e *env, args []string) error {
 	group := fs.String("group", "", "group id")
 	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
 		plans, err := p.Plans(e.ctx, *group)
+		if err != nil {
+			return err
+		}
+		g, err := p.Group(e.ctx, *group)
+		if err != nil {
+			return err
+		}
+		loc, err := g.Location()
+		if err != nil {
+			return err
+		}
 		now := time.Now()
-		table(e, "PLAN\tSTARTS\tENDS\tCANCELLED\tVALID NOW", func(w io.Writer) {
+		// The days as set (an end date is the last day), then the instants.
+		table(e, "PLAN\tFIRST DAY\tLAST DAY\tSTARTS\tENDS\tCANCELLED\tVALID NOW", func(w io.Writer) {
 			for _, pl := range plans {
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%t\n", pl.ID, analytics.FormatTime(pl.Starts), when(pl.Ends), when(pl.Cancelled), pl.ValidAt(now))
+				first, last := pl.Days(loc)
+				lastDay := "-"
+				if last != nil {
+					lastDay = last.String()
+				}
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%t\n", pl.ID, first, lastDay, analytics.FormatTime(pl.Starts), when(pl.Ends), when(pl.Cancelled), pl.ValidAt(now))
 			}
 		})
-		return err
+		return nil
 	})
 }
 

@@ -123,6 +123,20 @@ func TestPlanSetEchoesTheBoundsAsTyped(t *testing.T) {
 			t.Errorf("plan set %s %s:\n%q\nwant\n%q", tt.start, tt.end, got, tt.want)
 		}
 	}
+	// plan list gives each plan's first and last day as they were set
+	// (Berlin), then the instants.
+	list := mustRun(t, "plan", "list", "--db", db, "--group", "north")
+	for _, want := range []string{
+		`(?m)^PLAN +FIRST DAY +LAST DAY +STARTS +ENDS +CANCELLED +VALID NOW$`,
+		`(?m)^1 +2025-08-01 +2026-07-31 +2025-07-31T22:00:00.000Z +2026-07-31T22:00:00.000Z +- +`,
+		`(?m)^2 +2026-02-01 +2026-02-01 +`,
+		`(?m)^3 +2026-03-01 +2026-03-02 +`,
+		`(?m)^4 +2026-04-01 +- +2026-03-31T22:00:00.000Z +- +`,
+	} {
+		if !regexp.MustCompile(want).MatchString(list) {
+			t.Errorf("plan list has no line %s:\n%s", want, list)
+		}
+	}
 }
 
 func TestImportIsAllOrNothing(t *testing.T) {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -149,6 +150,10 @@ type (
 		End         *string `json:"end"`
 		CancelledAt *string `json:"cancelledAt"`
 		ValidNow    bool    `json:"validNow"`
+		// The plan's first and last days in the group's zone: the dates
+		// as an operator gives them (end is the instant after lastDay).
+		FirstDay string  `json:"firstDay"`
+		LastDay  *string `json:"lastDay"`
 	}
 	keyJSON struct {
 		ID         string  `json:"id"`
@@ -178,8 +183,27 @@ func toGroup(g analytics.Group) groupJSON {
 	return groupJSON{g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created)}
 }
 
-func (s *Server) toPlan(p analytics.Plan) planJSON {
-	return planJSON{p.ID, p.GroupID, analytics.FormatTime(p.Starts), optionalTime(p.Ends), optionalTime(p.Cancelled), p.ValidAt(s.now())}
+// plansOf returns a group's plan converter, which tells the plans' days
+// in the group's zone.
+func (s *Server) plansOf(ctx context.Context, groupID string) (func(analytics.Plan) planJSON, error) {
+	g, err := s.platform.Group(ctx, groupID)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := g.Location()
+	if err != nil {
+		return nil, err
+	}
+	return func(p analytics.Plan) planJSON {
+		first, last := p.Days(loc)
+		var lastDay *string
+		if last != nil {
+			d := last.String()
+			lastDay = &d
+		}
+		return planJSON{p.ID, p.GroupID, analytics.FormatTime(p.Starts), optionalTime(p.Ends), optionalTime(p.Cancelled),
+			p.ValidAt(s.now()), first.String(), lastDay}
+	}, nil
 }
 
 func toKey(k analytics.APIKey) keyJSON {
@@ -254,12 +278,26 @@ func (s *Server) addPlan(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	p, err := s.platform.AddPlan(r.Context(), r.PathValue("groupId"), in.Start, in.End)
-	return http.StatusCreated, s.toPlan(p), err
+	if err != nil {
+		return 0, nil, err
+	}
+	toPlan, err := s.plansOf(r.Context(), p.GroupID)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, toPlan(p), nil
 }
 
 func (s *Server) listPlans(r *http.Request) (int, any, error) {
 	plans, err := s.platform.Plans(r.Context(), r.PathValue("groupId"))
-	return http.StatusOK, map[string]any{"plans": listOf(plans, s.toPlan)}, err
+	if err != nil {
+		return 0, nil, err
+	}
+	toPlan, err := s.plansOf(r.Context(), r.PathValue("groupId"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{"plans": listOf(plans, toPlan)}, nil
 }
 
 func (s *Server) cancelPlan(r *http.Request) (int, any, error) {
@@ -268,7 +306,14 @@ func (s *Server) cancelPlan(r *http.Request) (int, any, error) {
 		return 0, nil, analytics.Errorf(analytics.NotFound, "Plan %q of group %q not found", r.PathValue("planId"), r.PathValue("groupId"))
 	}
 	p, err := s.platform.CancelPlan(r.Context(), r.PathValue("groupId"), id)
-	return http.StatusOK, s.toPlan(p), err
+	if err != nil {
+		return 0, nil, err
+	}
+	toPlan, err := s.plansOf(r.Context(), p.GroupID)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, toPlan(p), nil
 }
 
 func (s *Server) createKey(r *http.Request) (int, any, error) {

@@ -271,7 +271,8 @@ func TestAdminAPI(t *testing.T) {
 			t.Errorf("an empty name: %d %s", resp.status, resp.body)
 		}
 		plan := e.mustCall("POST", "/v1/admin/groups/north/plans", token, `{"start": "2025-01-01", "end": "2026-12-31"}`, 201)
-		if plan["start"] != "2025-01-01T05:00:00.000Z" || plan["end"] != "2027-01-01T05:00:00.000Z" || plan["validNow"] != true {
+		if plan["start"] != "2025-01-01T05:00:00.000Z" || plan["end"] != "2027-01-01T05:00:00.000Z" || plan["validNow"] != true ||
+			plan["firstDay"] != "2025-01-01" || plan["lastDay"] != "2026-12-31" {
 			t.Errorf("plan: %v", plan)
 		}
 		created := e.mustCall("POST", "/v1/admin/groups/north/keys", token, `{"label": "dashboard"}`, 201)
@@ -327,6 +328,17 @@ func TestAdminAPI(t *testing.T) {
 			t.Errorf("key of a group whose plan was cancelled: %d", resp.status)
 		}
 		if plans := e.mustCall("GET", "/v1/admin/groups/north/plans", token, "", 200)["plans"].([]any); len(plans) != 1 {
+			t.Errorf("plans: %v", plans)
+		}
+		// An open-ended plan has no last day; one that ends at a time
+		// has the day that time falls on (New York) as its last.
+		if open := e.mustCall("POST", "/v1/admin/groups/north/plans", token, `{"start": "2026-01-01"}`, 201); open["firstDay"] != "2026-01-01" || open["lastDay"] != nil {
+			t.Errorf("an open-ended plan: %v", open)
+		}
+		if timed := e.mustCall("POST", "/v1/admin/groups/north/plans", token, `{"start": "2026-01-01T12:00:00Z", "end": "2026-02-01T03:00:00Z"}`, 201); timed["firstDay"] != "2026-01-01" || timed["lastDay"] != "2026-01-31" {
+			t.Errorf("a plan of RFC 3339 times: %v", timed)
+		}
+		if plans := e.mustCall("GET", "/v1/admin/groups/north/plans", token, "", 200)["plans"].([]any); len(plans) != 3 || plans[1].(map[string]any)["lastDay"] != nil {
 			t.Errorf("plans: %v", plans)
 		}
 
