@@ -278,14 +278,19 @@ func (s *Server) addPlan(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	p, err := s.platform.AddPlan(r.Context(), r.PathValue("groupId"), in.Start, in.End)
+	return s.planAnswer(r.Context(), http.StatusCreated, p, err)
+}
+
+// planAnswer answers with one plan, or with err.
+func (s *Server) planAnswer(ctx context.Context, status int, p analytics.Plan, err error) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	toPlan, err := s.plansOf(r.Context(), p.GroupID)
+	toPlan, err := s.plansOf(ctx, p.GroupID)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusCreated, toPlan(p), nil
+	return status, toPlan(p), nil
 }
 
 func (s *Server) listPlans(r *http.Request) (int, any, error) {
@@ -306,14 +311,7 @@ func (s *Server) cancelPlan(r *http.Request) (int, any, error) {
 		return 0, nil, analytics.Errorf(analytics.NotFound, "Plan %q of group %q not found", r.PathValue("planId"), r.PathValue("groupId"))
 	}
 	p, err := s.platform.CancelPlan(r.Context(), r.PathValue("groupId"), id)
-	if err != nil {
-		return 0, nil, err
-	}
-	toPlan, err := s.plansOf(r.Context(), p.GroupID)
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, toPlan(p), nil
+	return s.planAnswer(r.Context(), http.StatusOK, p, err)
 }
 
 func (s *Server) createKey(r *http.Request) (int, any, error) {
