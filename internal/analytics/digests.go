@@ -17,6 +17,10 @@ type Recipient struct {
 	Created time.Time
 }
 
+// ErrUnknownUnsubscribeToken is the answer to an unsubscribe link whose
+// token no recipient holds (any more).
+var ErrUnknownUnsubscribeToken = &Error{Code: NotFound, Message: "This link is not valid: it may have been used already"}
+
 // Week is an ISO 8601 week: Monday to Sunday, numbered within its
 // ISO year (2026-W46).
 type Week struct {

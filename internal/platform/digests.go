@@ -47,7 +47,7 @@ func (p *Platform) RemoveRecipient(ctx context.Context, groupID, address string)
 // Unsubscribe removes the recipient of an unsubscribe link's token.
 func (p *Platform) Unsubscribe(ctx context.Context, token string) (analytics.Recipient, error) {
 	if !strings.HasPrefix(token, "gau_") || !storable(token) {
-		return analytics.Recipient{}, analytics.Errorf(analytics.NotFound, "This link is not valid: it may have been used already")
+		return analytics.Recipient{}, analytics.ErrUnknownUnsubscribeToken
 	}
 	return p.Directory.Unsubscribe(ctx, token)
 }

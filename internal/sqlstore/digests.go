@@ -77,7 +77,7 @@ func (s *Store) Unsubscribe(ctx context.Context, token string) (analytics.Recipi
 		err := tx.QueryRowContext(ctx, s.q(`DELETE FROM digest_recipients WHERE token = ?
 			RETURNING group_id, address, created_at`), token).Scan(&r.GroupID, &r.Address, &created)
 		if errors.Is(err, sql.ErrNoRows) {
-			return analytics.Errorf(analytics.NotFound, "This link is not valid: it may have been used already")
+			return analytics.ErrUnknownUnsubscribeToken
 		}
 		r.Created = fromMillis(created)
 		return err

@@ -86,10 +86,7 @@ func (g *GroupTx) Location(context.Context) (*time.Location, error) {
 
 // SetTimeZone makes zone the group's time zone, with the transaction.
 func (g *GroupTx) SetTimeZone(ctx context.Context, zone string) error {
-	if zone == g.zone {
-		return nil
-	}
-	if _, err := g.tx.ExecContext(ctx, g.s.q(`UPDATE groups SET time_zone = ? WHERE group_id = ?`), zone, g.groupID); err != nil {
+	if err := g.s.setTimeZone(ctx, g.tx, g.groupID, g.zone, zone); err != nil {
 		return err
 	}
 	g.zone = zone

@@ -618,10 +618,8 @@ func (s *Store) Rebuild(ctx context.Context, groupID, zone string) error {
 		if err != nil {
 			return err
 		}
-		if zone != current {
-			if _, err := tx.ExecContext(ctx, s.q(`UPDATE groups SET time_zone = ? WHERE group_id = ?`), zone, groupID); err != nil {
-				return err
-			}
+		if err := s.setTimeZone(ctx, tx, groupID, current, zone); err != nil {
+			return err
 		}
 		for _, table := range []string{"student_counts", "group_rollups"} {
 			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ?`), groupID); err != nil {
@@ -644,6 +642,16 @@ func (s *Store) Rebuild(ctx context.Context, groupID, zone string) error {
 			after = events[len(events)-1].ID
 		}
 	})
+}
+
+// setTimeZone makes zone the group's time zone with tx, where current,
+// the zone its lock read, is another.
+func (s *Store) setTimeZone(ctx context.Context, tx *txn, groupID, current, zone string) error {
+	if zone == current {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, s.q(`UPDATE groups SET time_zone = ? WHERE group_id = ?`), zone, groupID)
+	return err
 }
 
 // eventsAfter reads the next chunk of a group's raw events in id order.
