@@ -250,17 +250,12 @@ func OpenClickHouse(t testing.TB, dirDSN, usageURL string) Stores {
 // dsn, bypassing the store: event id -> student id.
 func RawEvents(t testing.TB, dsn, groupID string) map[string]string {
 	t.Helper()
-	driver, query := "sqlite3", `SELECT event_id, student_id FROM events WHERE group_id = ?`
-	if sqlstore.IsPostgres(dsn) {
-		driver, query = "pgx", `SELECT event_id, student_id FROM events WHERE group_id = $1`
-	} else {
-		dsn = "file:" + dsn + "?mode=ro&_busy_timeout=10000"
-	}
-	db, err := sql.Open(driver, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, postgres := openRaw(t, dsn)
 	defer db.Close()
+	query := `SELECT event_id, student_id FROM events WHERE group_id = ?`
+	if postgres {
+		query = `SELECT event_id, student_id FROM events WHERE group_id = $1`
+	}
 	rows, err := db.Query(query, groupID)
 	if err != nil {
 		t.Fatal(err)
@@ -278,6 +273,23 @@ func RawEvents(t testing.TB, dsn, groupID string) map[string]string {
 		t.Fatal(err)
 	}
 	return events
+}
+
+// openRaw opens the SQL database at dsn straight, bypassing the store
+// (SQLite read-only), and says whether it is PostgreSQL.
+func openRaw(t testing.TB, dsn string) (db *sql.DB, postgres bool) {
+	t.Helper()
+	driver := "sqlite3"
+	if postgres = sqlstore.IsPostgres(dsn); postgres {
+		driver = "pgx"
+	} else {
+		dsn = "file:" + dsn + "?mode=ro&_busy_timeout=10000"
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, postgres
 }
 
 // RawClickHouseEvents reads a group's stored events straight from every
@@ -396,17 +408,12 @@ func CheckReplicasAlike(t testing.TB, usageURL string) {
 func GroupRows(t testing.TB, dsn, usageURL, groupID string) map[string]int {
 	t.Helper()
 	found := map[string]int{}
-	driverName, tables := "sqlite3", `SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c WHERE m.type = 'table' AND c.name = 'group_id'`
-	if sqlstore.IsPostgres(dsn) {
-		driverName, tables = "pgx", `SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'group_id'`
-	} else {
-		dsn = "file:" + dsn + "?mode=ro&_busy_timeout=10000"
-	}
-	db, err := sql.Open(driverName, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, postgres := openRaw(t, dsn)
 	defer db.Close()
+	tables := `SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c WHERE m.type = 'table' AND c.name = 'group_id'`
+	if postgres {
+		tables = `SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'group_id'`
+	}
 	rows, err := db.Query(tables)
 	if err != nil {
 		t.Fatal(err)
@@ -426,7 +433,7 @@ func GroupRows(t testing.TB, dsn, usageURL, groupID string) map[string]int {
 	for _, name := range names {
 		var n int
 		query := `SELECT count(*) FROM ` + name + ` WHERE group_id = ?`
-		if driverName == "pgx" {
+		if postgres {
 			query = strings.Replace(query, "?", "$1", 1)
 		}
 		if err := db.QueryRow(query, groupID).Scan(&n); err != nil {
