@@ -21,7 +21,7 @@ import (
 // SQLite's integrity check and hold every batch acknowledged before its
 // backup began, whole, and none sent after it ended; served, its reports
 // must equal the brute force over its raw events. Then the service is
-// restored from the last copy as the README says (stop, put the copy in
+// restored from the last copy as docs/operating.md says (stop, put the copy in
 // place, delete the old write-ahead log, start) and answers as the copy
 // does.
 func TestBackupWhileIngesting(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// house is the project's packages from the ground up, as the README's
-// "How it works" draws them: each may import only packages before it.
+// house is the project's packages from the ground up, as docs/architecture.md draws
+// them: each may import only packages before it.
 // Packages on one line sit side by side and import nothing of each other.
 var house = [][]string{
 	{"analytics", "buildinfo", "dashboard"},
@@ -42,7 +42,7 @@ func TestTheHouse(t *testing.T) {
 		}
 		at, known := floor[pkg]
 		if !known {
-			t.Errorf("package %s is not in the house: add it to the README's \"How it works\" and to this test", pkg)
+			t.Errorf("package %s is not in the house: add it to docs/architecture.md and to this test", pkg)
 			continue
 		}
 		for _, imp := range imports {

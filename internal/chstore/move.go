@@ -1,6 +1,7 @@
 package chstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -296,6 +297,33 @@ func (s *Store) Loads(ctx context.Context) ([]ShardLoad, error) {
 		slices.Sort(loads[i].Groups)
 	}
 	return loads, nil
+}
+
+// UnplacedEvents counts the events the shards hold of groups that the
+// directory does not place on them: a usage store that another directory
+// fills, which the demo must leave alone.
+func (s *Store) UnplacedEvents(ctx context.Context) (uint64, error) {
+	loads, err := s.Loads(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var unplaced uint64
+	for _, l := range loads {
+		sh := s.shardNamed(l.Shard)
+		if l.Err != nil || sh == nil {
+			return 0, s.wrap("UnplacedEvents", cmp.Or(l.Err, errors.New("no such shard")))
+		}
+		placed := uint64(0)
+		for _, g := range l.Groups {
+			n, err := s.groupRowCount(ctx, sh, "events", g)
+			if err != nil {
+				return 0, s.wrap("UnplacedEvents", err)
+			}
+			placed += n
+		}
+		unplaced += l.Events - min(placed, l.Events)
+	}
+	return unplaced, nil
 }
 
 // eventCount returns how many events the shard holds, of every group

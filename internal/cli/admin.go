@@ -489,7 +489,7 @@ func runBackup(e *env, args []string) error {
 		return err
 	}
 	if db.usage != "" {
-		return errors.New("backup copies the SQLite store of --db; a usage store on ClickHouse is backed up on its servers (see the README)")
+		return errors.New("backup copies the SQLite store of --db; a usage store on ClickHouse is backed up on its servers (see docs/operating.md, Backups)")
 	}
 	start := time.Now()
 	if err := stores.Backup(e.ctx, db.db, *to); err != nil {

@@ -40,7 +40,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{"serve", "[--addr ADDR] [--db DB] [--log-level LEVEL] [--smtp-url URL --public-url URL]", "run the HTTP server (and, with --smtp-url, send the weekly digests)", runServe},
-		{"demo", "[--addr ADDR] [--db FILE|postgres://…] [--usage clickhouse://…]", "load demo data (into a fresh SQLite file, or beside what a PostgreSQL database holds), print curl commands, and serve", runDemo},
+		{"demo", "[--addr ADDR] [--db FILE|postgres://…] [--usage clickhouse://…]", "serve demo data from a store of the demo's own (a new SQLite file, or an empty PostgreSQL database; never GROUPANALYTICS_DB), with curl commands to try", runDemo},
 		{"migrate", "[--db DB]", "apply pending schema migrations and exit", runMigrate},
 		{"group create", "--id ID [--name NAME] [--tz ZONE]", "create a group (time zone: IANA name, default UTC)", groupCreate},
 		{"group list", "", "list groups", groupList},
@@ -137,6 +137,7 @@ func usage(w io.Writer) {
 // store), and a usage store elsewhere.
 type storeFlags struct {
 	db, usage string
+	demo      bool // the stores are the demo's own: stores.Config.Demo
 }
 
 // flags returns a flag set for command c with the common --db and --usage
@@ -166,6 +167,11 @@ var configFlags = map[string]bool{"db": true, "usage": true, "addr": true, "log-
 	"metrics-addr": true, "key-rate-limit": true, "token-rate-limit": true, "failed-auth-limit": true, "client-ip-header": true,
 	"smtp-url": true, "public-url": true, "mail-from": true, "digest-interval": true}
 
+// notFromEnvironment are the configuration flags a command does not take
+// from the environment: the demo's store is its own, and
+// GROUPANALYTICS_DB names the service's real one.
+var notFromEnvironment = map[string]map[string]bool{"demo": {"db": true, "usage": true}}
+
 // parse parses args, then fills each configuration flag not given from its
 // environment variable GROUPANALYTICS_<NAME>. It refuses stray arguments
 // unless positional is set.
@@ -178,7 +184,7 @@ func parse(e *env, fs *flag.FlagSet, args []string, positional bool, required ..
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		name := "GROUPANALYTICS_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(name); ok && !given[f.Name] && configFlags[f.Name] {
+		if v, ok := os.LookupEnv(name); ok && !given[f.Name] && configFlags[f.Name] && !notFromEnvironment[fs.Name()][f.Name] {
 			if err := fs.Set(f.Name, v); err != nil {
 				envErr = fmt.Errorf("%s: %w", name, err)
 			}
@@ -210,7 +216,7 @@ func parse(e *env, fs *flag.FlagSet, args []string, positional bool, required ..
 // open opens and migrates the stores that f names, as cfg says. Unless
 // cfg.Create is set it refuses a SQLite file that does not exist.
 func (f storeFlags) open(e *env, cfg stores.Config) (*stores.Stores, error) {
-	cfg.DB, cfg.Usage = f.db, f.usage
+	cfg.DB, cfg.Usage, cfg.Demo = f.db, f.usage, f.demo
 	return stores.Open(e.ctx, cfg)
 }
 

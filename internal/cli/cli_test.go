@@ -453,40 +453,6 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// TestDemoOnPostgres: demo --db postgres://… loads the demo data into that
-// database, prints the keys without the URL's password, and serves them.
-func TestDemoOnPostgres(t *testing.T) {
-	db := storetest.NewPostgresDatabase(t)
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int)
-	var stdout, stderr syncWriter
-	go func() {
-		done <- Main(ctx, []string{"demo", "--db", db, "--addr", addr, "--log-level", "warn"}, nil, &stdout, &stderr)
-	}()
-	defer func() { cancel(); <-done }()
-	var key string
-	for range 300 {
-		if key = regexp.MustCompile(`gak_\w+`).FindString(stdout.String()); key != "" {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if key == "" || !strings.Contains(stdout.String(), "loaded into postgres://") {
-		t.Fatalf("demo printed no key:\n%s%s", stdout.String(), stderr.String())
-	}
-	req, _ := http.NewRequest("POST", "http://"+addr+"/api/groups/chat?students=true", nil)
-	req.Header.Set("x-api-key", key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("report: %v %v", resp, err)
-	}
-	resp.Body.Close()
-	if students := mustRun(t, "student", "list", "--db", db, "--group", "northside-high"); strings.Count(students, "\n") != 241 {
-		t.Errorf("northside-high in PostgreSQL: %d lines, want 240 students and a header", strings.Count(students, "\n"))
-	}
-}
-
 // syncWriter is a buffer that a server goroutine writes while the test reads.
 type syncWriter struct {
 	mu  sync.Mutex

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
@@ -55,31 +57,65 @@ func runDemo(e *env, args []string) error {
 	}
 	path := db.Value.String()
 	switch {
-	case sqlstore.IsPostgres(path):
-		// Loaded beside what the database holds; the demo's groups must
-		// not be there yet.
-	case strings.Contains(path, "://"):
+	case strings.Contains(path, "://") && !sqlstore.IsPostgres(path):
 		return fmt.Errorf("demo takes a SQLite file path or a postgres:// URL for --db")
-	case sf.usage != "":
+	case sf.usage != "" && !sqlstore.IsPostgres(path):
 		return fmt.Errorf("--usage on ClickHouse needs the directory on PostgreSQL: give --db a postgres:// URL")
-	default:
-		for _, suffix := range []string{"", "-wal", "-shm"} {
-			if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
-				return err
-			}
+	}
+	err := serve(e, *serveFlags, storeFlags{db: path, usage: sf.usage, demo: true}, func(s *stores.Stores, baseURL string) error {
+		now := time.Now()
+		p := platform.New(s.Directory, s.Usage)
+		if err := clearDemo(e, p); err != nil {
+			return err
+		}
+		keys, events, err := loadDemo(e, p, now, end)
+		if err != nil {
+			return err
+		}
+		_, token, err := p.CreateToken(e.ctx, "demo")
+		if err != nil {
+			return err
+		}
+		if end != nil {
+			now = *end
+		}
+		printDemo(e, path, baseURL, keys, token, events, now)
+		return nil
+	})
+	switch {
+	case errors.Is(err, sqlstore.ErrNotDemoStore):
+		return fmt.Errorf("%s: %w. Give --db a new file (or an empty PostgreSQL database) for the demo", redacted(path), err)
+	case errors.Is(err, sqlstore.ErrDemoRunning):
+		return fmt.Errorf("%s: %w. Stop that demo, or give this one another --db", redacted(path), err)
+	}
+	return err
+}
+
+// redacted is a --db for messages: a URL without its password.
+func redacted(db string) string {
+	if u, err := url.Parse(db); err == nil && sqlstore.IsPostgres(db) {
+		return u.Redacted()
+	}
+	return db
+}
+
+// clearDemo takes out what an earlier demo left in its store (its
+// groups, on every store, and its platform tokens), so that the demo
+// starts afresh; the store is a demo's (stores.Config.Demo), and what
+// else it holds stays.
+func clearDemo(e *env, p *platform.Platform) error {
+	for _, dg := range demoGroups {
+		if err := p.DeleteGroup(e.ctx, dg.id); err != nil && analytics.ErrorCode(err) != analytics.NotFound {
+			return err
 		}
 	}
-	return serve(e, *serveFlags, storeFlags{db: path, usage: sf.usage}, func(s *stores.Stores, baseURL string) error {
-		now := time.Now()
-		keys, events, err := loadDemo(e, platform.New(s.Directory, s.Usage), now, end)
-		if err == nil {
-			if end != nil {
-				now = *end
-			}
-			printDemo(e, path, baseURL, keys, events, now)
+	tokens, err := p.Tokens(e.ctx)
+	for _, t := range tokens {
+		if t.Label == "demo" && t.Revoked == nil {
+			err = cmp.Or(err, p.RevokeToken(e.ctx, t.ID))
 		}
-		return err
-	})
+	}
+	return err
 }
 
 // loadDemo creates the demo groups, plans, keys and students, and sends a
@@ -187,14 +223,10 @@ func demoEvents(rng *rand.Rand, dg demoGroup, stop analytics.Day) (out []json.Ra
 	return out, idle
 }
 
-func printDemo(e *env, path, base string, keys map[string]string, events int, now time.Time) {
+func printDemo(e *env, path, base string, keys map[string]string, token string, events int, now time.Time) {
 	w := e.stdout
 	first := now.AddDate(0, 0, -demoWeeks*7).Format(time.DateOnly)
-	if u, err := url.Parse(path); err == nil && sqlstore.IsPostgres(path) {
-		fmt.Fprintf(w, "groupanalytics demo: loaded into %s\n", u.Redacted())
-	} else {
-		fmt.Fprintf(w, "groupanalytics demo: a fresh store at %s\n", path)
-	}
+	fmt.Fprintf(w, "groupanalytics demo: a demo store at %s\n", redacted(path))
 	fmt.Fprintf(w, "with %d groups and %d events over the last %d weeks.\n\n", len(demoGroups), events, demoWeeks)
 	for _, dg := range demoGroups {
 		key := keys[dg.id]
@@ -202,7 +234,7 @@ func printDemo(e *env, path, base string, keys map[string]string, events int, no
 		if dg.planEnd != "" {
 			plan = "plan ended " + dg.planEnd + ": its key answers 403"
 		}
-		fmt.Fprintf(w, "%s (%s, %d students, %s)\n", dg.name, dg.zone, dg.students, plan)
+		fmt.Fprintf(w, "%s (group %s, %s, %d students, %s)\n", dg.name, dg.id, dg.zone, dg.students, plan)
 		curl := func(path string) {
 			fmt.Fprintf(w, "  curl -s -X POST '%s%s' -H 'x-api-key: %s'\n", base, path, key)
 		}
@@ -213,6 +245,21 @@ func printDemo(e *env, path, base string, keys map[string]string, events int, no
 		}
 		fmt.Fprintln(w)
 	}
+	// An event the user sends, on the day after the demo's last (today,
+	// unless --until names another), and the report of that day alone.
+	dg := demoGroups[0]
+	loc, _ := analytics.LoadZone(dg.zone)
+	at := time.Now()
+	if day := analytics.DayOf(now, time.UTC); day != analytics.DayOf(at, time.UTC) {
+		at = day.Start(loc).Add(12 * time.Hour)
+	}
+	day := analytics.DayOf(at, loc).String()
+	event := fmt.Sprintf(`[{"id": "try-1", "groupId": %q, "studentId": "%s-s001", "occurredAt": %q, "kind": "chat.message_sent", "chatType": "tutor_me"}]`,
+		dg.id, dg.id[:4], at.In(loc).Truncate(time.Second).Format(time.RFC3339))
+	fmt.Fprintf(w, "The platform's token (for POST /v1/events and the admin API): %s\n", token)
+	fmt.Fprintf(w, "Send %s an event as the platform would, then see it in the report of %s:\n", dg.name, day)
+	fmt.Fprintf(w, "  curl -s -X POST '%s/v1/events' -H 'Authorization: Bearer %s' -d '%s'\n", base, token, event)
+	fmt.Fprintf(w, "  curl -s -X POST '%s/api/groups/chat?startDate=%s&endDate=%s' -H 'x-api-key: %s'\n\n", base, day, day, keys[dg.id])
 	fmt.Fprintf(w, "The dashboard: open %s/ in a browser and enter a key above.\n", base)
 	fmt.Fprintf(w, "Serving on %s. Press Ctrl-C to stop.\n", base)
 }

@@ -119,6 +119,13 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 	if sf.digestEvery <= 0 {
 		return fmt.Errorf("invalid --digest-interval %s: expected a positive duration such as 1m", sf.digestEvery)
 	}
+	// The address first: a process that cannot listen (a second demo on
+	// the same port) fails before it opens, let alone changes, a store.
+	ln, err := net.Listen("tcp", sf.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	store, err := db.open(e, cfg)
 	if err != nil {
 		return err
@@ -132,14 +139,9 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 		sender.Metrics = m
 	}
 	m.QueueDepth(store.QueueDepth)
-	ln, err := net.Listen("tcp", sf.addr)
-	if err != nil {
-		return err
-	}
 	if sf.metricsAddr != "" {
 		mln, err := net.Listen("tcp", sf.metricsAddr)
 		if err != nil {
-			ln.Close()
 			return fmt.Errorf("--metrics-addr: %w", err)
 		}
 		mux := http.NewServeMux()
@@ -155,7 +157,6 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 	}
 	if prepare != nil {
 		if err := prepare(store, "http://"+ln.Addr().String()); err != nil {
-			ln.Close()
 			return err
 		}
 	}

@@ -6,6 +6,7 @@
 package stores
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,13 @@ type Config struct {
 	// clickhouse://host:port[,host:port…]/database. It needs a PostgreSQL
 	// DB, whose group locks and placements coordinate the shards.
 	Usage string
+	// Demo makes the stores the demo's own, for as long as they are open:
+	// Open refuses a store that holds what a demo did not make (a SQLite
+	// file or PostgreSQL database with anything in it, a ClickHouse
+	// database with events of groups the directory does not place) and a
+	// store that another demo holds, before it migrates or changes
+	// anything, and marks an empty store as a demo's.
+	Demo bool
 	// Create lets Open make a SQLite file that does not exist. Without it
 	// a missing file is an error, so that a mistyped path is not taken for
 	// a new, empty store.
@@ -76,6 +84,12 @@ func Open(ctx context.Context, cfg Config) (*Stores, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Demo {
+		if err := dir.ClaimDemo(ctx); err != nil {
+			dir.Close()
+			return nil, err
+		}
+	}
 	applied, err := dir.Migrate(ctx, log)
 	if err != nil {
 		dir.Close()
@@ -91,6 +105,12 @@ func Open(ctx context.Context, cfg Config) (*Stores, error) {
 		return nil, err
 	}
 	s.Shards, s.Usage = shards, shards
+	if cfg.Demo {
+		if n, err := shards.UnplacedEvents(ctx); err != nil || n > 0 {
+			s.Close()
+			return nil, cmp.Or(err, fmt.Errorf("the ClickHouse database holds %d events of groups that the demo's directory does not place: %w", n, sqlstore.ErrNotDemoStore))
+		}
+	}
 	applied, err = shards.Migrate(ctx, log)
 	if s.Migrations += applied; err != nil {
 		s.Close()
@@ -116,7 +136,7 @@ func sqliteExists(db string) error {
 // is of the store as the release that serves it wrote it.
 func Backup(ctx context.Context, db, to string) error {
 	if sqlstore.IsPostgres(db) {
-		return errors.New("backup copies a SQLite store; back up PostgreSQL with pg_dump or base backups (see the README)")
+		return errors.New("backup copies a SQLite store; back up PostgreSQL with pg_dump or base backups (see docs/operating.md, Backups)")
 	}
 	if err := sqliteExists(db); err != nil {
 		return err
