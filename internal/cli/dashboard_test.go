@@ -106,6 +106,7 @@ func loadBigSchool(e *env, p *platform.Platform, now time.Time) (string, error) 
 
 // apiReport is one report of the API's answer.
 type apiReport struct {
+	StartDate, EndDate     string
 	StudentID, StudentName string
 	NumStudentsUsed        int64
 	Data                   []struct {
@@ -238,6 +239,22 @@ func TestDashboardInBrowser(t *testing.T) {
 		if want = append(want, users); !reflect.DeepEqual(chart, want) {
 			t.Errorf("%s chart %v, want %v", endpoint, chart, want)
 		}
+		// Each period named in the page's one date format; one that is
+		// not whole (cut by the range, or not over yet) says so, its
+		// bars pale.
+		var labels []any
+		var pale []bool
+		eval("chart labels", `Chart.getChart("`+endpoint+`-chart").data.labels`, &labels)
+		eval("pale bars", `Chart.getChart("`+endpoint+`-chart").getDatasetMeta(0).data.map(bar => bar.options.backgroundColor.length === 9)`, &pale)
+		wantLabels, wantPale := periodLabels(parts[0], parts[1], parts[2], reports)
+		if !reflect.DeepEqual(labels, wantLabels) || !reflect.DeepEqual(pale, wantPale) {
+			t.Errorf("%s chart's periods %v (pale %v), want %v (pale %v)", endpoint, labels, pale, wantLabels, wantPale)
+		}
+	}
+	var status string
+	eval("status", `document.getElementById("status").textContent`, &status)
+	if want := usDay(parts[0]) + " – " + usDay(parts[1]) + ", by " + parts[2]; status != want {
+		t.Errorf("status %q, want %q", status, want)
 	}
 
 	// Totals: every metric and the students who used it, over the range,
@@ -251,13 +268,20 @@ func TestDashboardInBrowser(t *testing.T) {
 	for _, endpoint := range []string{"live-lecture", "chat"} {
 		r, b := apiReports(t, base, key, endpoint, period)[0], apiReports(t, base, key, endpoint, before)[0]
 		for i, m := range r.Data {
-			wantTiles = append(wantTiles, []string{endpoint, m.Title, thousands(m.Value), change(m.Value, b.Data[i].Value)})
+			wantTiles = append(wantTiles, []string{endpoint, m.Title, thousands(m.Value), change(m.Value, b.Data[i].Value) + " vs 28 days before"})
 		}
-		wantTiles = append(wantTiles, []string{endpoint, "Students who used it", thousands(r.NumStudentsUsed), change(r.NumStudentsUsed, b.NumStudentsUsed)})
+		wantTiles = append(wantTiles, []string{endpoint, "Students who used it", thousands(r.NumStudentsUsed), change(r.NumStudentsUsed, b.NumStudentsUsed) + " vs 28 days before"})
 	}
 	if !reflect.DeepEqual(tiles, wantTiles) {
 		t.Errorf("totals %v, want %v", tiles, wantTiles)
 	}
+	// What the changes compare with, in words and dates; and that the
+	// range, ending today, is not over.
+	today := time.Now().Format(time.DateOnly)
+	notOver := "Today, " + usDay(today) + ", is not over yet: its numbers still grow."
+	wantCaption := "Each change is vs 28 days before: " + usDay(first.Add(-last.Sub(first)-24*time.Hour).Format(time.DateOnly)) + " – " +
+		usDay(first.AddDate(0, 0, -1).Format(time.DateOnly)) + ". " + notOver
+	checkShown(t, ctx, "desktop", map[string]string{"#totals-caption": wantCaption, "#table-note": notOver})
 
 	// The table: a row per student, both endpoints' metrics.
 	rowsJS := `[...document.querySelectorAll("#students tbody tr")].map(tr => [...tr.cells].map(td => td.firstChild ? td.firstChild.textContent : ""))`
@@ -349,6 +373,22 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Errorf("%s's %s chart %v, want %v", student, endpoint, chart, want)
 		}
 	}
+	// Their totals over the range, beside the school's average per
+	// student who used the endpoint.
+	var studentTiles [][]string
+	eval("student totals", `[...document.querySelectorAll("#student-totals .tile")].map(t => [t.dataset.title, t.querySelector(".value").textContent, t.querySelector(".average").textContent])`, &studentTiles)
+	var wantStudentTiles [][]string
+	for _, endpoint := range []string{"live-lecture", "chat"} {
+		mine := apiReports(t, base, key, endpoint, period+"&students=true&studentId="+student)[0]
+		school := apiReports(t, base, key, endpoint, period)[0]
+		for i, m := range school.Data {
+			average := strconv.FormatFloat(math.Round(float64(m.Value)/float64(school.NumStudentsUsed)*10)/10, 'f', -1, 64)
+			wantStudentTiles = append(wantStudentTiles, []string{m.Title, thousands(mine.Data[i].Value), "school average " + average})
+		}
+	}
+	if !reflect.DeepEqual(studentTiles, wantStudentTiles) {
+		t.Errorf("%s's totals %v, want %v", student, studentTiles, wantStudentTiles)
+	}
 	var page []byte
 	run("student page screenshot", chromedp.CaptureScreenshot(&page))
 	save(t, filepath.Join(shots, "dashboard-student.png"), page)
@@ -375,7 +415,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 
 	var buf []byte
-	run("desktop screenshot", chromedp.CaptureScreenshot(&buf))
+	run("desktop screenshot", chromedp.Evaluate(`window.scrollTo(0, 0)`, nil), chromedp.CaptureScreenshot(&buf))
 	save(t, filepath.Join(shots, "dashboard-desktop.png"), buf)
 	var overflow bool
 	run("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
@@ -386,6 +426,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if overflow {
 		t.Errorf("on a phone the page is wider than the screen")
 	}
+	checkShown(t, ctx, "phone", map[string]string{"#totals-caption": wantCaption, "#table-note": notOver})
 	// Scrolled sideways, the table keeps the students' names in view.
 	var nameShift float64
 	run("phone table scrolled", chromedp.ScrollIntoView("#students"),
@@ -395,6 +436,40 @@ func TestDashboardInBrowser(t *testing.T) {
 	save(t, filepath.Join(shots, "dashboard-phone-table.png"), buf)
 	if nameShift < -1 || nameShift > 2 {
 		t.Errorf("on a phone, the table scrolled sideways moves the name column by %.0f px", nameShift)
+	}
+	// There, each pinned name shows its student's id (two students may
+	// share a name); scrolled down, the header stays in view.
+	var phoneTable struct {
+		IDs, Shown            []string
+		IDsVisible            bool
+		HeaderShift, Scrolled float64
+	}
+	run("phone table scrolled down", chromedp.Evaluate(`(() => {
+			const wrap = document.querySelector(".table-wrap");
+			const rows = [...document.querySelectorAll("#students tbody tr")].slice(0, 20);
+			const sids = rows.map(tr => tr.querySelector(".sid"));
+			const out = {IDs: rows.map(tr => tr.dataset.id), Shown: sids.map(s => s.textContent),
+				IDsVisible: sids.every(s => { const r = s.getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= innerWidth; })};
+			wrap.scrollTop = 1500;
+			out.Scrolled = wrap.scrollTop;
+			out.HeaderShift = document.querySelector("#students thead th").getBoundingClientRect().top - wrap.getBoundingClientRect().top;
+			return out;
+		})()`, &phoneTable), chromedp.CaptureScreenshot(&buf))
+	save(t, filepath.Join(shots, "dashboard-phone-table-down.png"), buf)
+	var studentTilesShown int
+	run("phone student page", chromedp.Click(`#students tbody tr[data-id="`+student+`"] button.student`),
+		chromedp.WaitVisible(`#student-view[data-loaded="`+student+`"]`), chromedp.Evaluate(`window.scrollTo(0, 0)`, nil),
+		chromedp.Evaluate(`[...document.querySelectorAll("#student-totals .tile")].filter(t => t.getBoundingClientRect().height > 0).length`, &studentTilesShown),
+		chromedp.CaptureScreenshot(&buf), chromedp.Click("#student-back"), chromedp.WaitVisible("#students-section"))
+	save(t, filepath.Join(shots, "dashboard-phone-student.png"), buf)
+	if studentTilesShown != len(wantStudentTiles) {
+		t.Errorf("on a phone, the student's page shows %d totals, want %d", studentTilesShown, len(wantStudentTiles))
+	}
+	if !reflect.DeepEqual(phoneTable.IDs, phoneTable.Shown) || !phoneTable.IDsVisible {
+		t.Errorf("on a phone, the pinned names show ids %v (in view: %v), want %v", phoneTable.Shown, phoneTable.IDsVisible, phoneTable.IDs)
+	}
+	if phoneTable.Scrolled < 1000 || phoneTable.HeaderShift < -1 || phoneTable.HeaderShift > 2 {
+		t.Errorf("on a phone, the table scrolled down by %.0f px has its header %.0f px from its top", phoneTable.Scrolled, phoneTable.HeaderShift)
 	}
 
 	// The page's icon is its own.
@@ -480,6 +555,65 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 	t.Logf("screenshots in %s", shots)
+}
+
+// checkShown checks that each element the selector names is in view (it
+// has a size) and says what is wanted.
+func checkShown(t *testing.T, ctx context.Context, width string, want map[string]string) {
+	t.Helper()
+	for selector, text := range want {
+		var got struct {
+			Text   string
+			Height float64
+		}
+		if err := chromedp.Run(ctx, chromedp.Evaluate(`(() => { const e = document.querySelector("`+selector+`");
+				return {Text: e.textContent, Height: e.getBoundingClientRect().height}; })()`, &got)); err != nil {
+			t.Fatal(err)
+		}
+		if got.Text != text || got.Height == 0 {
+			t.Errorf("%s: %s says %q (height %.0f), want %q shown", width, selector, got.Text, got.Height, text)
+		}
+	}
+}
+
+// usDay writes a day (2026-11-02) as the page does in Chromium's en-US
+// locale, the date inputs' format: 11/02/2026.
+func usDay(iso string) string {
+	d, _ := time.Parse(time.DateOnly, iso)
+	return d.Format("01/02/2006")
+}
+
+// periodLabels are the chart's labels of the periods of reports, cut from
+// first to last by interval, and which of them are pale: a period not
+// over yet is "(so far)", a week or month the range cuts "(partial)".
+func periodLabels(first, last, interval string, reports []apiReport) (labels []any, pale []bool) {
+	start, _ := time.Parse(time.DateOnly, first)
+	end, _ := time.Parse(time.DateOnly, last)
+	wholeStart := map[string]bool{"day": true, "week": start.Weekday() == time.Monday, "month": start.Day() == 1}[interval]
+	next := end.AddDate(0, 0, 1)
+	wholeEnd := map[string]bool{"day": true, "week": next.Weekday() == time.Monday, "month": next.Day() == 1}[interval]
+	for i, r := range reports {
+		periodEnd, _ := time.Parse(time.RFC3339, r.EndDate)
+		periodStart, _ := time.Parse(time.RFC3339, r.StartDate)
+		day := start
+		if i > 0 { // the group is in UTC: a period starts on its UTC day
+			day = periodStart
+		}
+		note := ""
+		switch {
+		case periodEnd.After(time.Now()):
+			note = "(so far)"
+		case i == 0 && !wholeStart, i == len(reports)-1 && !wholeEnd:
+			note = "(partial)"
+		}
+		if note == "" {
+			labels = append(labels, usDay(day.Format(time.DateOnly)))
+		} else {
+			labels = append(labels, []any{usDay(day.Format(time.DateOnly)), note})
+		}
+		pale = append(pale, note != "")
+	}
+	return labels, pale
 }
 
 // awaitPromise makes chromedp.Evaluate wait for the promise the script

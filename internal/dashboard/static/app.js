@@ -19,6 +19,8 @@ let page = 0; // the page of the table shown, of pageSize rows
 const collator = new Intl.Collator("en"); // for sorting names and ids: compare is fast
 // pageSize keeps the table's DOM small for a school of 10,000 students.
 const pageSize = 200;
+// Days are written as the date inputs show them: in the browser's locale.
+const dayFormat = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "2-digit", day: "2-digit", timeZone: "UTC" });
 
 // ApiError is an answer other than 200, with what to tell the user.
 class ApiError extends Error {
@@ -79,6 +81,46 @@ function showDashboard() {
   $("sign-out").hidden = false;
 }
 
+// showDay writes a day (YYYY-MM-DD) in the page's one format.
+function showDay(iso) {
+  return dayFormat.format(new Date(`${iso}T00:00:00Z`));
+}
+
+// showRange writes the days from first to last.
+function showRange(first, last) {
+  return `${showDay(first)} – ${showDay(last)}`;
+}
+
+// daysBetween counts the days from first to last, both included.
+function daysBetween(first, last) {
+  return Math.round((Date.parse(`${last}T00:00:00Z`) - Date.parse(`${first}T00:00:00Z`)) / 86400000) + 1;
+}
+
+// periodNotes tells, period by period, what the chart marks: "so far" for
+// a period not over yet (it ends after now), "partial" for a week or month
+// that the range cuts, "" for a whole one. starts are the periods' first
+// days (the first is the range's), reports the API's reports of them.
+function periodNotes(starts, end, interval, reports) {
+  const day = (iso) => new Date(`${iso}T00:00:00Z`);
+  const wholeStart = (iso) => (interval === "week" ? day(iso).getUTCDay() === 1 : interval === "month" ? iso.endsWith("-01") : true);
+  const next = day(end);
+  next.setUTCDate(next.getUTCDate() + 1);
+  const wholeEnd = interval === "week" ? next.getUTCDay() === 1 : interval === "month" ? next.getUTCDate() === 1 : true;
+  return starts.map((start, i) => {
+    if (Date.parse(reports[i].endDate) > Date.now()) {
+      return "so far";
+    }
+    const cut = (i === 0 && !wholeStart(start)) || (i === starts.length - 1 && !wholeEnd);
+    return cut ? "partial" : "";
+  });
+}
+
+// rangeNote says when the range is not over yet, so that its totals still grow.
+function rangeNote(period) {
+  const today = localDate(new Date());
+  return period.endDate >= today ? `Today, ${showDay(today)}, is not over yet: its numbers still grow.` : "";
+}
+
 // periodLabels names the periods the API cuts [start, end] into, as it
 // does: days, ISO weeks (Monday to Sunday) or calendar months, the first
 // and last clipped to the range.
@@ -102,19 +144,32 @@ function periodLabels(start, end, interval) {
 // drawChart draws, on the canvas of id, the endpoint's metrics of reports
 // as bars (chat's stacked, its total left out: it is their sum) and one
 // line over them: {label, data, axis}, axis "y" (counts) or "students".
-function drawChart(id, endpoint, reports, labels, line) {
+// A period with a note (periodNotes) is named with it, its bars pale and
+// the line to it dashed, as it is not a whole period.
+function drawChart(id, endpoint, reports, { starts, notes }, line) {
   const titles = reports.length ? reports[0].data.map((m) => m.title) : [];
   const shown = endpoint === "chat" ? titles.slice(1) : titles;
+  const labels = starts.map((start, i) => (notes[i] ? [showDay(start), `(${notes[i]})`] : showDay(start)));
   const datasets = shown.map((title, i) => ({
     type: "bar",
     label: title,
     data: reports.map((r) => value(r, title)),
-    backgroundColor: colors[i % colors.length],
+    // Pale where the period is not whole.
+    backgroundColor: (ctx) => colors[i % colors.length] + (ctx.type === "data" && notes[ctx.dataIndex] ? "59" : ""),
     yAxisID: "y",
     order: 1,
   }));
   // A lower order is drawn later: the line stays on top of the bars.
-  datasets.push({ type: "line", label: line.label, data: line.data, borderColor: "#1d232a", backgroundColor: "#1d232a", yAxisID: line.axis, order: 0 });
+  datasets.push({
+    type: "line",
+    label: line.label,
+    data: line.data,
+    borderColor: "#1d232a",
+    backgroundColor: "#1d232a",
+    segment: { borderDash: (ctx) => (notes[ctx.p1DataIndex] ? [6, 4] : undefined) },
+    yAxisID: line.axis,
+    order: 0,
+  });
   const stacked = endpoint === "chat";
   const scales = {
     x: { stacked },
@@ -132,7 +187,23 @@ function drawChart(id, endpoint, reports, labels, line) {
   charts[id]?.destroy();
   charts[id] = new Chart($(id), {
     data: { labels, datasets },
-    options: { maintainAspectRatio: false, animation: false, interaction: { mode: "index", intersect: false }, scales },
+    options: {
+      maintainAspectRatio: false,
+      animation: false,
+      interaction: { mode: "index", intersect: false },
+      scales,
+      // The legend's swatches in the bars' whole colour, whichever period comes first.
+      plugins: {
+        legend: {
+          labels: {
+            generateLabels: (chart) =>
+              Chart.defaults.plugins.legend.labels.generateLabels(chart).map((item) =>
+                item.datasetIndex < shown.length ? { ...item, fillStyle: colors[item.datasetIndex % colors.length] } : item,
+              ),
+          },
+        },
+      },
+    },
   });
 }
 
@@ -171,8 +242,13 @@ function change(now, before) {
 }
 
 // drawTotals shows each metric over the range, and the students who used
-// each endpoint, with the change against the range just before.
-function drawTotals(totals, before, previous) {
+// each endpoint, with the change against the range just before, which a
+// caption names.
+function drawTotals(totals, before, period, previous) {
+  const days = daysBetween(period.startDate, period.endDate);
+  const versus = `vs ${days === 1 ? "the day" : `${days.toLocaleString("en-US")} days`} before`;
+  $("totals-caption").textContent =
+    `Each change is ${versus}: ${showRange(previous.startDate, previous.endDate)}. ${rangeNote(period)}`.trim();
   const tiles = [];
   for (const endpoint of endpoints) {
     const r = totals[endpoint];
@@ -193,9 +269,11 @@ function drawTotals(totals, before, previous) {
       label.textContent = `${names[t.endpoint]}: ${t.title}`;
       const delta = document.createElement("div");
       const [text, trend] = change(t.value, t.before);
-      delta.textContent = text;
       delta.className = `change ${trend}`;
-      delta.title = `${t.before.toLocaleString("en-US")} from ${previous.startDate} to ${previous.endDate}`;
+      delta.textContent = text;
+      const compared = Object.assign(document.createElement("span"), { className: "versus", textContent: ` ${versus}` });
+      delta.append(compared);
+      delta.title = `${t.before.toLocaleString("en-US")} in ${showRange(previous.startDate, previous.endDate)}`;
       tile.append(value, label, delta);
       return tile;
     }),
@@ -289,6 +367,9 @@ function drawRows() {
         badge.textContent = "inactive";
         name.append(badge);
       }
+      // The id under the name, for a phone, where the pinned name is
+      // all that stays in view and two students may share it.
+      name.append(Object.assign(document.createElement("span"), { className: "sid", textContent: s.id }));
       const id = document.createElement("td");
       id.textContent = s.id;
       tr.append(name, id, ...s.values.map((v) => Object.assign(document.createElement("td"), { textContent: v })));
@@ -309,7 +390,7 @@ function drawFirstPage() {
 
 // showPeriod says on the status line what the school view shows.
 function showPeriod({ period, interval }) {
-  setStatus(`${period.startDate} to ${period.endDate}, by ${interval}`);
+  setStatus(`${showRange(period.startDate, period.endDate)}, by ${interval}`);
 }
 
 function range() {
@@ -350,19 +431,25 @@ async function load() {
       Promise.all(endpoints.map((e) => ask(e, previous))),
     ]);
     const totals = [firstTotals, ...laterTotals];
-    let labels = periodLabels(period.startDate, period.endDate, interval);
-    if (labels.length !== series[0].length) {
-      labels = series[0].map((r) => r.startDate.slice(0, 10));
+    let starts = periodLabels(period.startDate, period.endDate, interval);
+    if (starts.length !== series[0].length) {
+      starts = series[0].map((r) => r.startDate.slice(0, 10));
     }
+    const axis = { starts, notes: periodNotes(starts, period.endDate, interval, series[0]) };
     endpoints.forEach((e, i) =>
-      drawChart(`${e}-chart`, e, series[i], labels, {
+      drawChart(`${e}-chart`, e, series[i], axis, {
         label: "Students who used it",
         data: series[i].map((r) => r.numStudentsUsed),
         axis: "students",
       }),
     );
-    loaded = { period, interval, labels, series: { "live-lecture": series[0], chat: series[1] } };
-    drawTotals({ "live-lecture": totals[0][0], chat: totals[1][0] }, { "live-lecture": before[0][0], chat: before[1][0] }, previous);
+    for (const note of document.querySelectorAll(".partial-note")) {
+      note.hidden = !axis.notes.some(Boolean);
+    }
+    const schoolTotals = { "live-lecture": totals[0][0], chat: totals[1][0] };
+    loaded = { period, interval, axis, totals: schoolTotals, series: { "live-lecture": series[0], chat: series[1] } };
+    drawTotals(schoolTotals, { "live-lecture": before[0][0], chat: before[1][0] }, period, previous);
+    $("table-note").textContent = rangeNote(period);
     joinStudents({ "live-lecture": perStudent[0], chat: perStudent[1] });
     drawHeader();
     drawFirstPage();
@@ -390,7 +477,7 @@ async function load() {
 // school's again.
 function showStudentView(show) {
   $("student-view").hidden = !show;
-  for (const id of ["totals", "school-charts", "students-section"]) {
+  for (const id of ["totals-caption", "totals", "school-charts", "students-section"]) {
     $(id).hidden = show;
   }
   if (!show) {
@@ -405,7 +492,7 @@ async function openStudent(student) {
   running?.abort();
   const controller = new AbortController();
   running = controller;
-  const { period, interval, labels, series } = loaded;
+  const { period, interval, axis, totals, series } = loaded;
   $("student-heading").textContent = `${student.name} (${student.id})`;
   showStudentView(true);
   setStatus(`Loading ${student.name}…`);
@@ -418,13 +505,14 @@ async function openStudent(student) {
     );
     endpoints.forEach((e, i) => {
       const headline = series[e].length ? series[e][0].data[0].title : "";
-      drawChart(`student-${e}-chart`, e, reports[i], labels, {
+      drawChart(`student-${e}-chart`, e, reports[i], axis, {
         label: `School average: ${headline}`,
         data: series[e].map((r) => averagePerStudent(value(r, headline), r.numStudentsUsed)),
         axis: "y",
       });
     });
-    setStatus(`${student.name}: ${period.startDate} to ${period.endDate}, by ${interval}`);
+    drawStudentTotals(reports, totals);
+    setStatus(`${student.name}: ${showRange(period.startDate, period.endDate)}, by ${interval}`);
     $("student-view").dataset.loaded = student.id;
     $("student-back").focus();
   } catch (err) {
@@ -432,6 +520,32 @@ async function openStudent(student) {
       setStatus(err.message || "The service could not be reached.", true);
     }
   }
+}
+
+// drawStudentTotals shows the student's total of each metric over the
+// range (the sum of their periods' reports, which cut the range whole)
+// beside the school's average per student who used the endpoint.
+function drawStudentTotals(reports, totals) {
+  const tiles = [];
+  endpoints.forEach((endpoint, i) => {
+    const school = totals[endpoint];
+    school.data.forEach((m, j) => {
+      const mine = reports[i].reduce((sum, r) => sum + r.data[j].value, 0);
+      const tile = Object.assign(document.createElement("div"), { className: "tile" });
+      tile.dataset.endpoint = endpoint;
+      tile.dataset.title = m.title;
+      tile.append(
+        Object.assign(document.createElement("div"), { className: "value", textContent: mine.toLocaleString("en-US") }),
+        Object.assign(document.createElement("div"), { className: "label", textContent: `${names[endpoint]}: ${m.title}` }),
+        Object.assign(document.createElement("div"), {
+          className: "average",
+          textContent: `school average ${averagePerStudent(m.value, school.numStudentsUsed).toLocaleString("en-US")}`,
+        }),
+      );
+      tiles.push(tile);
+    });
+  });
+  $("student-totals").replaceChildren(...tiles);
 }
 
 // download saves an endpoint's CSV answer for the students over the range,
