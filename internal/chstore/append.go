@@ -1,6 +1,7 @@
 package chstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/ext"
@@ -34,9 +37,11 @@ type intent struct {
 	Move *move `json:"move,omitempty"`
 }
 
-// AppendEvents writes each group's events in a write of its own, under the
-// group's lock. A group whose shard is down fails the call, but the groups
-// written before it stay written: sent again, their events count once.
+// AppendEvents queues each group's events for the process's flusher, which
+// writes every call waiting at that moment, of every group, in one flush
+// (see flush), and waits for the flushes holding them. A group whose shard
+// is down fails the call, but the other groups' events stay written: sent
+// again, they count once.
 func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (analytics.AppendResult, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -49,67 +54,65 @@ func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (ana
 		byGroup[e.GroupID] = append(byGroup[e.GroupID], e)
 	}
 	slices.Sort(groups)
+	calls := make([]*rollup.Call, len(groups))
+	s.pendingMu.Lock()
+	switch {
+	case s.closed:
+		s.pendingMu.Unlock()
+		return analytics.AppendResult{}, s.wrap("AppendEvents", errClosed)
+	case s.queued+len(events) > maxQueuedEvents && s.queued > 0:
+		// Behind: refused at once rather than after the store timeout,
+		// and the queue's memory stays bounded.
+		s.pendingMu.Unlock()
+		return analytics.AppendResult{}, s.wrap("AppendEvents", fmt.Errorf("%d events wait for a flush: %w", s.queued, analytics.ErrUnavailable))
+	}
+	s.queued += len(events)
+	for i, g := range groups {
+		calls[i] = rollup.NewCall(ctx, byGroup[g])
+		s.pending[g] = append(s.pending[g], calls[i])
+	}
+	s.pendingMu.Unlock()
+	s.startFlusher.Do(func() {
+		for range flushers {
+			go s.flushLoop()
+		}
+	})
+	s.wakeFlusher()
 	var res analytics.AppendResult
-	for _, g := range groups {
-		accepted, err := s.appendGroup(ctx, g, byGroup[g])
-		if analytics.ErrorCode(err) == analytics.NotFound {
-			// Deleted since the caller checked it: the lock found no group.
-			res.Gone = append(res.Gone, g)
-			continue
+	var failed error
+	for i, g := range groups {
+		select {
+		case d := <-calls[i].Done:
+			switch {
+			case analytics.ErrorCode(d.Err) == analytics.NotFound:
+				// Deleted since the caller checked it: the lock found no group.
+				res.Gone = append(res.Gone, g)
+			case d.Err != nil:
+				failed = cmp.Or(failed, d.Err)
+			default:
+				res.Accepted += d.Result.Accepted
+				res.Duplicates += d.Result.Duplicates
+			}
+		case <-ctx.Done():
+			// Still queued, a call is dropped by the next flush.
+			return analytics.AppendResult{}, s.wrap("AppendEvents", fmt.Errorf("waiting for the flush: %w", ctx.Err()))
 		}
-		if err != nil {
-			return analytics.AppendResult{}, s.wrap("AppendEvents", err)
-		}
-		res.Accepted += accepted
-		res.Duplicates += len(byGroup[g]) - accepted
+	}
+	if failed != nil {
+		return analytics.AppendResult{}, s.wrap("AppendEvents", failed)
 	}
 	return res, nil
 }
 
-// appendGroup stores the events of one group whose ids are new, and
-// returns how many there were. The calls of a group waiting in this
-// process are merged: whoever has the group's turn writes every call
-// waiting at that moment in one write (one lock, one lookup, one insert
-// per table), and each caller returns once the write holding its events
-// is done.
-func (s *Store) appendGroup(ctx context.Context, groupID string, events []analytics.Event) (int, error) {
-	call := rollup.NewCall(ctx, events)
-	s.pendingMu.Lock()
-	s.pending[groupID] = append(s.pending[groupID], call)
-	s.pendingMu.Unlock()
-	turn := s.turnstile(groupID)
-	select {
-	case turn <- struct{}{}:
-		defer func() { <-turn }()
-	case d := <-call.Done:
-		return d.Result.Accepted, d.Err
-	case <-ctx.Done():
-		// Still queued, the call is dropped by the next writer.
-		return 0, fmt.Errorf("waiting for the group's turn: %w", ctx.Err())
-	}
-	for {
-		select {
-		case d := <-call.Done:
-			return d.Result.Accepted, d.Err
-		default:
-		}
-		calls := s.takePending(groupID)
-		if s.observer != nil && len(calls) > 0 {
-			events := 0
-			for _, c := range calls {
-				events += len(c.Events)
-			}
-			s.observer.Merged(len(calls), events)
-		}
-		accepted, err := s.writeCalls(ctx, groupID, calls)
-		for i, c := range calls {
-			c.Done <- rollup.Done{Result: analytics.AppendResult{Accepted: accepted[i], Duplicates: len(c.Events) - accepted[i]}, Err: err}
-		}
-	}
-}
+// maxQueuedEvents bounds the events waiting for a flush or in one: past
+// it, a call is refused at once (a 503 with Retry-After), not queued.
+var maxQueuedEvents = 4 * rollup.MaxMergedEvents
 
-// QueueDepth is how many AppendEvents calls of the process wait for
-// their group's turn.
+// errClosed is the error of a call made after Close.
+var errClosed = fmt.Errorf("store closed: %w", analytics.ErrUnavailable)
+
+// QueueDepth is how many AppendEvents calls of the process wait for a
+// flush.
 func (s *Store) QueueDepth() int {
 	s.pendingMu.Lock()
 	defer s.pendingMu.Unlock()
@@ -120,117 +123,423 @@ func (s *Store) QueueDepth() int {
 	return n
 }
 
-// takePending takes the group's waiting calls, up to maxMergedEvents
-// events (and at least one call), dropping those whose callers are gone.
-func (s *Store) takePending(groupID string) []*rollup.Call {
-	s.pendingMu.Lock()
-	defer s.pendingMu.Unlock()
-	queue := s.pending[groupID]
-	n, events := 0, 0
-	for n < len(queue) && (n == 0 || events+len(queue[n].Events) <= rollup.MaxMergedEvents) {
-		events += len(queue[n].Events)
-		n++
+// flushers is how many flushes a process runs at once, over groups apart:
+// while one waits for the directory or a shard, the other writes.
+const flushers = 2
+
+// flushLoop is one of the process's flushers: woken by AppendEvents, it
+// flushes until nothing waits that another flush does not hold. When the
+// store closes, it fails what still waits.
+func (s *Store) flushLoop() {
+	for range s.wake {
+		for {
+			batch := s.takePending()
+			if len(batch) == 0 {
+				break
+			}
+			wrote := s.flush(batch)
+			s.pendingMu.Lock()
+			for g := range batch {
+				delete(s.flushing, g)
+			}
+			s.pendingMu.Unlock()
+			if !wrote {
+				// Every group of the flush was locked by another writer
+				// (an erasure, a move, another process): let it work.
+				time.Sleep(10 * time.Millisecond)
+			}
+			// The groups it held may have calls for the other flusher.
+			s.wakeFlusher()
+		}
 	}
-	if n == len(queue) {
-		delete(s.pending, groupID)
-	} else {
-		s.pending[groupID] = queue[n:]
+	for _, calls := range s.takePending() {
+		s.answer(calls, func(int, *rollup.Call) rollup.Done { return rollup.Done{Err: errClosed} })
 	}
-	return slices.DeleteFunc(queue[:n:n], func(c *rollup.Call) bool { return c.Ctx.Err() != nil })
 }
 
-// writeCalls writes the calls' events of one group in one write and
-// returns how many of each call's events were new. The first copy of an
-// id, in the order of the calls, is the one that counts.
-func (s *Store) writeCalls(ctx context.Context, groupID string, calls []*rollup.Call) ([]int, error) {
-	accepted := make([]int, len(calls))
-	if len(calls) == 0 {
-		return accepted, nil
+// answer tells each of calls what became of it, which frees its place in
+// the queue's bound.
+func (s *Store) answer(calls []*rollup.Call, done func(i int, c *rollup.Call) rollup.Done) {
+	events := 0
+	for i, c := range calls {
+		c.Done <- done(i, c)
+		events += len(c.Events)
 	}
-	err := s.withLock(ctx, groupID, func(tx GroupLock) error {
+	s.pendingMu.Lock()
+	s.queued -= events
+	s.pendingMu.Unlock()
+}
+
+// wakeFlusher wakes a flusher, unless one is awake already (it takes the
+// calls waiting with its next flush) or the store is closed.
+func (s *Store) wakeFlusher() {
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	if s.closed {
+		return
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takePending takes the waiting calls of every group that no other flush
+// holds, up to rollup.MaxMergedEvents events in all (and at least one
+// call), dropping those whose callers are gone; the flush holds their
+// groups until it is done.
+func (s *Store) takePending() map[string][]*rollup.Call {
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	batch := map[string][]*rollup.Call{}
+	events := 0
+	for _, g := range slices.Sorted(maps.Keys(s.pending)) {
+		if s.flushing[g] {
+			continue
+		}
+		queue := s.pending[g]
+		n := 0
+		for n < len(queue) && (events == 0 || events+len(queue[n].Events) <= rollup.MaxMergedEvents) {
+			events += len(queue[n].Events)
+			n++
+		}
+		if n == len(queue) {
+			delete(s.pending, g)
+		} else {
+			s.pending[g] = queue[n:]
+		}
+		for _, c := range queue[:n] {
+			if c.Ctx.Err() != nil {
+				s.queued -= len(c.Events) // dropped
+			}
+		}
+		if calls := slices.DeleteFunc(queue[:n:n], func(c *rollup.Call) bool { return c.Ctx.Err() != nil }); len(calls) > 0 {
+			batch[g], s.flushing[g] = calls, true
+		}
+		if events >= rollup.MaxMergedEvents {
+			break
+		}
+	}
+	return batch
+}
+
+// requeue puts a group's calls back at the head of its queue.
+func (s *Store) requeue(groupID string, calls []*rollup.Call) {
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	s.pending[groupID] = append(calls, s.pending[groupID]...)
+}
+
+// groupWrite is one group's part of a flush.
+type groupWrite struct {
+	tx       GroupLock
+	calls    []*rollup.Call
+	accepted []int // new events, call by call
+	loc      *time.Location
+	sh       *shard
+	p        Placement
+	ids      []string // of the calls' events, each once
+	students []string // of the calls' events, each once
+	st       *state
+	ords     map[string]int
+	in       intent
+	rows     written
+	err      error
+}
+
+// flush writes the calls of every group in batch in one flush: one
+// directory transaction holding the groups' locks; on each shard, at once,
+// one lookup of the ids it holds, one of the students' ordinals, and the
+// groups' current rows; an intent per group, recorded together; then one
+// INSERT per table per shard; enrolment and the end of the intents with
+// the commit. What a write costs is paid per flush, not per request or per
+// group. The groups that another writer holds are put back for the next
+// flush; it reports whether any group was written.
+func (s *Store) flush(batch map[string][]*rollup.Call) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.timeout, time.Minute))
+	defer cancel()
+	if s.observer != nil {
+		calls, events := 0, 0
+		for _, cs := range batch {
+			calls += len(cs)
+			for _, c := range cs {
+				events += len(c.Events)
+			}
+		}
+		s.observer.Merged(calls, events)
+	}
+	gone := map[string]bool{}
+	writes := map[string]*groupWrite{}
+	ran := false // the transaction began: the groups not locked or gone are busy
+	err := s.dir.WithGroupsLock(ctx, slices.Sorted(maps.Keys(batch)), func(tx GroupsLock) error {
+		ran = true
+		for _, g := range tx.Gone() {
+			gone[g] = true
+		}
+		for _, lock := range tx.Locked() {
+			w := &groupWrite{tx: lock, calls: batch[lock.GroupID()]}
+			w.accepted = make([]int, len(w.calls))
+			writes[lock.GroupID()] = w
+		}
+		return s.writeGroups(ctx, tx, writes)
+	})
+	if err == nil {
+		for g, w := range writes {
+			if w.err == nil && len(w.rows.events) > 0 {
+				s.states.put(g, w.st.after(w.rows))
+			}
+		}
+	}
+	for g, calls := range batch {
+		w, locked := writes[g]
+		var failed error
+		switch {
+		case !ran:
+			failed = err
+		case locked:
+			failed = cmp.Or(err, w.err)
+		case gone[g]:
+			failed = cmp.Or(err, analytics.Errorf(analytics.NotFound, "Group %q not found", g))
+		default: // held by another writer: the next flush tries again
+			s.requeue(g, calls)
+			continue
+		}
+		s.answer(calls, func(i int, c *rollup.Call) rollup.Done {
+			if failed != nil {
+				return rollup.Done{Err: failed}
+			}
+			return rollup.Done{Result: analytics.AppendResult{Accepted: w.accepted[i], Duplicates: len(c.Events) - w.accepted[i]}}
+		})
+	}
+	return len(writes) > 0 || len(gone) > 0
+}
+
+// writeGroups writes the groups of a flush under their locks, their shards
+// at once. A group whose write fails has its err set, and its intent (if
+// it recorded one) stays for its next write to repair; the others go on.
+// It returns an error only when the directory's transaction has failed.
+func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite) error {
+	// The directory, one group after another: the transaction is shared.
+	if err := s.placeAll(ctx, tx, writes); err != nil {
+		return err
+	}
+	byShard := map[*shard][]*groupWrite{}
+	for _, g := range slices.Sorted(maps.Keys(writes)) {
+		w := writes[g]
+		if w.err != nil {
+			continue
+		}
 		// Days are cut in the zone the lock holds, which a change of zone
 		// (Rebuild) may have changed since the caller cut them.
-		loc, err := tx.Location(ctx)
-		if err != nil {
-			return err
+		if w.loc, w.err = w.tx.Location(ctx); w.err != nil {
+			continue
 		}
-		clear(accepted)
-		sh, p, err := s.placeForWrite(ctx, tx)
-		if err != nil {
-			return err
+		if w.sh, w.err = s.shardOf(w.p); w.err != nil {
+			continue
 		}
-		var ids, students []string
+		if w.p, w.err = s.settled(ctx, w.tx, w.sh, w.p); w.err != nil {
+			continue
+		}
 		seenID, seenStudent := map[string]bool{}, map[string]bool{}
-		for _, c := range calls {
+		for _, c := range w.calls {
 			for _, e := range c.Events {
 				if !seenID[e.ID] {
 					seenID[e.ID] = true
-					ids = append(ids, e.ID)
+					w.ids = append(w.ids, e.ID)
 				}
 				if !seenStudent[e.StudentID] {
 					seenStudent[e.StudentID] = true
-					students = append(students, e.StudentID)
+					w.students = append(w.students, e.StudentID)
 				}
 			}
 		}
-		// What the write needs to know, asked at once: which ids are
-		// stored, the students' ordinals (numbering the new ones; a number
-		// given to a student whose events all turn out to be duplicates
-		// is merely unused) and the group's current rows.
-		var stored map[string]bool
-		var ords map[string]int
-		var st *state
-		var lookups errgroup.Group
-		lookups.Go(func() (err error) { stored, err = s.storedIDs(ctx, sh, groupID, ids); return err })
-		lookups.Go(func() (err error) { ords, err = s.ordinals(ctx, sh, groupID, students); return err })
-		lookups.Go(func() (err error) { st, err = s.stateAt(ctx, sh, p); return err })
-		if err := lookups.Wait(); err != nil {
-			return err
-		}
-		var fresh []analytics.Event
-		var in intent
-		delta := rollup.NewDelta()
-		for i, c := range calls {
-			for _, e := range c.Events {
-				if stored[e.ID] {
-					continue
-				}
-				e.Day = analytics.DayOf(e.OccurredAt, loc)
-				stored[e.ID] = true
-				accepted[i]++
-				fresh = append(fresh, e)
-				delta.Add(e)
-				in.Students = append(in.Students, analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
-				if m := e.Day.MonthStart(); !slices.Contains(in.Months, m) {
-					in.Months = append(in.Months, m)
-				}
+		byShard[w.sh] = append(byShard[w.sh], w)
+	}
+	// The shards at once: what each write needs to know, and its rows.
+	eachShard(byShard, func(sh *shard, ws []*groupWrite) error { return s.prepareWrites(ctx, sh, ws) })
+	// The intents, recorded together, committed at once.
+	intents := map[string][]byte{}
+	for g, w := range writes {
+		if w.err == nil && len(w.rows.events) > 0 {
+			if intents[g], w.err = json.Marshal(w.in); w.err != nil {
+				delete(intents, g)
 			}
 		}
-		if len(fresh) == 0 {
+	}
+	if len(intents) > 0 {
+		seqs, err := tx.MarkIntents(ctx, intents)
+		for g := range intents {
+			w := writes[g]
+			w.rows.seq, w.err = seqs[g], err
+		}
+	}
+	eachShard(byShard, func(sh *shard, ws []*groupWrite) error {
+		var rows []written
+		for _, w := range ws {
+			if w.err == nil && len(w.rows.events) > 0 {
+				rows = append(rows, w.rows)
+			}
+		}
+		if len(rows) == 0 {
 			return nil
 		}
-		seq, err := markIntent(ctx, tx, in)
-		if err != nil {
-			return err
-		}
-		gkeys, rows := newGroupRows(delta, st, ords)
-		counts, err := newCountsRows(st, delta, ords)
-		if err != nil {
-			return err
-		}
 		var inserts errgroup.Group
-		inserts.Go(func() error { return s.insertEvents(ctx, sh, fresh, seq) })
-		inserts.Go(func() error { return s.insertCountsRows(ctx, sh, counts, seq) })
-		inserts.Go(func() error { return s.insertGroupRows(ctx, sh, gkeys, rows, seq) })
-		if err := inserts.Wait(); err != nil {
+		inserts.Go(func() error { return s.insertEvents(ctx, sh, rows...) })
+		inserts.Go(func() error { return s.insertCountsRows(ctx, sh, rows...) })
+		inserts.Go(func() error { return s.insertGroupRows(ctx, sh, rows...) })
+		return inserts.Wait()
+	})
+	// Enrolment and the end of each intent, with the commit. Every student
+	// of the new events, though most are enrolled already: an ordinal
+	// does not tell, since a write that died may have numbered a student
+	// whose events never landed.
+	var written []string
+	for _, g := range slices.Sorted(maps.Keys(writes)) {
+		w := writes[g]
+		if w.err != nil {
+			continue
+		}
+		if err := w.tx.SaveStudents(ctx, w.in.Students); err != nil {
 			return err
 		}
-		// Every student of the new events, though most are enrolled
-		// already: an ordinal does not tell, since a write that died may
-		// have numbered a student whose events never landed.
-		return tx.SaveStudents(ctx, in.Students)
-	})
-	return accepted, err
+		written = append(written, g)
+	}
+	if len(written) == 0 {
+		return nil
+	}
+	return tx.ClearIntents(ctx, written)
+}
+
+// placeAll reads the placements of a flush's groups at once, and places
+// those without one together, each on the shard that holds the fewest
+// events (then groups) as placing goes: their state is empty, and need not
+// be read. It fails only when the directory fails; a group that cannot be
+// placed (no shard answers) has its err set.
+func (s *Store) placeAll(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite) error {
+	placements, err := tx.Placements(ctx)
+	if err != nil {
+		return err
+	}
+	var unplaced []string
+	for g, w := range writes {
+		if p, ok := placements[g]; ok {
+			w.p = p
+		} else {
+			unplaced = append(unplaced, g)
+		}
+	}
+	if len(unplaced) == 0 {
+		return nil
+	}
+	slices.Sort(unplaced)
+	events, groups, err := s.shardLoads(ctx, writes[unplaced[0]].tx)
+	if err != nil {
+		for _, g := range unplaced {
+			writes[g].err = err
+		}
+		return nil
+	}
+	shards := map[string]string{}
+	for _, g := range unplaced {
+		shards[g] = s.lightest(events, groups)
+		groups[shards[g]]++
+	}
+	placed, err := tx.Place(ctx, shards)
+	if err != nil {
+		return err
+	}
+	for _, g := range unplaced {
+		w := writes[g]
+		w.p = placed[g]
+		w.st = emptyState(w.p.Shard, w.p.Epoch, w.p.Seq)
+	}
+	return nil
+}
+
+// eachShard runs fn for the writes of each shard at once; an error fails
+// the writes of its shard that have not failed yet.
+func eachShard(byShard map[*shard][]*groupWrite, fn func(sh *shard, ws []*groupWrite) error) {
+	var wg sync.WaitGroup
+	for sh, ws := range byShard {
+		wg.Go(func() {
+			if err := fn(sh, ws); err != nil {
+				for _, w := range ws {
+					w.err = cmp.Or(w.err, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// prepareWrites asks the shard, at once, which of the writes' ids it holds,
+// the ordinals of their students (numbering the new ones; a number given
+// to a student whose events all turn out to be duplicates is merely
+// unused) and each group's current rows; then it makes each write's new
+// events, intent and rows. The first copy of an id, in the order of the
+// calls, is the one that counts.
+func (s *Store) prepareWrites(ctx context.Context, sh *shard, ws []*groupWrite) error {
+	ws = slices.DeleteFunc(slices.Clone(ws), func(w *groupWrite) bool { return w.err != nil })
+	ids, students := map[string][]string{}, map[string][]string{}
+	for _, w := range ws {
+		ids[w.p.GroupID], students[w.p.GroupID] = w.ids, w.students
+	}
+	var stored map[string]map[string]bool
+	var ords map[string]map[string]int
+	var lookups errgroup.Group
+	lookups.Go(func() (err error) { stored, err = s.storedIDs(ctx, sh, ids); return err })
+	lookups.Go(func() (err error) { ords, err = s.ordinalsOf(ctx, sh, students); return err })
+	states := make(chan *groupWrite, len(ws))
+	for _, w := range ws {
+		if w.st == nil { // placed by this flush: empty
+			states <- w
+		}
+	}
+	close(states)
+	for range min(len(ws), 8) {
+		lookups.Go(func() error {
+			for w := range states {
+				var err error
+				if w.st, err = s.stateAt(ctx, sh, w.p); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := lookups.Wait(); err != nil {
+		return err
+	}
+	for _, w := range ws {
+		w.ords = ords[w.p.GroupID]
+		seen := stored[w.p.GroupID]
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		delta := rollup.NewDelta()
+		for i, c := range w.calls {
+			for _, e := range c.Events {
+				if seen[e.ID] {
+					continue
+				}
+				e.Day = analytics.DayOf(e.OccurredAt, w.loc)
+				seen[e.ID] = true
+				w.accepted[i]++
+				w.rows.events = append(w.rows.events, e)
+				delta.Add(e)
+				w.in.Students = append(w.in.Students, analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
+				if m := e.Day.MonthStart(); !slices.Contains(w.in.Months, m) {
+					w.in.Months = append(w.in.Months, m)
+				}
+			}
+		}
+		if len(w.rows.events) == 0 {
+			continue
+		}
+		w.rows.gkeys, w.rows.grows = newGroupRows(delta, w.st, w.ords)
+		w.rows.counts, w.err = newCountsRows(w.st, delta, w.ords)
+	}
+	return nil
 }
 
 // turnstile is the channel at which the process's writers of the group
@@ -253,11 +562,6 @@ func (s *Store) locked(ctx context.Context, groupID string, fn func(tx GroupLock
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for the group's turn: %w", ctx.Err())
 	}
-	return s.withLock(ctx, groupID, fn)
-}
-
-// withLock is locked for a writer that has the group's turn.
-func (s *Store) withLock(ctx context.Context, groupID string, fn func(tx GroupLock) error) error {
 	return s.dir.WithGroupLock(ctx, groupID, func(tx GroupLock) error {
 		if err := fn(tx); err != nil {
 			return err
@@ -295,15 +599,21 @@ func (s *Store) placeForWrite(ctx context.Context, tx GroupLock) (*shard, Placem
 	if err != nil {
 		return nil, p, err
 	}
-	if p.Intent != nil {
-		if err := s.repair(ctx, tx, sh, p); err != nil {
-			return nil, p, fmt.Errorf("repair: %w", err)
-		}
-		if p, _, err = tx.Placement(ctx); err != nil {
-			return nil, p, err
-		}
+	p, err = s.settled(ctx, tx, sh, p)
+	return sh, p, err
+}
+
+// settled returns the placement p after repairing what the unfinished
+// write it names left, if any.
+func (s *Store) settled(ctx context.Context, tx GroupLock, sh *shard, p Placement) (Placement, error) {
+	if p.Intent == nil {
+		return p, nil
 	}
-	return sh, p, nil
+	if err := s.repair(ctx, tx, sh, p); err != nil {
+		return p, fmt.Errorf("repair: %w", err)
+	}
+	p, _, err := tx.Placement(ctx)
+	return p, err
 }
 
 func (s *Store) shardOf(p Placement) (*shard, error) {
@@ -318,47 +628,127 @@ func (s *Store) shardOf(p Placement) (*shard, error) {
 // leastLoaded returns the shard holding the fewest events, among those that
 // answer; the fewest groups breaks ties (and decides between empty shards).
 func (s *Store) leastLoaded(ctx context.Context, tx GroupLock) (string, error) {
-	groups, err := tx.GroupsPerShard(ctx)
+	events, groups, err := s.shardLoads(ctx, tx)
 	if err != nil {
 		return "", err
 	}
-	best, bestEvents := "", uint64(0)
+	return s.lightest(events, groups), nil
+}
+
+// lightest is the shard, of those that answer (events names them), that
+// holds the fewest events, then the fewest groups.
+func (s *Store) lightest(events map[string]uint64, groups map[string]int) string {
+	best := ""
+	for _, sh := range s.shards {
+		if _, up := events[sh.name]; up && (best == "" || events[sh.name] < events[best] ||
+			events[sh.name] == events[best] && groups[sh.name] < groups[best]) {
+			best = sh.name
+		}
+	}
+	return best
+}
+
+// shardLoads returns the events of each shard that answers, and the groups
+// placed on each; an error when none answers.
+func (s *Store) shardLoads(ctx context.Context, tx GroupLock) (events map[string]uint64, groups map[string]int, err error) {
+	if groups, err = tx.GroupsPerShard(ctx); err != nil {
+		return nil, nil, err
+	}
+	events = map[string]uint64{}
 	var errs []string
 	for _, sh := range s.shards {
-		events, err := s.eventCount(ctx, sh)
+		n, err := s.eventCount(ctx, sh)
 		if err != nil {
 			errs = append(errs, sh.name)
 			continue
 		}
-		if best == "" || events < bestEvents || events == bestEvents && groups[sh.name] < groups[best] {
-			best, bestEvents = sh.name, events
-		}
+		events[sh.name] = n
 	}
-	if best == "" {
-		return "", fmt.Errorf("no shard answers (%s): %w", strings.Join(errs, ", "), analytics.ErrUnavailable)
+	if len(events) == 0 {
+		return nil, nil, fmt.Errorf("no shard answers (%s): %w", strings.Join(errs, ", "), analytics.ErrUnavailable)
 	}
-	return best, nil
+	return events, groups, nil
 }
 
-// storedIDs returns which of ids the group already holds.
-func (s *Store) storedIDs(ctx context.Context, sh *shard, groupID string, ids []string) (map[string]bool, error) {
-	return s.eventsHaving(ctx, sh, groupID, "event_id", ids)
+// storedIDs returns which of each group's ids the shard already holds, in
+// one query.
+func (s *Store) storedIDs(ctx context.Context, sh *shard, ids map[string][]string) (map[string]map[string]bool, error) {
+	stored := map[string]map[string]bool{}
+	err := s.eachOfGroups(ctx, sh, ids, `SELECT DISTINCT group_id, event_id FROM `+s.table("events")+`
+		WHERE group_id IN groups AND event_id IN lookup`, func(groupID, id string, _ uint32) {
+		if stored[groupID] == nil {
+			stored[groupID] = map[string]bool{}
+		}
+		stored[groupID][id] = true
+	})
+	return stored, err
+}
+
+// eachOfGroups runs query, which reads (group_id, value[, ordinal]) rows
+// of the groups in the external table "groups" and of values in "lookup",
+// and calls fn with each row whose value is one of its group's.
+func (s *Store) eachOfGroups(ctx context.Context, sh *shard, values map[string][]string, query string, fn func(groupID, value string, n uint32)) error {
+	var groups, all []string
+	wanted := map[[2]string]bool{}
+	for g, vs := range values {
+		groups = append(groups, g)
+		for _, v := range vs {
+			wanted[[2]string{g, v}] = true
+			all = append(all, v)
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	ctx, err := withLookup(ctx, all, groups...)
+	if err != nil {
+		return err
+	}
+	rows, err := sh.query(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	withOrdinal := len(rows.Columns()) == 3
+	for rows.Next() {
+		var g, v string
+		var n uint32
+		dest := []any{&g, &v}
+		if withOrdinal {
+			dest = append(dest, &n)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		if wanted[[2]string{g, v}] {
+			fn(g, v, n)
+		}
+	}
+	return rows.Err()
 }
 
 // withLookup attaches values to ctx as the external table "lookup", a
 // block of data sent beside the query rather than in its text, so that
-// the query can ask `x IN lookup` of any number of values.
-func withLookup(ctx context.Context, values []string) (context.Context, error) {
-	lookup, err := ext.NewTable("lookup", ext.Column("v", "String"))
-	if err != nil {
-		return nil, err
-	}
-	for _, v := range values {
-		if err := lookup.Append(v); err != nil {
+// the query can ask `x IN lookup` of any number of values; and groups as
+// the table "groups". An empty list makes no table.
+func withLookup(ctx context.Context, values []string, groups ...string) (context.Context, error) {
+	tables := []*ext.Table{}
+	for name, list := range map[string][]string{"lookup": values, "groups": groups} {
+		if len(list) == 0 {
+			continue
+		}
+		t, err := ext.NewTable(name, ext.Column("v", "String"))
+		if err != nil {
 			return nil, err
 		}
+		for _, v := range list {
+			if err := t.Append(v); err != nil {
+				return nil, err
+			}
+		}
+		tables = append(tables, t)
 	}
-	return clickhouse.Context(ctx, clickhouse.WithExternalTable(lookup)), nil
+	return clickhouse.Context(ctx, clickhouse.WithExternalTable(tables...)), nil
 }
 
 // eventsHaving returns which of values col (event_id or student_id) takes
@@ -388,11 +778,24 @@ func (s *Store) eventsHaving(ctx context.Context, sh *shard, groupID, col string
 	return found, rows.Err()
 }
 
-func (s *Store) insertEvents(ctx context.Context, sh *shard, events []analytics.Event, seq int64) error {
+// written is what one write of a group inserts, every row labelled with
+// the write's number. The inserts take the rows of any number of writes,
+// so that a flush of many groups is one INSERT per table.
+type written struct {
+	seq    int64
+	events []analytics.Event
+	counts []countsRow
+	gkeys  []rollup.GroupKey       // the group rows' keys,
+	grows  []analytics.GroupRollup // and their new state
+}
+
+func (s *Store) insertEvents(ctx context.Context, sh *shard, ws ...written) error {
 	return sh.insert(ctx, `INSERT INTO `+s.table("events")+` (group_id, event_id, student_id, occurred_at, metric, seq)`, func(b driver.Batch) error {
-		for _, e := range events {
-			if err := b.Append(e.GroupID, e.ID, e.StudentID, e.OccurredAt.UnixMilli(), uint8(e.Metric), uint64(seq)); err != nil {
-				return err
+		for _, w := range ws {
+			for _, e := range w.events {
+				if err := b.Append(e.GroupID, e.ID, e.StudentID, e.OccurredAt.UnixMilli(), uint8(e.Metric), uint64(w.seq)); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -420,17 +823,20 @@ func newGroupRows(delta *rollup.Delta, st *state, ordinals map[string]int) ([]ro
 	return keys, rows
 }
 
-// insertGroupRows writes rows as the new state of keys (same order).
-func (s *Store) insertGroupRows(ctx context.Context, sh *shard, keys []rollup.GroupKey, rows []analytics.GroupRollup, seq int64) error {
-	if len(keys) == 0 {
+// insertGroupRows writes the writes' group rows as the new state of their
+// keys.
+func (s *Store) insertGroupRows(ctx context.Context, sh *shard, ws ...written) error {
+	if !slices.ContainsFunc(ws, func(w written) bool { return len(w.gkeys) > 0 }) {
 		return nil
 	}
 	return sh.insert(ctx, `INSERT INTO `+s.table("group_rollups")+` (group_id, span, period, `+metricList+`, live_lecture_users, chat_users, version)`, func(b driver.Batch) error {
-		for i, k := range keys {
-			c := &rows[i].Counts
-			if err := b.Append(k.GroupID, uint8(k.Span), int32(k.Key), c[0], c[1], c[2], c[3], c[4], c[5], c[6],
-				string(rollup.EncodeSet(rows[i].LiveLectureUsers)), string(rollup.EncodeSet(rows[i].ChatUsers)), uint64(seq)); err != nil {
-				return err
+		for _, w := range ws {
+			for i, k := range w.gkeys {
+				c := &w.grows[i].Counts
+				if err := b.Append(k.GroupID, uint8(k.Span), int32(k.Key), c[0], c[1], c[2], c[3], c[4], c[5], c[6],
+					string(rollup.EncodeSet(w.grows[i].LiveLectureUsers)), string(rollup.EncodeSet(w.grows[i].ChatUsers)), uint64(w.seq)); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -464,12 +870,33 @@ func scanGroupRow(row scanner, lead ...any) (analytics.GroupRollup, error) {
 // ordinals returns the ordinals of the students, numbering those the group
 // has not numbered yet after its highest.
 func (s *Store) ordinals(ctx context.Context, sh *shard, groupID string, studentIDs []string) (map[string]int, error) {
-	ordinals, err := s.storedOrdinals(ctx, sh, groupID, studentIDs)
+	all, err := s.ordinalsOf(ctx, sh, map[string][]string{groupID: studentIDs})
 	if err != nil {
 		return nil, err
 	}
-	missing := slices.DeleteFunc(slices.Clone(studentIDs), func(id string) bool { _, ok := ordinals[id]; return ok })
-	if len(missing) == 0 {
+	return all[groupID], nil
+}
+
+// ordinalsOf is ordinals of several groups' students, asked and numbered
+// at once.
+func (s *Store) ordinalsOf(ctx context.Context, sh *shard, students map[string][]string) (map[string]map[string]int, error) {
+	ordinals, err := s.storedOrdinals(ctx, sh, students)
+	if err != nil {
+		return nil, err
+	}
+	missing := func() map[string][]string {
+		out := map[string][]string{}
+		for g, ids := range students {
+			for _, id := range ids {
+				if _, ok := ordinals[g][id]; !ok {
+					out[g] = append(out[g], id)
+				}
+			}
+		}
+		return out
+	}
+	unnumbered := missing()
+	if len(unnumbered) == 0 {
 		return ordinals, nil
 	}
 	// A write that was told it failed may yet have numbered some of them:
@@ -478,57 +905,68 @@ func (s *Store) ordinals(ctx context.Context, sh *shard, groupID string, student
 		if err := s.settleQuorums(ctx, sh); err != nil {
 			return nil, err
 		}
-		settled, err := s.storedOrdinals(ctx, sh, groupID, missing)
+		settled, err := s.storedOrdinals(ctx, sh, unnumbered)
 		if err != nil {
 			return nil, err
 		}
-		maps.Copy(ordinals, settled)
-		missing = slices.DeleteFunc(missing, func(id string) bool { _, ok := settled[id]; return ok })
-		if len(missing) == 0 {
+		for g, ords := range settled {
+			maps.Copy(ordinals[g], ords)
+		}
+		if unnumbered = missing(); len(unnumbered) == 0 {
 			return ordinals, nil
 		}
 	}
-	var next uint32
-	if err := sh.queryRow(ctx, `SELECT toUInt32(if(count() = 0, 0, max(ordinal) + 1)) FROM `+s.table("students")+` WHERE group_id = ?`,
-		groupID).Scan(&next); err != nil {
+	groups := slices.Sorted(maps.Keys(unnumbered))
+	lookupCtx, err := withLookup(ctx, nil, groups...)
+	if err != nil {
 		return nil, err
 	}
-	for i, id := range missing {
-		ordinals[id] = int(next) + i
+	rows, err := sh.query(lookupCtx, `SELECT group_id, toUInt32(max(ordinal) + 1) FROM `+s.table("students")+`
+		WHERE group_id IN groups GROUP BY group_id`)
+	if err != nil {
+		return nil, err
+	}
+	next := map[string]uint32{}
+	for rows.Next() {
+		var g string
+		var n uint32
+		if err := rows.Scan(&g, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		next[g] = n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, g := range groups {
+		for i, id := range unnumbered[g] {
+			ordinals[g][id] = int(next[g]) + i
+		}
 	}
 	return ordinals, sh.insert(ctx, `INSERT INTO `+s.table("students")+` (group_id, student_id, ordinal)`, func(b driver.Batch) error {
-		for _, id := range missing {
-			if err := b.Append(groupID, id, uint32(ordinals[id])); err != nil {
-				return err
+		for _, g := range groups {
+			for _, id := range unnumbered[g] {
+				if err := b.Append(g, id, uint32(ordinals[g][id])); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	})
 }
 
-// storedOrdinals returns the ordinals the group has given the students.
-func (s *Store) storedOrdinals(ctx context.Context, sh *shard, groupID string, studentIDs []string) (map[string]int, error) {
-	ordinals := map[string]int{}
-	if len(studentIDs) == 0 {
-		return ordinals, nil
+// storedOrdinals returns the ordinals each group has given its students,
+// a map for every group asked of.
+func (s *Store) storedOrdinals(ctx context.Context, sh *shard, students map[string][]string) (map[string]map[string]int, error) {
+	ordinals := map[string]map[string]int{}
+	for g := range students {
+		ordinals[g] = map[string]int{}
 	}
-	ctx, err := withLookup(ctx, studentIDs)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := sh.query(ctx, `SELECT student_id, min(ordinal) FROM `+s.table("students")+`
-		WHERE group_id = ? AND student_id IN lookup GROUP BY student_id`, groupID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var n uint32
-		if err := rows.Scan(&id, &n); err != nil {
-			return nil, err
-		}
-		ordinals[id] = int(n)
-	}
-	return ordinals, rows.Err()
+	err := s.eachOfGroups(ctx, sh, students, `SELECT group_id, student_id, min(ordinal) FROM `+s.table("students")+`
+		WHERE group_id IN groups AND student_id IN lookup GROUP BY group_id, student_id`, func(groupID, id string, n uint32) {
+		ordinals[groupID][id] = int(n)
+	})
+	return ordinals, err
 }

@@ -16,6 +16,11 @@ type Coordinator interface {
 	// group's write lock, committed when fn returns nil and rolled back
 	// otherwise (and when the process dies). It is not retried.
 	WithGroupLock(ctx context.Context, groupID string, fn func(tx GroupLock) error) error
+	// WithGroupsLock runs fn in one directory transaction holding the
+	// write locks of those of the groups that no other transaction
+	// holds, as WithGroupLock does one's; the others that exist are
+	// busy, for another try.
+	WithGroupsLock(ctx context.Context, groupIDs []string, fn func(tx GroupsLock) error) error
 	// Placement returns the group's placement; ok is false when it has
 	// none (it holds no usage yet).
 	Placement(ctx context.Context, groupID string) (p Placement, ok bool, err error)
@@ -23,10 +28,31 @@ type Coordinator interface {
 	Placements(ctx context.Context) ([]Placement, error)
 }
 
+// GroupsLock is a directory transaction holding several groups' write
+// locks.
+type GroupsLock interface {
+	// Locked are the groups locked, in id order, sharing the
+	// transaction: use them one at a time.
+	Locked() []GroupLock
+	// Gone are the groups asked for that do not exist.
+	Gone() []string
+	// Placements reads the placements of the locked groups that have one.
+	Placements(ctx context.Context) (map[string]Placement, error)
+	// Place is Place of several of the locked groups, at once.
+	Place(ctx context.Context, shards map[string]string) (map[string]Placement, error)
+	// MarkIntents is MarkIntent of several of the locked groups, at once.
+	MarkIntents(ctx context.Context, intents map[string][]byte) (seqs map[string]int64, err error)
+	// ClearIntents is ClearIntent of several of the locked groups, with
+	// the transaction.
+	ClearIntents(ctx context.Context, groupIDs []string) error
+}
+
 // GroupLock is a directory transaction holding one group's write lock.
 // While it lasts, the directory is read through it only: other writers of
 // the group wait for the lock holding connections of their own.
 type GroupLock interface {
+	// GroupID is the group whose lock it holds.
+	GroupID() string
 	// Placement reads the group's placement.
 	Placement(ctx context.Context) (p Placement, ok bool, err error)
 	// GroupsPerShard counts the groups placed on each shard.

@@ -49,14 +49,16 @@ func (st *state) chunk(span analytics.Span, key analytics.Day, chunk int) []byte
 	return nil
 }
 
-func (s *Store) insertCountsRows(ctx context.Context, sh *shard, rows []countsRow, seq int64) error {
-	if len(rows) == 0 {
+func (s *Store) insertCountsRows(ctx context.Context, sh *shard, ws ...written) error {
+	if !slices.ContainsFunc(ws, func(w written) bool { return len(w.counts) > 0 }) {
 		return nil
 	}
 	return sh.insert(ctx, `INSERT INTO `+s.table("student_counts")+` (group_id, span, period, chunk, counts, version)`, func(b driver.Batch) error {
-		for _, r := range rows {
-			if err := b.Append(r.key.GroupID, uint8(r.key.Span), int32(r.key.Key), uint32(r.key.Chunk), string(r.counts), uint64(seq)); err != nil {
-				return err
+		for _, w := range ws {
+			for _, r := range w.counts {
+				if err := b.Append(r.key.GroupID, uint8(r.key.Span), int32(r.key.Key), uint32(r.key.Chunk), string(r.counts), uint64(w.seq)); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -150,5 +152,5 @@ func (s *Store) convertGroup(ctx context.Context, sh *shard, groupID string) err
 	if err != nil {
 		return err
 	}
-	return s.insertCountsRows(ctx, sh, counts, 0)
+	return s.insertCountsRows(ctx, sh, written{counts: counts})
 }

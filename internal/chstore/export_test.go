@@ -17,7 +17,7 @@ func (s *Store) InsertRawEvents(ctx context.Context, p Placement, events []analy
 	if err != nil {
 		return err
 	}
-	return s.insertEvents(ctx, sh, events, p.Seq)
+	return s.insertEvents(ctx, sh, written{seq: p.Seq, events: events})
 }
 
 // SchemaVersion returns the newest migration a shard has recorded.
@@ -105,4 +105,12 @@ func (s *Store) RawEvents(ctx context.Context, groupID string) (map[string]strin
 		}
 	}
 	return events, nil
+}
+
+// SetMaxQueuedEvents sets the bound of the events waiting for a flush,
+// until the test ends.
+func SetMaxQueuedEvents(t interface{ Cleanup(func()) }, n int) {
+	old := maxQueuedEvents
+	maxQueuedEvents = n
+	t.Cleanup(func() { maxQueuedEvents = old })
 }

@@ -178,7 +178,7 @@ func (f *fixture) otherShardOf(shard string) string {
 	return ""
 }
 
-// TestAddShard follows the README's procedure for adding a shard to a
+// TestAddShard follows docs/scaling.md's procedure for adding a shard to a
 // running cluster: migrate with the longer URL, restart the services on
 // it; new groups go to the empty shard and groups move to it, while every
 // group answers as before.

@@ -118,10 +118,10 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Place
 		}
 		rows[i] = r
 	}
-	if err := s.insertGroupRows(ctx, sh, keys, rows, seq); err != nil {
+	if err := s.insertGroupRows(ctx, sh, written{seq: seq, gkeys: keys, grows: rows}); err != nil {
 		return false, err
 	}
-	if err := s.insertCountsRows(ctx, sh, counts, seq); err != nil {
+	if err := s.insertCountsRows(ctx, sh, written{seq: seq, counts: counts}); err != nil {
 		return false, err
 	}
 	if err := s.deleteStudentRows(ctx, sh, groupID, studentID); err != nil {
@@ -384,7 +384,7 @@ func (s *Store) recomputeMonth(ctx context.Context, sh *shard, groupID string, m
 	for k := range stored {
 		counts = append(counts, countsRow{k, rollup.AppendCounts(nil, nil)})
 	}
-	if err := s.insertCountsRows(ctx, sh, counts, seq); err != nil {
+	if err := s.insertCountsRows(ctx, sh, written{seq: seq, counts: counts}); err != nil {
 		return err
 	}
 	// Group rows: the new state of every day of m and of m itself.
@@ -407,7 +407,7 @@ func (s *Store) recomputeMonth(ctx context.Context, sh *shard, groupID string, m
 		}
 		groupRows[i] = r
 	}
-	return s.insertGroupRows(ctx, sh, keys, groupRows, seq)
+	return s.insertGroupRows(ctx, sh, written{seq: seq, gkeys: keys, grows: groupRows})
 }
 
 // monthChunks returns the keys of the rows of counts of month m's days

@@ -17,7 +17,8 @@ import (
 func TestOneShardDown(t *testing.T) {
 	cluster := storetest.NewCluster(t, 19300, 2)
 	url := cluster.URL("shard_down")
-	s := storetest.OpenClickHouse(t, storetest.NewPostgresDatabase(t), url)
+	dirDSN := storetest.NewPostgresDatabase(t)
+	s := storetest.OpenClickHouse(t, dirDSN, url)
 	usage := s.Usage.(*chstore.Store)
 	f := &fixture{t: t, dir: s.Directory, locks: stores.Coordinator(s.Directory), usage: usage, url: url}
 	shardOf := map[string]string{}
@@ -36,6 +37,7 @@ func TestOneShardDown(t *testing.T) {
 	if up == "" || down == "" {
 		t.Fatalf("placements %v: want one group per shard", shardOf)
 	}
+	other := storetest.OpenClickHouse(t, dirDSN, url).Usage // another process
 	cluster.Kill(2)
 	time.Sleep(200 * time.Millisecond)
 
@@ -50,9 +52,13 @@ func TestOneShardDown(t *testing.T) {
 	if analytics.ErrorCode(err) != analytics.Unavailable || time.Since(start) > 5*time.Second {
 		t.Errorf("ingesting on the down shard: %v after %v, want unavailable within 5 s", err, time.Since(start))
 	}
-	d := analytics.DayOf(day, time.UTC)
-	if _, err := usage.GroupRollups(ctx, down, analytics.Segment{Span: analytics.SpanDay, Keys: analytics.DayRange{First: d, Last: d}}); analytics.ErrorCode(err) != analytics.Unavailable {
-		t.Errorf("reading the down shard: %v, want unavailable", err)
+	// A process that holds the group's current rows (it wrote them)
+	// answers from them; another must ask the shard, and cannot.
+	if rows, err := usage.GroupRollups(ctx, down, daySegment()); err != nil || len(rows) != 1 || rows[0].Counts[analytics.MainChatMessages] != 1 {
+		t.Errorf("reading the down shard's group from the writer's rows: %v %+v, want its 1 event", err, rows)
+	}
+	if _, err := other.GroupRollups(ctx, down, daySegment()); analytics.ErrorCode(err) != analytics.Unavailable {
+		t.Errorf("reading the down shard from another process: %v, want unavailable", err)
 	}
 	if err := usage.Ping(ctx); err != nil {
 		t.Errorf("ping with one shard up: %v", err)

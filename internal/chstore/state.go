@@ -148,17 +148,9 @@ func (s *Store) stateAt(ctx context.Context, sh *shard, p Placement) (*state, er
 	if old != nil && old.seq == seq {
 		return old, nil
 	}
-	st := &state{shard: sh.name, epoch: p.Epoch, seq: seq, groups: map[period]analytics.GroupRollup{}, counts: map[period][][]byte{}}
-	since := int64(-1)
+	st, since := emptyState(sh.name, p.Epoch, seq), int64(-1)
 	if old != nil && old.seq < seq {
-		since = old.seq
-		for k, v := range old.groups {
-			st.groups[k] = v
-		}
-		for k, v := range old.counts {
-			st.counts[k] = v
-		}
-		st.bytes = old.bytes
+		st, since = old.next(seq), old.seq
 	}
 	if err := s.readGroupRows(ctx, sh, groupID, since, seq, st); err != nil {
 		return nil, err
@@ -168,6 +160,67 @@ func (s *Store) stateAt(ctx context.Context, sh *shard, p Placement) (*state, er
 	}
 	s.states.put(groupID, st)
 	return st, nil
+}
+
+// emptyState is a group's state without rows, on shard as of write seq.
+func emptyState(shard string, epoch, seq int64) *state {
+	return &state{shard: shard, epoch: epoch, seq: seq, groups: map[period]analytics.GroupRollup{}, counts: map[period][][]byte{}}
+}
+
+// next returns a copy of st as of write seq, to be changed: its maps are
+// its own, their rows still st's.
+func (st *state) next(seq int64) *state {
+	next := &state{shard: st.shard, epoch: st.epoch, seq: seq, bytes: st.bytes,
+		groups: make(map[period]analytics.GroupRollup, len(st.groups)), counts: make(map[period][][]byte, len(st.counts))}
+	for k, v := range st.groups {
+		next.groups[k] = v
+	}
+	for k, v := range st.counts {
+		next.counts[k] = v
+	}
+	return next
+}
+
+// setGroupRow makes r the group row of p.
+func (st *state) setGroupRow(p period, r analytics.GroupRollup) {
+	if old, ok := st.groups[p]; ok {
+		st.bytes -= groupRowBytes(old)
+	}
+	st.groups[p] = r
+	st.bytes += groupRowBytes(r)
+}
+
+// setChunk makes b the row of counts of a chunk of p. copied names the
+// periods whose slice of chunks st has copied already: the slice may be
+// an older state's, copied before it changes.
+func (st *state) setChunk(p period, chunk int, b []byte, copied map[period]bool) {
+	chunks := st.counts[p]
+	if !copied[p] {
+		chunks, copied[p] = append([][]byte(nil), chunks...), true
+	}
+	for len(chunks) <= chunk {
+		chunks = append(chunks, nil)
+	}
+	st.bytes += len(b) - len(chunks[chunk])
+	chunks[chunk] = b
+	st.counts[p] = chunks
+}
+
+// after returns the state that the write w, made on st, leaves: st with
+// w's rows, as of w's number. A writer keeps it, so that the group's next
+// write or read asks the shard for nothing.
+func (st *state) after(w written) *state {
+	next := st.next(w.seq)
+	for i, k := range w.gkeys {
+		r := w.grows[i]
+		r.Key = k.Key
+		next.setGroupRow(period{k.Span, k.Key}, r)
+	}
+	copied := map[period]bool{}
+	for _, r := range w.counts {
+		next.setChunk(period{r.key.Span, r.key.Key}, r.key.Chunk, r.counts, copied)
+	}
+	return next
 }
 
 // readGroupRows adds to st the group rows of versions in (since, seq].
@@ -186,12 +239,7 @@ func (s *Store) readGroupRows(ctx context.Context, sh *shard, groupID string, si
 			return err
 		}
 		r.Key = analytics.Day(key)
-		p := period{analytics.Span(span), r.Key}
-		if old, ok := st.groups[p]; ok {
-			st.bytes -= groupRowBytes(old)
-		}
-		st.groups[p] = r
-		st.bytes += groupRowBytes(r)
+		st.setGroupRow(period{analytics.Span(span), r.Key}, r)
 	}
 	return rows.Err()
 }
@@ -219,19 +267,7 @@ func (s *Store) readCountsRows(ctx context.Context, sh *shard, groupID string, s
 		if err := rows.Scan(&span, &key, &chunk, &b); err != nil {
 			return err
 		}
-		p := period{analytics.Span(span), analytics.Day(key)}
-		chunks := st.counts[p]
-		if !copied[p] {
-			// The slice may be the older state's: copied before it changes.
-			chunks = append([][]byte(nil), chunks...)
-			copied[p] = true
-		}
-		for len(chunks) <= int(chunk) {
-			chunks = append(chunks, nil)
-		}
-		st.bytes += len(b) - len(chunks[chunk])
-		chunks[chunk] = []byte(b)
-		st.counts[p] = chunks
+		st.setChunk(period{analytics.Span(span), analytics.Day(key)}, int(chunk), []byte(b), copied)
 	}
 	return rows.Err()
 }

@@ -4,7 +4,7 @@
 // says; every write of a group holds the group's write lock in the
 // directory, which serialises the group's writers across processes and
 // stands in for the unique keys and transactions ClickHouse lacks (see
-// the README's "Scaling out").
+// docs/scaling.md).
 package chstore
 
 import (
@@ -41,9 +41,15 @@ type Store struct {
 	// turnstiles serialise the process's writers per group (by hash: two
 	// groups may share one).
 	turnstiles [64]chan struct{}
-	// pending are the calls of AppendEvents waiting, by group.
-	pendingMu sync.Mutex
-	pending   map[string][]*rollup.Call
+	// pending are the calls of AppendEvents waiting for a flush, by
+	// group; wake wakes the flusher, which starts with the first call.
+	pendingMu    sync.Mutex
+	pending      map[string][]*rollup.Call
+	flushing     map[string]bool // the groups a flush holds
+	queued       int             // events of the calls not answered yet
+	closed       bool
+	wake         chan struct{}
+	startFlusher sync.Once
 	// states are the groups' current rows, kept by the process.
 	states stateCache
 }
@@ -143,7 +149,8 @@ func Open(ctx context.Context, raw string, dir Coordinator, opts Options) (*Stor
 		return nil, err
 	}
 	s := &Store{dir: dir, database: cfg.Database, timeout: opts.CallTimeout,
-		observer: opts.Observer, log: opts.Log, pending: map[string][]*rollup.Call{}}
+		observer: opts.Observer, log: opts.Log, pending: map[string][]*rollup.Call{},
+		flushing: map[string]bool{}, wake: make(chan struct{}, 1)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -219,8 +226,15 @@ func (s *Store) Shards() []string {
 	return names
 }
 
-// Close closes the connections.
+// Close stops the flusher, failing the calls that still wait, and closes
+// the connections.
 func (s *Store) Close() error {
+	s.pendingMu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.wake)
+	}
+	s.pendingMu.Unlock()
 	var errs []error
 	for _, sh := range s.shards {
 		for _, r := range sh.replicas {

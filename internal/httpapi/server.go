@@ -221,6 +221,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.metrics.StoreError("internal")
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err.Error())
 	case analytics.Unavailable:
+		// Down or behind: a client that backs off for a second is
+		// likely to get through.
+		w.Header().Set("Retry-After", "1")
 		s.metrics.StoreError("unavailable")
 		s.log.WarnContext(r.Context(), "store unavailable", "method", r.Method, "path", r.URL.Path, "error", err.Error())
 	}

@@ -1,11 +1,14 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -46,6 +49,174 @@ func (s *Store) WithGroupLock(ctx context.Context, groupID string, fn func(tx *G
 	}))
 }
 
+// WithGroupsLock runs fn once in a transaction holding the write locks of
+// those of the groups that no other transaction holds (SKIP LOCKED: a
+// group being erased or moved does not hold up the others), committed
+// when fn returns nil. The groups not locked and not gone are busy, to be
+// tried again.
+func (s *Store) WithGroupsLock(ctx context.Context, groupIDs []string, fn func(tx *GroupsTx) error) error {
+	if s.marks == nil {
+		return fmt.Errorf("WithGroupsLock: a sharded usage store needs a PostgreSQL directory, not %s", s.dialect.name)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return s.wrap("WithGroupsLock", s.transactOnce(ctx, func(tx *txn) error {
+		zones, err := s.lockGroups(ctx, tx, groupIDs, true)
+		if err != nil {
+			return err
+		}
+		var locked []*GroupTx
+		for _, id := range slices.Sorted(maps.Keys(zones)) {
+			locked = append(locked, &GroupTx{s: s, tx: tx, groupID: id, zone: zones[id]})
+		}
+		var missing []string
+		for _, id := range groupIDs {
+			if _, ok := zones[id]; !ok {
+				missing = append(missing, id)
+			}
+		}
+		var gone []string
+		if len(missing) > 0 {
+			exist := map[string]bool{}
+			rows, err := tx.QueryContext(ctx, `SELECT group_id FROM groups WHERE group_id = ANY($1)`, missing)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				exist[id] = true
+			}
+			if err := cmp.Or(rows.Err(), rows.Close()); err != nil {
+				return err
+			}
+			gone = slices.DeleteFunc(missing, func(id string) bool { return exist[id] })
+		}
+		return fn(&GroupsTx{s: s, tx: tx, Locked: locked, Gone: gone})
+	}))
+}
+
+// GroupsTx is a transaction holding the write locks of several groups.
+type GroupsTx struct {
+	s      *Store
+	tx     *txn
+	Locked []*GroupTx // one each, in id order, sharing the transaction
+	Gone   []string   // the groups asked for that do not exist
+}
+
+// MarkIntents is MarkIntent of several of the locked groups, in one
+// statement committed at once.
+func (g *GroupsTx) MarkIntents(ctx context.Context, intents map[string]string) (map[string]int64, error) {
+	return g.s.markIntents(ctx, intents)
+}
+
+// Placements reads the locked groups' placements: those that have one.
+func (g *GroupsTx) Placements(ctx context.Context) ([]Placement, error) {
+	ids := make([]string, len(g.Locked))
+	for i, l := range g.Locked {
+		ids[i] = l.groupID
+	}
+	rows, err := g.tx.QueryContext(ctx, `SELECT group_id, shard, seq, intent, epoch FROM usage_placements WHERE group_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	return scanPlacements(rows)
+}
+
+// Place is Place of several of the locked groups, each on its shard, in
+// one statement committed at once.
+func (g *GroupsTx) Place(ctx context.Context, shards map[string]string) ([]Placement, error) {
+	return g.s.place(ctx, shards)
+}
+
+// ClearIntents is ClearIntent of several of the locked groups, in one
+// statement.
+func (g *GroupsTx) ClearIntents(ctx context.Context, groupIDs []string) error {
+	return clearIntents(ctx, g.tx, groupIDs)
+}
+
+// place records each group on its shard, placing or moving it, committed
+// at once, and returns their placements.
+//
+// place and markIntents write outside the transaction that holds the
+// groups' locks, on connections of their own, so that what they record is
+// committed at once. The rows they write are the placements', not the
+// groups', so the locks do not stand in their way.
+func (s *Store) place(ctx context.Context, shards map[string]string) ([]Placement, error) {
+	var ids, names []string
+	var epochs []int64
+	for id, shard := range shards {
+		ids, names, epochs = append(ids, id), append(names, shard), append(epochs, rand.Int64())
+	}
+	rows, err := s.marks.QueryContext(ctx, `INSERT INTO usage_placements (group_id, shard, epoch)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+		ON CONFLICT (group_id) DO UPDATE SET shard = excluded.shard RETURNING group_id, shard, seq, intent, epoch`, ids, names, epochs)
+	if err != nil {
+		return nil, err
+	}
+	return scanPlacements(rows)
+}
+
+// markIntents records each group's intent and takes its next write number,
+// committed at once.
+func (s *Store) markIntents(ctx context.Context, intents map[string]string) (map[string]int64, error) {
+	ids, texts := make([]string, 0, len(intents)), make([]string, 0, len(intents))
+	for id, in := range intents {
+		ids, texts = append(ids, id), append(texts, in)
+	}
+	rows, err := s.marks.QueryContext(ctx, `UPDATE usage_placements AS p SET seq = p.seq + 1, intent = v.intent
+		FROM unnest($1::text[], $2::text[]) AS v(group_id, intent) WHERE p.group_id = v.group_id RETURNING p.group_id, p.seq`, ids, texts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	seqs := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			return nil, err
+		}
+		seqs[id] = seq
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if _, ok := seqs[id]; !ok {
+			return nil, analytics.Errorf(analytics.NotFound, "Group %q has no placement", id)
+		}
+	}
+	return seqs, nil
+}
+
+// clearIntents ends the groups' intents when the transaction commits.
+func clearIntents(ctx context.Context, tx *txn, groupIDs []string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE usage_placements SET intent = NULL WHERE group_id = ANY($1) AND intent IS NOT NULL`, groupIDs)
+	return err
+}
+
+// scanPlacements reads rows of (group_id, shard, seq, intent, epoch).
+func scanPlacements(rows *sql.Rows) ([]Placement, error) {
+	defer rows.Close()
+	var list []Placement
+	for rows.Next() {
+		var p Placement
+		var intent sql.NullString
+		if err := rows.Scan(&p.GroupID, &p.Shard, &p.Seq, &intent, &p.Epoch); err != nil {
+			return nil, err
+		}
+		if intent.Valid {
+			p.Intent = []byte(intent.String)
+		}
+		list = append(list, p)
+	}
+	return list, rows.Err()
+}
+
 // GroupTx is a transaction holding one group's write lock: what the usage
 // store on ClickHouse reads and writes of the directory under it.
 type GroupTx struct {
@@ -54,6 +225,9 @@ type GroupTx struct {
 	groupID string
 	zone    string // the group's time zone, as the lock read it
 }
+
+// GroupID is the group whose lock the transaction holds.
+func (g *GroupTx) GroupID() string { return g.groupID }
 
 // Placement reads the group's placement; ok is false when it has none.
 func (g *GroupTx) Placement(ctx context.Context) (Placement, bool, error) {
@@ -93,38 +267,26 @@ func (g *GroupTx) SetTimeZone(ctx context.Context, zone string) error {
 	return nil
 }
 
-// Place records the group on shard, placing or moving it, and returns the
-// placement.
-//
-// Place and MarkIntent write outside the transaction, on connections of
-// their own, so that what they record is committed at once. The row they
-// write is the placement's, not the group's, so the lock the transaction
-// holds does not stand in their way.
+// Place records the group on shard, placing or moving it, committed at
+// once (see place), and returns the placement.
 func (g *GroupTx) Place(ctx context.Context, shard string) (Placement, error) {
-	if _, err := g.s.marks.ExecContext(ctx, g.s.q(`INSERT INTO usage_placements (group_id, shard, epoch) VALUES (?, ?, ?)
-		ON CONFLICT (group_id) DO UPDATE SET shard = excluded.shard`), g.groupID, shard, rand.Int64()); err != nil {
-		return Placement{}, err
+	list, err := g.s.place(ctx, map[string]string{g.groupID: shard})
+	if err != nil || len(list) != 1 {
+		return Placement{}, cmp.Or(err, fmt.Errorf("Place: %d placements of group %s", len(list), g.groupID))
 	}
-	p, _, err := g.s.placement(ctx, g.s.marks, g.groupID)
-	return p, err
+	return list[0], nil
 }
 
 // MarkIntent records intent and takes the group's next write number,
 // committed at once.
 func (g *GroupTx) MarkIntent(ctx context.Context, intent []byte) (int64, error) {
-	var seq int64
-	err := g.s.marks.QueryRowContext(ctx, g.s.q(`UPDATE usage_placements SET seq = seq + 1, intent = ?
-		WHERE group_id = ? RETURNING seq`), string(intent), g.groupID).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, analytics.Errorf(analytics.NotFound, "Group %q has no placement", g.groupID)
-	}
-	return seq, err
+	seqs, err := g.s.markIntents(ctx, map[string]string{g.groupID: string(intent)})
+	return seqs[g.groupID], err
 }
 
 // ClearIntent ends the group's intent when the transaction commits.
 func (g *GroupTx) ClearIntent(ctx context.Context) error {
-	_, err := g.tx.ExecContext(ctx, g.s.q(`UPDATE usage_placements SET intent = NULL WHERE group_id = ? AND intent IS NOT NULL`), g.groupID)
-	return err
+	return clearIntents(ctx, g.tx, []string{g.groupID})
 }
 
 // SaveStudents enrols and names students with the transaction.
@@ -184,18 +346,6 @@ func (s *Store) Placements(ctx context.Context) ([]Placement, error) {
 	if err != nil {
 		return nil, s.wrap("Placements", err)
 	}
-	defer rows.Close()
-	var list []Placement
-	for rows.Next() {
-		var p Placement
-		var intent sql.NullString
-		if err := rows.Scan(&p.GroupID, &p.Shard, &p.Seq, &intent, &p.Epoch); err != nil {
-			return nil, s.wrap("Placements", err)
-		}
-		if intent.Valid {
-			p.Intent = []byte(intent.String)
-		}
-		list = append(list, p)
-	}
-	return list, s.wrap("Placements", rows.Err())
+	list, err := scanPlacements(rows)
+	return list, s.wrap("Placements", err)
 }

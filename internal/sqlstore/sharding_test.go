@@ -11,8 +11,8 @@ import (
 	"testing"
 )
 
-// groupTables are distributed by group_id in a sharded deployment (see the
-// README): every statement on them must be routable to one group's shard.
+// groupTables are distributed by group_id in a sharded deployment (see
+// docs/scaling.md): every statement on them must be routable to one group's shard.
 // The small directory tables (groups, plans, api_keys, platform_tokens)
 // are reference tables, copied to every node: a key is looked up by its
 // hash before its group is known.

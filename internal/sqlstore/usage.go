@@ -145,7 +145,7 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 	ctx, cancel := mergedContext(calls)
 	defer cancel()
 	err := s.transact(ctx, "AppendEvents", func(tx *txn) error {
-		zones, err := s.lockGroups(ctx, tx, groups)
+		zones, err := s.lockGroups(ctx, tx, groups, false)
 		if err != nil {
 			return err
 		}
@@ -209,8 +209,10 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 // It returns the time zone of each group that exists, as the lock holds
 // it: a group deleted (EraseGroup) before the lock was taken is missing,
 // and its events must not be written; a group's days are cut in the zone
-// read here, which changes only under the lock (Rebuild).
-func (s *Store) lockGroups(ctx context.Context, tx *txn, groupIDs []string) (map[string]string, error) {
+// read here, which changes only under the lock (Rebuild). With
+// skipLocked (PostgreSQL), the groups another transaction holds are left
+// out too, rather than waited for.
+func (s *Store) lockGroups(ctx context.Context, tx *txn, groupIDs []string, skipLocked bool) (map[string]string, error) {
 	zones := map[string]string{}
 	if len(groupIDs) == 0 {
 		return zones, nil
@@ -218,7 +220,11 @@ func (s *Store) lockGroups(ctx context.Context, tx *txn, groupIDs []string) (map
 	var rows *sql.Rows
 	var err error
 	if s.dialect.name == "postgres" {
-		rows, err = tx.QueryContext(ctx, `SELECT group_id, time_zone FROM groups WHERE group_id = ANY($1) ORDER BY group_id FOR NO KEY UPDATE`, groupIDs)
+		query := `SELECT group_id, time_zone FROM groups WHERE group_id = ANY($1) ORDER BY group_id FOR NO KEY UPDATE`
+		if skipLocked {
+			query += ` SKIP LOCKED`
+		}
+		rows, err = tx.QueryContext(ctx, query, groupIDs)
 	} else {
 		rows, err = tx.QueryContext(ctx, `SELECT group_id, time_zone FROM groups WHERE group_id IN (SELECT value FROM json_each(?))`, jsonList(groupIDs))
 	}
@@ -239,7 +245,7 @@ func (s *Store) lockGroups(ctx context.Context, tx *txn, groupIDs []string) (map
 // lockUsage is lockGroups of one group, which must exist: the lock of a
 // write of the group's usage. It returns the group's time zone.
 func (s *Store) lockUsage(ctx context.Context, tx *txn, groupID string) (string, error) {
-	zones, err := s.lockGroups(ctx, tx, []string{groupID})
+	zones, err := s.lockGroups(ctx, tx, []string{groupID}, false)
 	if _, ok := zones[groupID]; err == nil && !ok {
 		return "", analytics.Errorf(analytics.NotFound, "Group %q not found", groupID)
 	}

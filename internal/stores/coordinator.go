@@ -18,6 +18,10 @@ func (c coordinator) WithGroupLock(ctx context.Context, groupID string, fn func(
 	return c.dir.WithGroupLock(ctx, groupID, func(tx *sqlstore.GroupTx) error { return fn(groupLock{tx}) })
 }
 
+func (c coordinator) WithGroupsLock(ctx context.Context, groupIDs []string, fn func(tx chstore.GroupsLock) error) error {
+	return c.dir.WithGroupsLock(ctx, groupIDs, func(tx *sqlstore.GroupsTx) error { return fn(groupsLock{tx}) })
+}
+
 func (c coordinator) Placement(ctx context.Context, groupID string) (chstore.Placement, bool, error) {
 	p, ok, err := c.dir.Placement(ctx, groupID)
 	return chstore.Placement(p), ok, err
@@ -30,6 +34,44 @@ func (c coordinator) Placements(ctx context.Context) ([]chstore.Placement, error
 		placements[i] = chstore.Placement(p)
 	}
 	return placements, err
+}
+
+// groupsLock is a sqlstore.GroupsTx as a chstore.GroupsLock.
+type groupsLock struct{ *sqlstore.GroupsTx }
+
+func (g groupsLock) Locked() []chstore.GroupLock {
+	locks := make([]chstore.GroupLock, len(g.GroupsTx.Locked))
+	for i, tx := range g.GroupsTx.Locked {
+		locks[i] = groupLock{tx}
+	}
+	return locks
+}
+
+func (g groupsLock) Gone() []string { return g.GroupsTx.Gone }
+
+func (g groupsLock) Placements(ctx context.Context) (map[string]chstore.Placement, error) {
+	return convertPlacements(g.GroupsTx.Placements(ctx))
+}
+
+func (g groupsLock) Place(ctx context.Context, shards map[string]string) (map[string]chstore.Placement, error) {
+	return convertPlacements(g.GroupsTx.Place(ctx, shards))
+}
+
+// convertPlacements is the placements of list, by group.
+func convertPlacements(list []sqlstore.Placement, err error) (map[string]chstore.Placement, error) {
+	placements := make(map[string]chstore.Placement, len(list))
+	for _, p := range list {
+		placements[p.GroupID] = chstore.Placement(p)
+	}
+	return placements, err
+}
+
+func (g groupsLock) MarkIntents(ctx context.Context, intents map[string][]byte) (map[string]int64, error) {
+	texts := make(map[string]string, len(intents))
+	for id, in := range intents {
+		texts[id] = string(in)
+	}
+	return g.GroupsTx.MarkIntents(ctx, texts)
 }
 
 // groupLock is a sqlstore.GroupTx as a chstore.GroupLock.
