@@ -50,7 +50,8 @@ type Config struct {
 	Ingest      int           // events sent through POST /v1/events in batches of 1,000
 	IngestOne   int           // events sent through POST /v1/events one per request
 	IngestConns int
-	Binary      string // the groupanalytics binary to run the server with
+	Firehose    Firehose // none when its Duration is 0
+	Binary      string   // the groupanalytics binary to run the server with
 	Out         io.Writer
 }
 
@@ -68,6 +69,7 @@ type Result struct {
 	FloorBare        ReportResult     `json:"floorWithoutLimitsAndMetrics"`
 	Ingest           IngestResult     `json:"ingest"`
 	IngestOne        IngestResult     `json:"ingestOneEventBatches"`
+	Firehose         *FirehoseResult  `json:"firehose,omitempty"`
 	PeakRSSBytes     int64            `json:"serverPeakRSSBytes"`
 	DiskBytes        int64            `json:"storeBytes"`
 	DiskBytesPerEvt  float64          `json:"storeBytesPerEvent"`
@@ -182,6 +184,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Out, "bulk load: %d events in %.1f s, %.0f events/s\n", res.Events, res.BulkLoadSeconds, res.BulkEventsPerSec)
+	var firehoseKeys []string
+	if cfg.Firehose.Duration > 0 {
+		if firehoseKeys, err = setUpFirehose(ctx, store, cfg.Firehose.Groups); err != nil {
+			return nil, err
+		}
+	}
 
 	// The server runs with rate limits (too high to refuse anything) and
 	// metrics, as in production; the floor is measured again without them.
@@ -280,6 +288,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if res.IngestOne, err = ingest(srv.Base, keys.token, cfg, now, "j", 1, cfg.IngestOne); err != nil {
 		return nil, err
+	}
+	if cfg.Firehose.Duration > 0 {
+		fh, err := firehose(srv.Base, keys.token, firehoseKeys, cfg.Firehose, analytics.DayOf(now, time.UTC)-1)
+		if err != nil {
+			return nil, err
+		}
+		res.Firehose = &fh
 	}
 	if res.PeakRSSBytes, err = srv.peakRSS(); err != nil {
 		return nil, err
@@ -822,6 +837,10 @@ func printTable(w io.Writer, res *Result) {
 	for _, in := range []IngestResult{res.Ingest, res.IngestOne} {
 		fmt.Fprintf(w, "ingestion over HTTP: %.0f events/s (%d events, batches of %d, %d connections)\n",
 			in.EventsPerSec, in.Events, in.BatchSize, in.Connections)
+	}
+	if fh := res.Firehose; fh != nil {
+		fmt.Fprintf(w, "firehose, one event per request to %d groups from %d connections: %.0f events/s acknowledged (%d of %d requests in %.0f s), p50 %.1f ms, p99 %.1f ms, max %.0f ms; %d refused (503), %d failed, %d past the store timeout, %d counted though not acknowledged\n",
+			fh.Groups, fh.Connections, fh.EventsPerSec, fh.Acknowledged, fh.Requests, fh.Seconds, fh.P50, fh.P99, fh.Max, fh.Refused, fh.Failed, fh.PastTimeout, fh.CountedNotAcknowledged)
 	}
 	fmt.Fprintf(w, "bulk load: %.0f events/s (%d events in %.1f s)\n", res.BulkEventsPerSec, res.Events, res.BulkLoadSeconds)
 	fmt.Fprintf(w, "server peak RSS: %.0f MB\n", float64(res.PeakRSSBytes)/1e6)

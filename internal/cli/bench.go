@@ -34,6 +34,10 @@ func runBench(e *env, args []string) error {
 	ingest := fs.Int("ingest", 300_000, "events to send through POST /v1/events")
 	ingestOne := fs.Int("ingest-one", 20_000, "events to send through POST /v1/events one per request")
 	ingestConns := fs.Int("ingest-conns", 4, "connections sending events")
+	fh := bench.Firehose{Groups: 1000, Conns: 256, Duration: 30 * time.Second}
+	fs.DurationVar(&fh.Duration, "firehose", fh.Duration, "how long the firehose sends one event per request (0: no firehose)")
+	fs.IntVar(&fh.Groups, "firehose-groups", fh.Groups, "groups the firehose sends to")
+	fs.IntVar(&fh.Conns, "firehose-conns", fh.Conns, "connections of the firehose")
 	jsonOut := fs.String("json", "", "also write the figures as JSON to this file")
 	keep := fs.Bool("keep", false, "keep the data after the run")
 	if err := parse(e, fs, args, false); err != nil {
@@ -49,7 +53,8 @@ func runBench(e *env, args []string) error {
 			"other-groups": func() { scale.OtherGroups = q.OtherGroups }, "other-size": func() { scale.OtherSize = q.OtherSize },
 			"requests": func() { *requests = 20 }, "baseline-runs": func() { *baselineRuns = 3 },
 			"throughput": func() { *throughput = 500 * time.Millisecond }, "ingest": func() { *ingest = 20_000 },
-			"ingest-one": func() { *ingestOne = 2_000 },
+			"ingest-one": func() { *ingestOne = 2_000 }, "firehose": func() { fh.Duration = 3 * time.Second },
+			"firehose-groups": func() { fh.Groups = 100 }, "firehose-conns": func() { fh.Conns = 64 },
 		} {
 			if !given[name] {
 				set()
@@ -62,7 +67,7 @@ func runBench(e *env, args []string) error {
 	}
 	res, err := bench.Run(e.ctx, bench.Config{DB: stores.db, Usage: stores.usage, Keep: *keep, Scale: scale, Requests: *requests,
 		Baseline: *baselineRuns, Concurrency: *concurrency, Throughput: *throughput, Ingest: *ingest, IngestOne: *ingestOne,
-		IngestConns: *ingestConns, Binary: binary, Out: e.stdout})
+		IngestConns: *ingestConns, Firehose: fh, Binary: binary, Out: e.stdout})
 	if err != nil {
 		return err
 	}
