@@ -2,28 +2,56 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+	"unicode"
 )
 
 // demoUntil is the last day of the demo's events in the README's session.
 const demoUntil = "2026-11-20"
 
-// TestFrontDoorExamples runs every curl session of the README, with curl,
-// against the servers they are written for (the demo with --until
-// 2026-11-20, and a fresh store with a platform token), and compares each
-// answer with the one printed; and checks the answers docs/api.md prints
-// against the demo. So the front door cannot drift from the service.
+// installCommand is how the README puts the binary on PATH.
+const installCommand = "go install ./cmd/groupanalytics"
+
+// docs are the pages whose examples are run: the README and every page
+// of docs/.
+func docs(t *testing.T) map[string]string {
+	t.Helper()
+	pages := map[string]string{"README.md": readDoc(t, "README.md")}
+	names, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no docs/*.md: %v", err)
+	}
+	for _, name := range names {
+		rel := "docs/" + filepath.Base(name)
+		pages[rel] = readDoc(t, rel)
+	}
+	return pages
+}
+
+// TestFrontDoorExamples runs every shell session of the README and of
+// docs/ as a user would, with the binary the README's install command
+// puts on PATH: those on 127.0.0.1:8080 against the demo the README
+// shows (--until 2026-11-20), each command with curl; those on
+// localhost:8080 in one shell of their own, in a new directory, from the
+// first command to the last (migrate, token create, serve &, curl …).
+// Each answer is compared with the one printed, and the demo's output
+// with the README's; docs/api.md's answer and CSV with the demo's. So
+// the documentation cannot drift from the service.
 func TestFrontDoorExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs server processes and curl")
@@ -34,22 +62,34 @@ func TestFrontDoorExamples(t *testing.T) {
 		}
 		t.Skip("SKIPPED: no curl")
 	}
-	readme, api := readDoc(t, "README.md"), readDoc(t, "docs/api.md")
-	bin := buildBinary(t)
+	pages := docs(t)
+	readme, api := pages["README.md"], pages["docs/api.md"]
+	if !strings.Contains(readme, "\n    "+installCommand+"\n") {
+		t.Fatalf("the README does not say %q", installCommand)
+	}
+	bin := installBinary(t)
 
 	demo, demoOut, keys := startDemo(t, bin)
-	var platformBlock []step
-	for _, block := range sessions(readme) {
-		if strings.Contains(block[0].command, "127.0.0.1:8080") {
+	token := regexp.MustCompile(`gat_\w+`).FindString(demoOut)
+	sessionsRun := 0
+	for _, name := range slices.Sorted(maps.Keys(pages)) {
+		for _, block := range sessions(pages[name]) {
+			sessionsRun++
+			if !strings.Contains(block[0].command, "127.0.0.1:8080") {
+				runFreshSession(t, name, filepath.Dir(bin), block)
+				continue
+			}
 			for _, s := range block {
 				cmd := strings.ReplaceAll(s.command, "http://127.0.0.1:8080", demo)
 				cmd = regexp.MustCompile(`gak_[A-Z0-9]{26}`).ReplaceAllString(cmd, keys["Northside High School"])
+				cmd = regexp.MustCompile(`gat_[A-Z0-9]{26}`).ReplaceAllString(cmd, token)
 				cmd = strings.ReplaceAll(cmd, "<key of Riverside College>", keys["Riverside College"])
-				s.check(t, run(t, cmd, nil))
+				s.check(t, name, run(t, cmd, nil))
 			}
-		} else {
-			platformBlock = block
 		}
+	}
+	if sessionsRun < 3 {
+		t.Errorf("only %d sessions in the documentation", sessionsRun)
 	}
 	// The demo's own output, as the README shows it.
 	if want := fencedAfter(t, readme, "Output of `groupanalytics demo --until "+demoUntil+"`"); !matches(want, demoOut) {
@@ -69,40 +109,179 @@ func TestFrontDoorExamples(t *testing.T) {
 			t.Errorf("docs/api.md's CSV line %q is not in the demo's answer", strings.TrimSpace(line))
 		}
 	}
+}
 
-	// The platform API's session, on a fresh store.
-	if platformBlock == nil {
-		t.Fatal("no session on localhost:8080 in the README")
+// installBinary runs the README's install command from the clone, with
+// GOBIN a directory of the test's, and returns the binary it made.
+func installBinary(t *testing.T) string {
+	t.Helper()
+	gobin := t.TempDir()
+	cmd := exec.Command("bash", "-c", installCommand)
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", installCommand, err, out)
 	}
-	db := filepath.Join(t.TempDir(), "fresh.db")
-	runBinary(t, bin, "migrate", "--db", db)
-	token := regexp.MustCompile(`gat_\w+`).FindString(runBinary(t, bin, "token", "create", "--db", db))
-	srv := startServer(t, bin, []string{"--db", db})
-	env := []string{"T=" + token}
-	var key string
-	for _, s := range platformBlock {
-		if strings.HasPrefix(s.command, "T=") {
-			continue // the token: ours
-		}
-		cmd := strings.ReplaceAll(s.command, "localhost:8080", strings.TrimPrefix(srv.Base, "http://"))
+	return filepath.Join(gobin, "groupanalytics")
+}
+
+// runFreshSession runs a session written for localhost:8080 in one bash
+// of its own, in a new directory, with the installed binary first on
+// PATH and the service's address a free one: as written, but for the
+// address and the secrets (a key or token shown is the last one the
+// session printed). A command sent to the background (serve &) is waited
+// for until the service is ready; the shell and what it started are
+// killed at the end.
+func runFreshSession(t *testing.T, page, bindir string, block []step) {
+	t.Helper()
+	addr := freePort(t)
+	sh := startShell(t, t.TempDir(), "PATH="+bindir+":"+os.Getenv("PATH"), "GROUPANALYTICS_ADDR="+addr)
+	var key, token string
+	for _, s := range block {
+		cmd := strings.ReplaceAll(s.command, "localhost:8080", addr)
 		cmd = regexp.MustCompile(`gak_[A-Z0-9]{26}`).ReplaceAllString(cmd, key)
-		out := run(t, cmd, env)
-		if k := regexp.MustCompile(`"key":"(gak_\w+)"`).FindStringSubmatch(out); k != nil {
-			key = k[1]
+		cmd = regexp.MustCompile(`gat_[A-Z0-9]{26}`).ReplaceAllString(cmd, token)
+		out := sh.run(t, cmd)
+		key = cmp.Or(regexp.MustCompile(`gak_[A-Z0-9]{26}`).FindString(out), key)
+		token = cmp.Or(regexp.MustCompile(`gat_[A-Z0-9]{26}`).FindString(out), token)
+		s.check(t, page, out)
+		if strings.HasSuffix(strings.TrimSpace(cmd), "&") {
+			sh.run(t, "for i in $(seq 1 100); do curl -sf "+addr+"/readyz >/dev/null && break; sleep 0.1; done")
 		}
-		s.check(t, out)
 	}
 }
 
-// TestREADMECommandsExist: every command line the README shows
-// ("groupanalytics …", in its blocks and its text) names a command, and
-// every flag it gives is one of that command's; every flag of the
+// shell is a bash that a test sends commands to, one at a time.
+type shell struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string
+	stderr strings.Builder
+}
+
+// shellDone ends what a command printed, with its exit status after it.
+const shellDone = "@@session-command-done@@"
+
+func startShell(t *testing.T, dir string, env ...string) *shell {
+	t.Helper()
+	sh := &shell{cmd: exec.Command("bash", "--noprofile", "--norc"), lines: make(chan string, 100)}
+	sh.cmd.Dir = dir
+	sh.cmd.Env = append(os.Environ(), env...)
+	sh.cmd.Stderr = &sh.stderr
+	sh.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // to kill what it started too
+	var err error
+	if sh.stdin, err = sh.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := sh.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(sh.lines)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			sh.lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		syscall.Kill(-sh.cmd.Process.Pid, syscall.SIGKILL)
+		sh.cmd.Wait()
+	})
+	return sh
+}
+
+// run sends the command and returns what it printed, failing the test if
+// it fails or does not finish within a minute.
+func (sh *shell) run(t *testing.T, command string) string {
+	t.Helper()
+	fmt.Fprintf(sh.stdin, "%s\nprintf '\\n%s %%d\\n' $?\n", command, shellDone)
+	var out strings.Builder
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case line, ok := <-sh.lines:
+			if !ok {
+				t.Fatalf("$ %s: the shell stopped:\n%s%s", command, out.String(), sh.stderr.String())
+			}
+			if status, found := strings.CutPrefix(line, shellDone+" "); found {
+				if status != "0" {
+					t.Fatalf("$ %s: exit %s\n%s%s", command, status, out.String(), sh.stderr.String())
+				}
+				return out.String()
+			}
+			out.WriteString(line + "\n")
+		case <-timeout:
+			t.Fatalf("$ %s: still running after a minute:\n%s", command, out.String())
+		}
+	}
+}
+
+// TestDocLinks: every relative link of the README and docs/ names a file
+// of the clone, and a link to a heading (#…) a heading of that page.
+func TestDocLinks(t *testing.T) {
+	pages := docs(t)
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	checked := 0
+	for name, text := range pages {
+		for _, m := range link.FindAllStringSubmatch(text, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			path := filepath.Join(filepath.Dir(name), file)
+			if file == "" {
+				path = name
+			}
+			b, err := os.ReadFile(filepath.Join("..", "..", path))
+			if err != nil {
+				t.Errorf("%s links to %s: %v", name, target, err)
+				continue
+			}
+			if anchor != "" && !slices.Contains(headingAnchors(string(b)), anchor) {
+				t.Errorf("%s links to %s: %s has no such heading", name, target, path)
+			}
+			checked++
+		}
+	}
+	if checked < 10 {
+		t.Errorf("only %d links checked", checked)
+	}
+}
+
+// headingAnchors are the anchors a Markdown page's headings get, as
+// GitHub makes them: lower case, spaces as hyphens, punctuation dropped.
+func headingAnchors(doc string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`(?m)^#+ (.+)$`).FindAllStringSubmatch(doc, -1) {
+		a := strings.Map(func(r rune) rune {
+			switch {
+			case r == ' ':
+				return '-'
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				return unicode.ToLower(r)
+			}
+			return -1
+		}, m[1])
+		out = append(out, a)
+	}
+	return out
+}
+
+// TestDocCommandsExist: every command line the README and docs/ show
+// ("groupanalytics …", in their blocks and their text) names a command,
+// and every flag it gives is one of that command's; every flag of the
 // configuration table is serve's.
-func TestREADMECommandsExist(t *testing.T) {
+func TestDocCommandsExist(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
-	readme := readDoc(t, "README.md")
+	pages := docs(t)
 	bin := buildBinary(t)
 	helps := map[string]string{}
 	help := func(command string) string {
@@ -112,28 +291,30 @@ func TestREADMECommandsExist(t *testing.T) {
 		}
 		return helps[command]
 	}
-	commandLine := regexp.MustCompile(`(?m)groupanalytics ([a-z][a-z -]*?)( --[^\n` + "`" + `#]*|)(?:\s*#.*)?$`)
+	commandLine := regexp.MustCompile(`(?m)groupanalytics ([a-z][a-z -]*?)( --[^\n` + "`" + `#&]*|)(?:\s*[#&].*)?$`)
 	flag := regexp.MustCompile(`--([a-z][a-z-]*)`)
 	checked := 0
-	for _, m := range commandLine.FindAllStringSubmatch(readme, -1) {
-		command := strings.TrimSpace(m[1])
-		if command == "" || strings.HasPrefix(command, "demo:") {
-			continue
-		}
-		usage := help(command)
-		if !strings.HasPrefix(usage, "usage: groupanalytics "+command) {
-			t.Errorf("the README shows groupanalytics %s, which is not a command:\n%s", command, usage)
-			continue
-		}
-		for _, f := range flag.FindAllStringSubmatch(m[2], -1) {
-			if !strings.Contains(usage, "  -"+f[1]+" ") && !strings.Contains(usage, "  -"+f[1]+"\n") {
-				t.Errorf("the README gives groupanalytics %s --%s, which it does not take", command, f[1])
+	for name, text := range pages {
+		for _, m := range commandLine.FindAllStringSubmatch(text, -1) {
+			command := strings.TrimSpace(m[1])
+			if command == "" || strings.HasPrefix(command, "demo:") {
+				continue
 			}
+			usage := help(command)
+			if !strings.HasPrefix(usage, "usage: groupanalytics "+command) {
+				t.Errorf("%s shows groupanalytics %s, which is not a command:\n%s", name, command, usage)
+				continue
+			}
+			for _, f := range flag.FindAllStringSubmatch(m[2], -1) {
+				if !strings.Contains(usage, "  -"+f[1]+" ") && !strings.Contains(usage, "  -"+f[1]+"\n") {
+					t.Errorf("%s gives groupanalytics %s --%s, which it does not take", name, command, f[1])
+				}
+			}
+			checked++
 		}
-		checked++
 	}
 	serve := help("serve")
-	for _, m := range regexp.MustCompile("(?m)^\\| `--([a-z-]+)` \\| `GROUPANALYTICS_").FindAllStringSubmatch(readme, -1) {
+	for _, m := range regexp.MustCompile("(?m)^\\| `--([a-z-]+)` \\| `GROUPANALYTICS_").FindAllStringSubmatch(pages["docs/operating.md"], -1) {
 		if !strings.Contains(serve, "  -"+m[1]+" ") && !strings.Contains(serve, "  -"+m[1]+"\n") {
 			t.Errorf("the configuration table names --%s, which serve does not take", m[1])
 		}
@@ -150,11 +331,11 @@ type step struct {
 	command, want string
 }
 
-// check compares what the command printed with what the README shows.
-func (s step) check(t *testing.T, got string) {
+// check compares what the command printed with what the page shows.
+func (s step) check(t *testing.T, page, got string) {
 	t.Helper()
 	if !matches(s.want, got) {
-		t.Errorf("$ %s\ngot:\n%s\nthe README shows:\n%s", s.command, shorten(got), s.want)
+		t.Errorf("$ %s\ngot:\n%s\n%s shows:\n%s", s.command, shorten(got), page, s.want)
 	}
 }
 
@@ -174,6 +355,8 @@ var volatile = []struct {
 	any   string
 }{
 	{regexp.MustCompile(`gak_[A-Z0-9]+`), `gak_[A-Z0-9]+`},
+	{regexp.MustCompile(`gat_[A-Z0-9]+`), `gat_[A-Z0-9]+`},
+	{regexp.MustCompile(`tok_[a-z0-9]{10}`), `tok_[a-z0-9]{10}`},
 	{regexp.MustCompile(`key_[a-z0-9]{10}`), `key_[a-z0-9]{10}`},
 	{regexp.MustCompile(`"(createdAt|lastUsedAt)":"[^"]*"`), `"(createdAt|lastUsedAt)":"[^"]*"`},
 	{regexp.MustCompile(`at \S+groupanalytics-demo\.db`), `at \S+`},
