@@ -394,18 +394,18 @@ func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[strin
 	// does not tell, since a write that died may have numbered a student
 	// whose events never landed.
 	var written []string
+	students := map[string][]analytics.StudentUpdate{}
 	for _, g := range slices.Sorted(maps.Keys(writes)) {
-		w := writes[g]
-		if w.err != nil {
-			continue
+		if w := writes[g]; w.err == nil {
+			written = append(written, g)
+			students[g] = w.in.Students
 		}
-		if err := w.tx.SaveStudents(ctx, w.in.Students); err != nil {
-			return err
-		}
-		written = append(written, g)
 	}
 	if len(written) == 0 {
 		return nil
+	}
+	if err := tx.SaveStudents(ctx, students); err != nil {
+		return err
 	}
 	return tx.ClearIntents(ctx, written)
 }

@@ -42,6 +42,9 @@ type GroupsLock interface {
 	Place(ctx context.Context, shards map[string]string) (map[string]Placement, error)
 	// MarkIntents is MarkIntent of several of the locked groups, at once.
 	MarkIntents(ctx context.Context, intents map[string][]byte) (seqs map[string]int64, err error)
+	// SaveStudents is SaveStudents of several of the locked groups
+	// (updates by group), with the transaction.
+	SaveStudents(ctx context.Context, updates map[string][]analytics.StudentUpdate) error
 	// ClearIntents is ClearIntent of several of the locked groups, with
 	// the transaction.
 	ClearIntents(ctx context.Context, groupIDs []string) error

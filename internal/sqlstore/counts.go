@@ -36,38 +36,33 @@ func (s *Store) addCounts(ctx context.Context, tx *txn, delta *rollup.Delta, ord
 		rows[i] = []any{k.GroupID, int(k.Span), int(k.Key), k.Chunk, b}
 	}
 	return s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
-		[]string{"text", "smallint", "integer", "integer", "bytea"}, rows,
+		append(countsKeyTypes, "bytea"), rows,
 		"ON CONFLICT (group_id, span, period, chunk) DO UPDATE SET counts = excluded.counts", nil)
 }
 
 // countsRows reads the stored rows of keys (sorted); those not stored yet
-// are absent.
+// are absent. A write reads the chunks it changes, not every chunk of its
+// periods.
 func (s *Store) countsRows(ctx context.Context, tx *txn, keys []rollup.CountsKey) (map[rollup.CountsKey][]byte, error) {
-	want := map[rollup.CountsKey]bool{}
-	periods := map[string][]periodKey{}
-	chunks := map[string][]int{}
-	for _, k := range keys {
-		want[k] = true
-		periods[k.GroupID] = append(periods[k.GroupID], periodKey{k.Span, k.Key})
-		if !slices.Contains(chunks[k.GroupID], k.Chunk) {
-			chunks[k.GroupID] = append(chunks[k.GroupID], k.Chunk)
-		}
+	rows := make([][]any, len(keys))
+	for i, k := range keys {
+		rows[i] = []any{k.GroupID, int(k.Span), int(k.Key), k.Chunk}
 	}
 	current := map[rollup.CountsKey][]byte{}
-	// A write reads the chunks it changes, not every chunk of its periods.
-	err := s.periodRows(ctx, tx, "span, period, chunk, counts FROM student_counts", periods, chunks, func(groupID string, rows *sql.Rows) error {
-		k := rollup.CountsKey{GroupID: groupID}
-		var b []byte
-		if err := rows.Scan(&k.Span, &k.Key, &k.Chunk, &b); err != nil {
-			return err
-		}
-		if want[k] {
+	err := s.selectKeyed(ctx, tx, `SELECT group_id, span, period, chunk, counts FROM k
+		JOIN student_counts ON group_id = k.k1 AND span = k.k2 AND period = k.k3 AND chunk = k.k4`,
+		countsKeyTypes, rows, func(rows *sql.Rows) error {
+			var k rollup.CountsKey
+			var b []byte
+			err := rows.Scan(&k.GroupID, &k.Span, &k.Key, &k.Chunk, &b)
 			current[k] = b
-		}
-		return nil
-	})
+			return err
+		})
 	return current, err
 }
+
+// countsKeyTypes are the SQL types of a student_counts row's key columns.
+var countsKeyTypes = []string{"text", "smallint", "integer", "integer"}
 
 // Ordinals returns the group's numbered students.
 func (s *Store) Ordinals(ctx context.Context, groupID string) (map[string]int, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -286,65 +287,65 @@ func (s *Store) SaveStudents(ctx context.Context, groupID string, updates []anal
 		if _, err := s.lockUsage(ctx, tx, groupID); err != nil {
 			return err
 		}
-		return s.saveStudents(ctx, tx, groupID, updates, nil)
+		return s.saveStudents(ctx, tx, map[string][]analytics.StudentUpdate{groupID: updates}, nil)
 	})
 }
 
-// saveStudents enrols and renames students in tx, under the group's lock.
-// It reads first and writes only the enrolments and renames that change
-// something, so that steady ingestion adds no write to the directory.
-// With ordinals set, the same read also puts there the usage ordinals of
-// those enrolled, which saves ingestion a read of its own.
-func (s *Store) saveStudents(ctx context.Context, tx *txn, groupID string, updates []analytics.StudentUpdate, ordinals map[[2]string]int) error {
+// saveStudents enrols and renames students of groups (updates by group)
+// in tx, under the groups' locks, with the same few statements for any
+// number of groups. It reads first and writes only the enrolments and
+// renames that change something, so that steady ingestion adds no write
+// to the directory. With ordinals set, the same read also puts there the
+// usage ordinals of those enrolled, which saves ingestion a read of its
+// own.
+func (s *Store) saveStudents(ctx context.Context, tx *txn, updates map[string][]analytics.StudentUpdate, ordinals map[[2]string]int) error {
 	// Later updates of one student win: keep only the last name sent.
-	last := map[string]string{}
-	ids := make([]string, 0, len(updates))
-	for _, u := range updates {
-		if _, seen := last[u.ID]; !seen {
-			ids = append(ids, u.ID)
-		}
-		if u.Name != "" || last[u.ID] == "" {
-			last[u.ID] = u.Name
+	last := map[[2]string]string{}
+	var keys [][]any
+	for _, g := range slices.Sorted(maps.Keys(updates)) {
+		for _, u := range updates[g] {
+			k := [2]string{g, u.ID}
+			name, seen := last[k]
+			if !seen {
+				keys = append(keys, []any{g, u.ID})
+			}
+			if u.Name != "" || name == "" {
+				last[k] = u.Name
+			}
 		}
 	}
-	query := `SELECT student_id, name, NULL FROM students WHERE group_id = ? AND student_id `
+	query := `SELECT s.group_id, s.student_id, s.name, NULL FROM k JOIN students s ON s.group_id = k.k1 AND s.student_id = k.k2`
 	if ordinals != nil {
-		query = `SELECT s.student_id, s.name, u.ordinal FROM students s
-			LEFT JOIN usage_students u ON u.group_id = s.group_id AND u.student_id = s.student_id
-			WHERE s.group_id = ? AND s.student_id `
+		query = `SELECT s.group_id, s.student_id, s.name, u.ordinal FROM k
+			JOIN students s ON s.group_id = k.k1 AND s.student_id = k.k2
+			LEFT JOIN usage_students u ON u.group_id = s.group_id AND u.student_id = s.student_id`
 	}
-	current := map[string]string{}
-	for chunk := range slices.Chunk(ids, s.dialect.maxParams-1) {
-		in, args := inList(s.dialect, chunk, "text")
-		rows, err := tx.QueryContext(ctx, s.q(query+in), append([]any{groupID}, args...)...)
-		if err != nil {
+	current := map[[2]string]string{}
+	err := s.selectKeyed(ctx, tx, query, studentKeyTypes, keys, func(rows *sql.Rows) error {
+		var k [2]string
+		var name string
+		var ordinal sql.NullInt64
+		if err := rows.Scan(&k[0], &k[1], &name, &ordinal); err != nil {
 			return err
 		}
-		for rows.Next() {
-			var id, name string
-			var ordinal sql.NullInt64
-			if err := rows.Scan(&id, &name, &ordinal); err != nil {
-				rows.Close()
-				return err
-			}
-			current[id] = name
-			if ordinal.Valid {
-				ordinals[[2]string{groupID, id}] = int(ordinal.Int64)
-			}
+		current[k] = name
+		if ordinal.Valid {
+			ordinals[k] = int(ordinal.Int64)
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	var enrol, rename [][]any
-	for _, id := range ids {
-		name, known := current[id]
+	for _, key := range keys {
+		k := [2]string{key[0].(string), key[1].(string)}
+		name, known := current[k]
 		switch {
-		case !known && last[id] == "":
-			enrol = append(enrol, []any{groupID, id, id})
-		case !known || last[id] != "" && last[id] != name:
-			rename = append(rename, []any{groupID, id, last[id]})
+		case !known && last[k] == "":
+			enrol = append(enrol, []any{k[0], k[1], k[1]})
+		case !known || last[k] != "" && last[k] != name:
+			rename = append(rename, []any{k[0], k[1], last[k]})
 		}
 	}
 	types := []string{"text", "text", "text"}

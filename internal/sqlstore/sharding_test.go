@@ -33,7 +33,8 @@ func statementText(e ast.Expr) string {
 
 // TestEveryStatementIsScopedToAGroup reads the store's source: each SQL
 // statement that names a group table (or a table chosen at run time)
-// filters by group_id, or inserts rows whose first column is group_id.
+// filters by group_id, joins keys whose first column is the group's id
+// (selectKeyed), or inserts rows whose first column is group_id.
 func TestEveryStatementIsScopedToAGroup(t *testing.T) {
 	files, _ := filepath.Glob("*.go")
 	fset := token.NewFileSet()
@@ -64,6 +65,8 @@ func TestEveryStatementIsScopedToAGroup(t *testing.T) {
 				}
 			case sel.Sel.Name == "insertRows" && len(call.Args) > 2:
 				stmt = "INSERT INTO " + statementText(call.Args[2])
+			case sel.Sel.Name == "selectKeyed" && len(call.Args) > 2:
+				stmt = strings.Join(strings.Fields(statementText(call.Args[2])), " ")
 			default:
 				return true
 			}
@@ -71,7 +74,7 @@ func TestEveryStatementIsScopedToAGroup(t *testing.T) {
 				return true
 			}
 			checked++
-			scoped := strings.Contains(stmt, "group_id = ?") ||
+			scoped := strings.Contains(stmt, "group_id = ?") || strings.Contains(stmt, "group_id = k.k1") ||
 				regexp.MustCompile(`^INSERT INTO \w+ \(group_id,`).MatchString(stmt)
 			if !scoped {
 				t.Errorf("%s: a statement on a group table is not scoped to one group:\n%s", fset.Position(call.Pos()), stmt)

@@ -254,29 +254,35 @@ func (s *Store) transactOnce(ctx context.Context, fn func(tx *txn) error) error 
 
 // insertRows runs "INSERT INTO <into> <rows> <suffix>" over rows whose
 // columns have the given SQL types, in as few statements as the database
-// allows: PostgreSQL takes one array per column and unnests them; SQLite
-// takes multi-row VALUES, as many rows as its parameter limit allows. With
-// scan set, the statement's RETURNING rows go to scan.
+// allows (eachRowSource). With scan set, the statement's RETURNING rows go
+// to scan.
 func (s *Store) insertRows(ctx context.Context, tx *txn, into string, types []string, rows [][]any, suffix string,
 	scan func(*sql.Rows) error) error {
-	run := func(source string, args []any) error {
-		query := s.q("INSERT INTO " + into + " " + source + " " + suffix)
-		if scan == nil {
-			_, err := tx.ExecContext(ctx, query, args...)
-			return err
-		}
-		result, err := tx.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer result.Close()
-		for result.Next() {
-			if err := scan(result); err != nil {
-				return err
-			}
-		}
-		return result.Err()
+	return s.eachRowSource(types, rows, func(source string, args []any) error {
+		return s.query(ctx, tx, "INSERT INTO "+into+" "+source+" "+suffix, args, scan)
+	})
+}
+
+// selectKeyed runs query, which reads its keys from a table k with columns
+// k1, k2, … of the given SQL types, for the rows of keys, in as few
+// statements as the database allows, and passes every row it returns to
+// scan: one statement for the rows of many groups, rather than one each.
+func (s *Store) selectKeyed(ctx context.Context, tx *txn, query string, types []string, keys [][]any, scan func(*sql.Rows) error) error {
+	names := make([]string, len(types))
+	for i := range names {
+		names[i] = fmt.Sprintf("k%d", i+1)
 	}
+	return s.eachRowSource(types, keys, func(source string, args []any) error {
+		return s.query(ctx, tx, "WITH k("+strings.Join(names, ", ")+") AS ("+source+") "+query, args, scan)
+	})
+}
+
+// eachRowSource passes rows whose columns have the given SQL types to run
+// as the source of a statement, "SELECT …" or "VALUES …", with its
+// arguments: PostgreSQL takes one array per column and unnests them, in
+// one statement; SQLite takes multi-row VALUES, as many rows as its
+// parameter limit allows.
+func (s *Store) eachRowSource(types []string, rows [][]any, run func(source string, args []any) error) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -299,6 +305,26 @@ func (s *Store) insertRows(ctx context.Context, tx *txn, into string, types []st
 		}
 	}
 	return nil
+}
+
+// query runs query in tx; with scan set, it passes every row to scan.
+func (s *Store) query(ctx context.Context, tx *txn, query string, args []any, scan func(*sql.Rows) error) error {
+	query = s.q(query)
+	if scan == nil {
+		_, err := tx.ExecContext(ctx, query, args...)
+		return err
+	}
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // column gathers column c of rows as a typed slice, for a PostgreSQL array.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -187,13 +186,8 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 			}
 		}
 		ordinals := map[[2]string]int{}
-		for _, g := range groups {
-			if locs[g] == nil {
-				continue
-			}
-			if err := s.saveStudents(ctx, tx, g, students[g], ordinals); err != nil {
-				return err
-			}
+		if err := s.saveStudents(ctx, tx, students, ordinals); err != nil {
+			return err
 		}
 		return s.applyDelta(ctx, tx, delta, ordinals)
 	})
@@ -325,16 +319,17 @@ func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *rollup.Delta, kn
 // (zeros for those not stored yet): one read and one upsert for all, the
 // group's write lock keeping other writers away in between.
 func (s *Store) updateGroupRollups(ctx context.Context, tx *txn, keys []rollup.GroupKey, change func(rollup.GroupKey, *analytics.GroupRollup)) error {
-	periods := map[string][]periodKey{}
-	for _, k := range keys {
-		periods[k.GroupID] = append(periods[k.GroupID], periodKey{k.Span, k.Key})
+	rows := make([][]any, len(keys))
+	for i, k := range keys {
+		rows[i] = []any{k.GroupID, int(k.Span), int(k.Key)}
 	}
 	current := map[rollup.GroupKey]analytics.GroupRollup{}
-	err := s.periodRows(ctx, tx, "span, period, "+metricList+", live_lecture_users, chat_users FROM group_rollups", periods, nil,
-		func(groupID string, rows *sql.Rows) error {
-			k := rollup.GroupKey{GroupID: groupID}
+	err := s.selectKeyed(ctx, tx, `SELECT group_id, span, period, `+metricList+`, live_lecture_users, chat_users
+		FROM k JOIN group_rollups ON group_id = k.k1 AND span = k.k2 AND period = k.k3`, groupKeyTypes, rows,
+		func(rows *sql.Rows) error {
+			var k rollup.GroupKey
 			var r analytics.GroupRollup
-			if err := scanGroupRollup(rows, &r, &k.Span, &k.Key); err != nil {
+			if err := scanGroupRollup(rows, &r, &k.GroupID, &k.Span, &k.Key); err != nil {
 				return err
 			}
 			current[k] = r
@@ -363,142 +358,90 @@ func (s *Store) updateGroupRollups(ctx context.Context, tx *txn, keys []rollup.G
 // groupRollupTypes are the SQL types of a group rollup row's columns.
 var groupRollupTypes = []string{"text", "smallint", "integer", "bigint", "bigint", "bigint", "bigint", "bigint", "bigint", "bigint", "bytea", "bytea"}
 
-// periodKey names a rollup period of a group.
-type periodKey struct {
-	span analytics.Span
-	key  analytics.Day
-}
-
-// periodRows runs "SELECT what WHERE" the rows of each group's periods,
-// and passes each row to scan. With chunks set, only the rows of the
-// group's chunks in it are read (rows of counts).
-func (s *Store) periodRows(ctx context.Context, tx *txn, what string, periods map[string][]periodKey, chunks map[string][]int,
-	scan func(groupID string, rows *sql.Rows) error) error {
-	for groupID, ps := range periods {
-		filter, args := s.periodFilter(ps)
-		args = append([]any{groupID}, args...)
-		if chunks != nil {
-			in, chunkArgs := inList(s.dialect, chunks[groupID], "integer")
-			filter += " AND chunk " + in
-			args = append(args, chunkArgs...)
-		}
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT `+what+` WHERE group_id = ? AND `+filter), args...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			if err := scan(groupID, rows); err != nil {
-				rows.Close()
-				return err
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// periodFilter returns a condition that holds for the rows of periods
-// (of one group), and its arguments: one list of periods per span.
-func (s *Store) periodFilter(periods []periodKey) (string, []any) {
-	bySpan := map[analytics.Span][]int32{}
-	for _, p := range periods {
-		if ps := bySpan[p.span]; len(ps) == 0 || ps[len(ps)-1] != int32(p.key) {
-			bySpan[p.span] = append(ps, int32(p.key))
-		}
-	}
-	var conds []string
-	var args []any
-	for _, span := range slices.Sorted(maps.Keys(bySpan)) {
-		if ps := bySpan[span]; len(ps) > 0 {
-			in, values := inList(s.dialect, ps, "integer")
-			conds = append(conds, fmt.Sprintf("span = %d AND period ", span)+in)
-			args = append(args, values...)
-		}
-	}
-	return "(" + strings.Join(conds, " OR ") + ")", args
-}
+// groupKeyTypes are the SQL types of a group rollup row's key columns.
+var groupKeyTypes = []string{"text", "smallint", "integer"}
 
 // ordinals returns the ordinal of every student named, per group, handing
-// out new ones from the group's counter for students seen for the first
-// time. Those in known (read already in tx; may be nil) are not read again.
+// out new ones from the groups' counters for students seen for the first
+// time. Those in known (read already in tx; may be nil) are not read
+// again. Its statements serve every group at once.
 func (s *Store) ordinals(ctx context.Context, tx *txn, students map[string][]string, known map[[2]string]int) (map[[2]string]int, error) {
 	ordinals := map[[2]string]int{}
-	groups := make([]string, 0, len(students))
-	for g := range students {
-		groups = append(groups, g)
-	}
-	slices.Sort(groups)
-	for _, g := range groups {
-		var ids []string
+	var ask [][]any
+	for _, g := range slices.Sorted(maps.Keys(students)) {
 		for _, id := range students[g] {
 			if n, ok := known[[2]string{g, id}]; ok {
 				ordinals[[2]string{g, id}] = n
 			} else {
-				ids = append(ids, id)
+				ask = append(ask, []any{g, id})
 			}
 		}
-		if err := s.loadOrdinals(ctx, tx, g, ids, ordinals); err != nil {
-			return nil, err
-		}
-		var missing []string
-		for _, id := range ids {
-			if _, ok := ordinals[[2]string{g, id}]; !ok {
-				missing = append(missing, id)
-			}
-		}
-		if len(missing) == 0 {
-			continue
-		}
-		var next int
-		if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO usage_groups (group_id, next_ordinal) VALUES (?, ?)
-			ON CONFLICT (group_id) DO UPDATE SET next_ordinal = usage_groups.next_ordinal + excluded.next_ordinal
-			RETURNING next_ordinal`), g, len(missing)).Scan(&next); err != nil {
-			return nil, err
-		}
-		rows := make([][]any, len(missing))
-		for i, id := range missing {
-			rows[i] = []any{g, id, next - len(missing) + i}
-		}
-		// A concurrent writer may have numbered the same student first;
-		// its number stands and ours is left unused.
-		if err := s.insertRows(ctx, tx, "usage_students (group_id, student_id, ordinal)", []string{"text", "text", "integer"}, rows,
-			"ON CONFLICT (group_id, student_id) DO NOTHING", nil); err != nil {
-			return nil, err
-		}
-		if err := s.loadOrdinals(ctx, tx, g, missing, ordinals); err != nil {
-			return nil, err
-		}
+	}
+	if err := s.loadOrdinals(ctx, tx, ask, ordinals); err != nil {
+		return nil, err
+	}
+	missing := slices.DeleteFunc(ask, func(k []any) bool {
+		_, ok := ordinals[[2]string{k[0].(string), k[1].(string)}]
+		return ok
+	})
+	if len(missing) == 0 {
+		return ordinals, nil
+	}
+	count := map[string]int{} // new students per group
+	for _, k := range missing {
+		count[k[0].(string)]++
+	}
+	counters := make([][]any, 0, len(count))
+	for _, g := range slices.Sorted(maps.Keys(count)) {
+		counters = append(counters, []any{g, count[g]})
+	}
+	next := map[string]int{}
+	if err := s.insertRows(ctx, tx, "usage_groups (group_id, next_ordinal)", []string{"text", "integer"}, counters,
+		`ON CONFLICT (group_id) DO UPDATE SET next_ordinal = usage_groups.next_ordinal + excluded.next_ordinal
+		RETURNING group_id, next_ordinal`, func(rows *sql.Rows) error {
+			var g string
+			var n int
+			err := rows.Scan(&g, &n)
+			next[g] = n
+			return err
+		}); err != nil {
+		return nil, err
+	}
+	// Each group's new students take the numbers below its counter, in
+	// the order they were asked for.
+	numbered := make([][]any, len(missing))
+	for i, k := range missing {
+		g := k[0].(string)
+		count[g]--
+		numbered[i] = []any{g, k[1], next[g] - 1 - count[g]}
+	}
+	// A concurrent writer may have numbered the same student first; its
+	// number stands and ours is left unused.
+	if err := s.insertRows(ctx, tx, "usage_students (group_id, student_id, ordinal)", []string{"text", "text", "integer"}, numbered,
+		"ON CONFLICT (group_id, student_id) DO NOTHING", nil); err != nil {
+		return nil, err
+	}
+	if err := s.loadOrdinals(ctx, tx, missing, ordinals); err != nil {
+		return nil, err
 	}
 	return ordinals, nil
 }
 
-func (s *Store) loadOrdinals(ctx context.Context, tx *txn, groupID string, ids []string, into map[[2]string]int) error {
-	for chunk := range slices.Chunk(ids, s.dialect.maxParams-1) {
-		in, args := inList(s.dialect, chunk, "text")
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT student_id, ordinal FROM usage_students WHERE group_id = ? AND student_id `+in),
-			append([]any{groupID}, args...)...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var id string
-			var n int
-			if err := rows.Scan(&id, &n); err != nil {
-				rows.Close()
-				return err
-			}
-			into[[2]string{groupID, id}] = n
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-	}
-	return nil
+// loadOrdinals reads the ordinals of the (group, student) keys that have
+// one into into.
+func (s *Store) loadOrdinals(ctx context.Context, tx *txn, keys [][]any, into map[[2]string]int) error {
+	return s.selectKeyed(ctx, tx, `SELECT group_id, student_id, ordinal FROM k
+		JOIN usage_students ON group_id = k.k1 AND student_id = k.k2`, studentKeyTypes, keys, func(rows *sql.Rows) error {
+		var k [2]string
+		var n int
+		err := rows.Scan(&k[0], &k[1], &n)
+		into[k] = n
+		return err
+	})
 }
+
+// studentKeyTypes are the SQL types of a (group, student) key.
+var studentKeyTypes = []string{"text", "text"}
 
 // GroupRollups returns the group's rollups of seg, ascending by period.
 func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.Segment) ([]analytics.GroupRollup, error) {
