@@ -38,7 +38,7 @@ func (s *Server) withToken(h platformHandler) http.HandlerFunc {
 		err := analytics.Errorf(analytics.Unauthenticated, "Missing platform token: send Authorization: Bearer <token>")
 		var token analytics.PlatformToken
 		if strings.EqualFold(scheme, "Bearer") && secret != "" {
-			token, err = s.platform.Directory.AuthorizeToken(r.Context(), analytics.HashSecret(strings.TrimSpace(secret)))
+			token, err = s.platform.AuthorizeToken(r.Context(), strings.TrimSpace(secret))
 		}
 		if err != nil {
 			if analytics.ErrorCode(err) == analytics.Unauthenticated {

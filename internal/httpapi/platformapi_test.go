@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"groupanalytics/internal/platform"
 )
@@ -58,6 +59,40 @@ func ingestResult(t *testing.T, resp response) platform.IngestResult {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// TestRevokedTokenStopsWorking: a token in use, which the service keeps
+// for a moment after it was accepted, stops working at once when the
+// service revokes it, and within a second or so when another process
+// (the CLI, here a platform of its own on the same directory) does.
+func TestRevokedTokenStopsWorking(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		e.school("north", "UTC")
+		cli := platform.New(e.platform.Directory, e.platform.Usage)
+		for _, by := range []struct {
+			name     string
+			platform *platform.Platform
+			within   time.Duration
+		}{{"the service", e.platform, 0}, {"another process", cli, 3 * time.Second}} {
+			token, secret, err := e.platform.CreateToken(ctx, by.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				e.mustCall("GET", "/v1/admin/groups", secret, "", http.StatusOK)
+			}
+			if err := by.platform.RevokeToken(ctx, token.ID); err != nil {
+				t.Fatal(err)
+			}
+			revoked := time.Now()
+			for e.call("GET", "/v1/admin/groups", secret, "").status != http.StatusUnauthorized {
+				if time.Since(revoked) > by.within {
+					t.Fatalf("revoked by %s, the token still works after %v", by.name, time.Since(revoked).Round(time.Millisecond))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	})
 }
 
 func TestPlatformTokenScoping(t *testing.T) {

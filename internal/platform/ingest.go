@@ -139,21 +139,28 @@ func decodeEvent(raw json.RawMessage) (EventInput, error) {
 }
 
 // groupZone returns the time zone of a group, remembering answers for the
-// rest of the batch.
+// rest of the batch, and those of groups that exist for recentFor. A zone
+// or group kept a moment too long does no harm: the usage store cuts days
+// in the zone it reads under the group's lock, and drops the events of a
+// group deleted (AppendResult.Gone).
 func (p *Platform) groupZone(ctx context.Context, cache map[string]*time.Location, id string) (*time.Location, error) {
 	if id == "" {
 		return nil, invalid("Missing groupId")
 	}
 	loc, seen := cache[id]
 	if !seen && knownGroup(id) == nil {
-		g, err := p.Directory.Group(ctx, id)
-		switch {
-		case analytics.ErrorCode(err) == analytics.NotFound:
-		case err != nil:
-			return nil, err
-		default:
-			if loc, err = g.Location(); err != nil {
+		now := time.Now()
+		if loc, seen = p.zones.get(id, now); !seen {
+			g, err := p.Directory.Group(ctx, id)
+			switch {
+			case analytics.ErrorCode(err) == analytics.NotFound:
+			case err != nil:
 				return nil, err
+			default:
+				if loc, err = g.Location(); err != nil {
+					return nil, err
+				}
+				p.zones.put(id, loc, now)
 			}
 		}
 		cache[id] = loc

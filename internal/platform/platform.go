@@ -22,6 +22,10 @@ type Platform struct {
 	Directory analytics.Directory
 	Usage     analytics.UsageStore
 	Now       func() time.Time
+	// What every event request reads of the directory, kept for a moment
+	// (recentFor): tokens accepted, by hash; groups' zones, by id.
+	tokens recent[analytics.PlatformToken]
+	zones  recent[*time.Location]
 }
 
 // New returns a Platform on the given stores and the wall clock.
@@ -153,6 +157,7 @@ func (p *Platform) DeleteGroup(ctx context.Context, groupID string) error {
 	if _, err := p.Group(ctx, groupID); err != nil {
 		return err
 	}
+	p.zones.forget(groupID)
 	return p.Usage.EraseGroup(ctx, groupID)
 }
 
@@ -169,6 +174,7 @@ func (p *Platform) SetTimeZone(ctx context.Context, groupID, zone string) (analy
 	if err := p.Usage.Rebuild(ctx, groupID, zone); err != nil {
 		return g, err
 	}
+	p.zones.forget(groupID)
 	g.TimeZone = zone
 	return g, nil
 }
@@ -294,12 +300,33 @@ func (p *Platform) Tokens(ctx context.Context) ([]analytics.PlatformToken, error
 	return p.Directory.Tokens(ctx)
 }
 
-// RevokeToken stops a platform token from working, from now on.
+// RevokeToken stops a platform token from working, from now on: at once
+// through this Platform, within recentFor through others (a running
+// service, when the CLI revokes).
 func (p *Platform) RevokeToken(ctx context.Context, tokenID string) error {
 	if !storable(tokenID) {
 		return analytics.Errorf(analytics.NotFound, "Token %q not found", tokenID)
 	}
-	return p.Directory.RevokeToken(ctx, tokenID, p.Now().UTC())
+	if err := p.Directory.RevokeToken(ctx, tokenID, p.Now().UTC()); err != nil {
+		return err
+	}
+	p.tokens.forgetWhere(func(t analytics.PlatformToken) bool { return t.ID == tokenID })
+	return nil
+}
+
+// AuthorizeToken returns the unrevoked platform token whose secret this
+// is, or an Unauthenticated error. A token accepted is not read again for
+// recentFor.
+func (p *Platform) AuthorizeToken(ctx context.Context, secret string) (analytics.PlatformToken, error) {
+	hash, now := string(analytics.HashSecret(secret)), time.Now()
+	if t, ok := p.tokens.get(hash, now); ok {
+		return t, nil
+	}
+	t, err := p.Directory.AuthorizeToken(ctx, []byte(hash))
+	if err == nil {
+		p.tokens.put(hash, t, now)
+	}
+	return t, err
 }
 
 // AddStudent enrols a student in a group.
