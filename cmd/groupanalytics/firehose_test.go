@@ -1,0 +1,200 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"groupanalytics/internal/stores/storetest"
+)
+
+// TestFirehoseThroughFaults runs a firehose (one event per request, from
+// many connections, over several groups) while the service is killed with
+// SIGKILL and started again and, on replicated ClickHouse, while a replica
+// is killed and started again. Each event is its own student's, so that
+// the reports tell which events count. Afterwards every acknowledged event
+// counts exactly once and every other counts once or not at all; sent
+// again, each counts once, and the answer says it was a duplicate exactly
+// when it counted before.
+func TestFirehoseThroughFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills server processes")
+	}
+	bin := buildBinary(t)
+	for _, kind := range []string{"sqlite", "postgres", "clickhouse", "replicated"} {
+		t.Run(kind, func(t *testing.T) {
+			var cluster *storetest.Cluster
+			var stores []string
+			if kind == "replicated" {
+				cluster = storetest.NewReplicatedCluster(t, 19800, 2, 2)
+				stores = []string{"--db", storetest.NewPostgresDatabase(t), "--usage", cluster.URL("firehose")}
+			} else {
+				stores = storeKinds[kind](t)
+			}
+			keys, token := setupGroups(t, bin, stores, 8)
+			serve := append(stores, "--store-timeout", replicaStoreTimeout.String())
+			srv := startServer(t, bin, serve)
+			var base atomic.Pointer[string]
+			base.Store(&srv.Base)
+
+			f := startFirehose(t, &base, token, keys, 24)
+			time.Sleep(1500 * time.Millisecond)
+			srv.Cmd.Process.Signal(syscall.SIGKILL)
+			srv.Cmd.Wait()
+			srv = startServer(t, bin, serve)
+			base.Store(&srv.Base)
+			time.Sleep(1500 * time.Millisecond)
+			if cluster != nil {
+				cluster.KillReplica(1, 2)
+				time.Sleep(2 * time.Second)
+				cluster.Start()
+				time.Sleep(1500 * time.Millisecond)
+			}
+			acked, unacked := f.stop()
+			t.Logf("%d events acknowledged, %d not", len(acked), len(unacked))
+			if len(acked) < 100 || len(unacked) == 0 {
+				t.Fatalf("%d acknowledged and %d not: the faults did not hit a running firehose", len(acked), len(unacked))
+			}
+
+			counts := eventCounts(t, *base.Load(), keys)
+			for id := range acked {
+				if counts[id] != 1 {
+					t.Errorf("acknowledged event %s counts %d, want 1", id, counts[id])
+				}
+			}
+			countedBefore := map[string]bool{}
+			for id := range unacked {
+				if counts[id] > 1 {
+					t.Errorf("unacknowledged event %s counts %d, want 0 or 1", id, counts[id])
+				}
+				countedBefore[id] = counts[id] == 1
+			}
+			for id, n := range counts {
+				if _, sent := acked[id]; !sent && unacked[id] == "" && n != 0 {
+					t.Errorf("event %s, never sent, counts %d", id, n)
+				}
+			}
+			// Sent again, as the platform would.
+			for id, group := range unacked {
+				var accepted, duplicates int
+				var err error
+				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+					if accepted, duplicates, err = postEvents(*base.Load(), token, firehoseEvent(id, group)); err == nil {
+						break
+					}
+				}
+				if err != nil || accepted+duplicates != 1 || (duplicates == 1) != countedBefore[id] {
+					t.Errorf("event %s sent again (counted before: %v): accepted %d, duplicates %d, %v", id, countedBefore[id], accepted, duplicates, err)
+				}
+			}
+			counts = eventCounts(t, *base.Load(), keys)
+			for id := range acked {
+				if counts[id] != 1 {
+					t.Errorf("after the resends, event %s counts %d, want 1", id, counts[id])
+				}
+			}
+			for id := range unacked {
+				if counts[id] != 1 {
+					t.Errorf("event %s, sent again, counts %d, want 1", id, counts[id])
+				}
+			}
+			if cluster != nil {
+				storetest.CheckReplicasAlike(t, cluster.URL("firehose"))
+			}
+		})
+	}
+}
+
+// setupGroups creates n groups with a plan from 2025 on and a report key
+// each, and a platform token, through the command line; it returns the
+// keys by group.
+func setupGroups(t *testing.T, bin string, stores []string, n int) (keys map[string]string, token string) {
+	t.Helper()
+	admin := func(args ...string) string { return runBinary(t, bin, append(args, stores...)...) }
+	admin("migrate")
+	keys = map[string]string{}
+	for g := range n {
+		id := fmt.Sprintf("fh%d", g)
+		admin("group", "create", "--id", id)
+		admin("plan", "set", "--group", id, "--start", "2025-01-01")
+		keys[id] = regexp.MustCompile(`gak_\w+`).FindString(admin("key", "create", "--group", id))
+	}
+	return keys, regexp.MustCompile(`gat_\w+`).FindString(admin("token", "create"))
+}
+
+// firehose is clients sending one event per request until stopped.
+type firehose struct {
+	done    chan struct{}
+	clients sync.WaitGroup
+	mu      sync.Mutex
+	acked   map[string]string // event id: group
+	unacked map[string]string
+}
+
+// startFirehose starts conns clients, each sending events of its own ids
+// round robin over the groups, to the service at base (which a restart
+// changes).
+func startFirehose(t *testing.T, base *atomic.Pointer[string], token string, keys map[string]string, conns int) *firehose {
+	var groups []string
+	for g := range keys {
+		groups = append(groups, g)
+	}
+	f := &firehose{done: make(chan struct{}), acked: map[string]string{}, unacked: map[string]string{}}
+	for c := range conns {
+		f.clients.Go(func() {
+			for n := 0; n < 100_000; n++ {
+				select {
+				case <-f.done:
+					return
+				default:
+				}
+				id, group := fmt.Sprintf("c%02d-%05d", c, n), groups[(c+n)%len(groups)]
+				accepted, _, err := postEvents(*base.Load(), token, firehoseEvent(id, group))
+				f.mu.Lock()
+				if err == nil && accepted == 1 {
+					f.acked[id] = group
+				} else {
+					f.unacked[id] = group
+				}
+				f.mu.Unlock()
+				if err != nil {
+					time.Sleep(20 * time.Millisecond) // the service is down: do not spin
+				}
+			}
+		})
+	}
+	return f
+}
+
+// stop stops the clients and returns the events acknowledged and those
+// not, by id.
+func (f *firehose) stop() (acked, unacked map[string]string) {
+	close(f.done)
+	f.clients.Wait()
+	return f.acked, f.unacked
+}
+
+// firehoseEvent is a chat message whose student is the event itself.
+func firehoseEvent(id, group string) []byte {
+	body, _ := json.Marshal([]map[string]string{{"id": id, "groupId": group, "studentId": id,
+		"occurredAt": "2026-01-05T10:00:00Z", "kind": "chat.message_sent", "chatType": "main"}})
+	return body
+}
+
+// eventCounts reads how many messages each student (each event) of the
+// groups has.
+func eventCounts(t *testing.T, base string, keys map[string]string) map[string]int64 {
+	t.Helper()
+	counts := map[string]int64{}
+	for _, key := range keys {
+		for student, n := range perBatchCounts(t, base, key) {
+			counts[student] = n
+		}
+	}
+	return counts
+}
