@@ -23,7 +23,13 @@ func TestClickHouseServerKilledMidStream(t *testing.T) {
 	bin := buildBinary(t)
 	key, token := setupGroup(t, bin, stores, "crash")
 	srv := startServer(t, bin, stores)
-	acked, inFlight := streamUntilFault(t, srv.Base, token, func() { cluster.Kill(1) })
+	acked, inFlight := streamUntilFault(t, srv.Base, token, func() {
+		// A report first, which applies what is logged: the group is then
+		// placed on the server, whose loss stops its writes (their ids
+		// cannot be told new).
+		askStudentReports(srv.Base, key, "startDate=2026-01-05&endDate=2026-01-05")
+		cluster.Kill(1)
+	})
 	cluster.Start()
 	checkEveryBatchOnce(t, srv.Base, key, token, acked, inFlight)
 }
@@ -48,6 +54,7 @@ func TestMoveWhileStreaming(t *testing.T) {
 	if _, _, err := sendBatch(srv.Base, token, 0); err != nil {
 		t.Fatal(err)
 	}
+	perBatchCounts(t, srv.Base, key) // a report applies the batch, which places the group
 	loads := shardLoad.FindAllStringSubmatch(runBinary(t, bin, append([]string{"shard", "list"}, stores...)...), -1)
 	if len(loads) != 2 {
 		t.Fatalf("shard list: %v, want two shards up", loads)

@@ -130,15 +130,27 @@ func postEvents(base, token string, body []byte) (accepted, duplicates int, err 
 // and returns each student's metric values by title.
 func studentReports(t *testing.T, base, key, query string) map[string]map[string]int64 {
 	t.Helper()
+	status, values, err := askStudentReports(base, key, query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != http.StatusOK {
+		t.Fatalf("student reports: status %d", status)
+	}
+	return values
+}
+
+// askStudentReports is studentReports, which answered status.
+func askStudentReports(base, key, query string) (status int, values map[string]map[string]int64, err error) {
 	req, _ := http.NewRequest("POST", base+"/api/groups/chat?students=true&"+query, nil)
 	req.Header.Set("x-api-key", key)
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("student reports: status %d", resp.StatusCode)
+		return resp.StatusCode, nil, nil
 	}
 	var body struct {
 		Reports []struct {
@@ -150,16 +162,16 @@ func studentReports(t *testing.T, base, key, query string) map[string]map[string
 		} `json:"reports"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
+		return resp.StatusCode, nil, err
 	}
-	values := map[string]map[string]int64{}
+	values = map[string]map[string]int64{}
 	for _, r := range body.Reports {
 		values[r.StudentID] = map[string]int64{}
 		for _, m := range r.Data {
 			values[r.StudentID][m.Title] = m.Value
 		}
 	}
-	return values
+	return resp.StatusCode, values, nil
 }
 
 // perBatchCounts reads how many messages each batch's student has.

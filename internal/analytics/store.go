@@ -89,9 +89,15 @@ type UsageStore interface {
 	// id until a name arrives) and applies the names they carry, the last
 	// one sent winning, and updates the rollups, all at once. An event
 	// whose id is already stored (or comes twice) is a duplicate and
-	// changes nothing. When it returns nil the events are durable and
-	// visible to the next read.
+	// changes nothing. When it returns nil the events are durable, and
+	// visible to the reads of their group that follow a Settle.
 	AppendEvents(ctx context.Context, events []Event) (AppendResult, error)
+	// Settle makes every event of the group acknowledged before it was
+	// called visible to the reads that follow, the directory's students
+	// included: a store may acknowledge events before it has written
+	// them where reads look (ClickHouse's write-behind log). Every read
+	// of a group's usage or students calls it first.
+	Settle(ctx context.Context, groupID string) error
 	// GroupRollups returns the group's rollups of seg's span (any of the
 	// three: GroupSegments) whose keys lie in seg, ascending; periods
 	// without usage have no row.

@@ -455,6 +455,11 @@ func bulkLoad(ctx context.Context, store analytics.UsageStore, cfg Config, now t
 		if err != nil {
 			return err
 		}
+		// Until the events are where reports read (ClickHouse, behind its
+		// write-behind log), they are not loaded.
+		if err := store.Settle(ctx, g.id); err != nil {
+			return err
+		}
 		if i == 0 {
 			res.MainGroupEvents = n
 		}

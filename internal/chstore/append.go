@@ -37,11 +37,12 @@ type intent struct {
 	Move *move `json:"move,omitempty"`
 }
 
-// AppendEvents queues each group's events for the process's flusher, which
-// writes every call waiting at that moment, of every group, in one flush
-// (see flush), and waits for the flushes holding them. A group whose shard
-// is down fails the call, but the other groups' events stay written: sent
-// again, they count once.
+// AppendEvents queues each group's events for the process's flushers,
+// which log every call waiting at that moment, of every group, in one
+// directory transaction (see logCalls and log.go), and waits for the
+// flushes holding them. A group whose shard does not answer (its ids
+// cannot be told new) fails the call, but the other groups' events stay
+// logged: sent again, they count once.
 func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (analytics.AppendResult, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -65,6 +66,9 @@ func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (ana
 		// and the queue's memory stays bounded.
 		s.pendingMu.Unlock()
 		return analytics.AppendResult{}, s.wrap("AppendEvents", fmt.Errorf("%d events wait for a flush: %w", s.queued, analytics.ErrUnavailable))
+	case s.logDepth.Load() > int64(maxLogged):
+		s.pendingMu.Unlock()
+		return analytics.AppendResult{}, s.wrap("AppendEvents", errLogFull(s.logDepth.Load()))
 	}
 	s.queued += len(events)
 	for i, g := range groups {
@@ -77,6 +81,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (ana
 			go s.flushLoop()
 		}
 	})
+	s.startApplier()
 	s.wakeFlusher()
 	var res analytics.AppendResult
 	var failed error
@@ -124,7 +129,7 @@ func (s *Store) QueueDepth() int {
 }
 
 // flushers is how many flushes a process runs at once, over groups apart:
-// while one waits for the directory or a shard, the other writes.
+// while one waits for the directory or a shard, the other logs.
 const flushers = 2
 
 // flushLoop is one of the process's flushers: woken by AppendEvents, it
@@ -137,15 +142,15 @@ func (s *Store) flushLoop() {
 			if len(batch) == 0 {
 				break
 			}
-			wrote := s.flush(batch)
+			wrote := s.logCalls(batch)
 			s.pendingMu.Lock()
 			for g := range batch {
 				delete(s.flushing, g)
 			}
 			s.pendingMu.Unlock()
 			if !wrote {
-				// Every group of the flush was locked by another writer
-				// (an erasure, a move, another process): let it work.
+				// Every group of the flush was locked by a write (an
+				// erasure, a move): let it work.
 				time.Sleep(10 * time.Millisecond)
 			}
 			// The groups it held may have calls for the other flusher.
@@ -230,16 +235,15 @@ func (s *Store) requeue(groupID string, calls []*rollup.Call) {
 	s.pending[groupID] = append(calls, s.pending[groupID]...)
 }
 
-// groupWrite is one group's part of a flush.
+// groupWrite is one group's part of an apply.
 type groupWrite struct {
 	tx       GroupLock
-	calls    []*rollup.Call
-	accepted []int // new events, call by call
+	events   []analytics.Event // from the log, oldest first
 	loc      *time.Location
 	sh       *shard
 	p        Placement
-	ids      []string // of the calls' events, each once
-	students []string // of the calls' events, each once
+	ids      []string // of the events, each once
+	students []string // of the events, each once
 	st       *state
 	ords     map[string]int
 	in       intent
@@ -247,75 +251,13 @@ type groupWrite struct {
 	err      error
 }
 
-// flush writes the calls of every group in batch in one flush: one
-// directory transaction holding the groups' locks; on each shard, at once,
-// one lookup of the ids it holds, one of the students' ordinals, and the
-// groups' current rows; an intent per group, recorded together; then one
-// INSERT per table per shard; enrolment and the end of the intents with
-// the commit. What a write costs is paid per flush, not per request or per
-// group. The groups that another writer holds are put back for the next
-// flush; it reports whether any group was written.
-func (s *Store) flush(batch map[string][]*rollup.Call) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.timeout, time.Minute))
-	defer cancel()
-	if s.observer != nil {
-		calls, events := 0, 0
-		for _, cs := range batch {
-			calls += len(cs)
-			for _, c := range cs {
-				events += len(c.Events)
-			}
-		}
-		s.observer.Merged(calls, events)
-	}
-	gone := map[string]bool{}
-	writes := map[string]*groupWrite{}
-	ran := false // the transaction began: the groups not locked or gone are busy
-	err := s.dir.WithGroupsLock(ctx, slices.Sorted(maps.Keys(batch)), func(tx GroupsLock) error {
-		ran = true
-		for _, g := range tx.Gone() {
-			gone[g] = true
-		}
-		for _, lock := range tx.Locked() {
-			w := &groupWrite{tx: lock, calls: batch[lock.GroupID()]}
-			w.accepted = make([]int, len(w.calls))
-			writes[lock.GroupID()] = w
-		}
-		return s.writeGroups(ctx, tx, writes)
-	})
-	if err == nil {
-		for g, w := range writes {
-			if w.err == nil && len(w.rows.events) > 0 {
-				s.states.put(g, w.st.after(w.rows))
-			}
-		}
-	}
-	for g, calls := range batch {
-		w, locked := writes[g]
-		var failed error
-		switch {
-		case !ran:
-			failed = err
-		case locked:
-			failed = cmp.Or(err, w.err)
-		case gone[g]:
-			failed = cmp.Or(err, analytics.Errorf(analytics.NotFound, "Group %q not found", g))
-		default: // held by another writer: the next flush tries again
-			s.requeue(g, calls)
-			continue
-		}
-		s.answer(calls, func(i int, c *rollup.Call) rollup.Done {
-			if failed != nil {
-				return rollup.Done{Err: failed}
-			}
-			return rollup.Done{Result: analytics.AppendResult{Accepted: w.accepted[i], Duplicates: len(c.Events) - w.accepted[i]}}
-		})
-	}
-	return len(writes) > 0 || len(gone) > 0
-}
-
-// writeGroups writes the groups of a flush under their locks, their shards
-// at once. A group whose write fails has its err set, and its intent (if
+// writeGroups writes the logged events of an apply's groups under their
+// apply locks, their shards at once: one directory transaction; on each
+// shard, at once, one lookup of the ids it holds (those of an apply that
+// died after its INSERTs), one of the students' ordinals, and the groups'
+// current rows; an intent per group, recorded together; then one INSERT
+// per table per shard; enrolment and the end of the intents with the
+// commit. A group whose write fails has its err set, and its intent (if
 // it recorded one) stays for its next write to repair; the others go on.
 // It returns an error only when the directory's transaction has failed.
 func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite) error {
@@ -324,6 +266,7 @@ func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[strin
 		return err
 	}
 	byShard := map[*shard][]*groupWrite{}
+	repaired := false
 	for _, g := range slices.Sorted(maps.Keys(writes)) {
 		w := writes[g]
 		if w.err != nil {
@@ -337,23 +280,35 @@ func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[strin
 		if w.sh, w.err = s.shardOf(w.p); w.err != nil {
 			continue
 		}
+		repaired = repaired || w.p.Intent != nil
 		if w.p, w.err = s.settled(ctx, w.tx, w.sh, w.p); w.err != nil {
 			continue
 		}
+		byShard[w.sh] = append(byShard[w.sh], w)
+	}
+	if repaired {
+		// A repair may have finished an erasure, which takes the
+		// student's events out of the log too.
+		logged, err := tx.Logged(ctx, maxApplied)
+		if err != nil {
+			return err
+		}
+		for g, w := range writes {
+			w.events = logged[g]
+		}
+	}
+	for _, w := range writes {
 		seenID, seenStudent := map[string]bool{}, map[string]bool{}
-		for _, c := range w.calls {
-			for _, e := range c.Events {
-				if !seenID[e.ID] {
-					seenID[e.ID] = true
-					w.ids = append(w.ids, e.ID)
-				}
-				if !seenStudent[e.StudentID] {
-					seenStudent[e.StudentID] = true
-					w.students = append(w.students, e.StudentID)
-				}
+		for _, e := range w.events {
+			if !seenID[e.ID] {
+				seenID[e.ID] = true
+				w.ids = append(w.ids, e.ID)
+			}
+			if !seenStudent[e.StudentID] {
+				seenStudent[e.StudentID] = true
+				w.students = append(w.students, e.StudentID)
 			}
 		}
-		byShard[w.sh] = append(byShard[w.sh], w)
 	}
 	// The shards at once: what each write needs to know, and its rows.
 	eachShard(byShard, func(sh *shard, ws []*groupWrite) error { return s.prepareWrites(ctx, sh, ws) })
@@ -476,8 +431,7 @@ func eachShard(byShard map[*shard][]*groupWrite, fn func(sh *shard, ws []*groupW
 // the ordinals of their students (numbering the new ones; a number given
 // to a student whose events all turn out to be duplicates is merely
 // unused) and each group's current rows; then it makes each write's new
-// events, intent and rows. The first copy of an id, in the order of the
-// calls, is the one that counts.
+// events, intent and rows.
 func (s *Store) prepareWrites(ctx context.Context, sh *shard, ws []*groupWrite) error {
 	ws = slices.DeleteFunc(slices.Clone(ws), func(w *groupWrite) bool { return w.err != nil })
 	ids, students := map[string][]string{}, map[string][]string{}
@@ -517,20 +471,17 @@ func (s *Store) prepareWrites(ctx context.Context, sh *shard, ws []*groupWrite) 
 			seen = map[string]bool{}
 		}
 		delta := rollup.NewDelta()
-		for i, c := range w.calls {
-			for _, e := range c.Events {
-				if seen[e.ID] {
-					continue
-				}
-				e.Day = analytics.DayOf(e.OccurredAt, w.loc)
-				seen[e.ID] = true
-				w.accepted[i]++
-				w.rows.events = append(w.rows.events, e)
-				delta.Add(e)
-				w.in.Students = append(w.in.Students, analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
-				if m := e.Day.MonthStart(); !slices.Contains(w.in.Months, m) {
-					w.in.Months = append(w.in.Months, m)
-				}
+		for _, e := range w.events {
+			if seen[e.ID] {
+				continue
+			}
+			e.Day = analytics.DayOf(e.OccurredAt, w.loc)
+			seen[e.ID] = true
+			w.rows.events = append(w.rows.events, e)
+			delta.Add(e)
+			w.in.Students = append(w.in.Students, analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
+			if m := e.Day.MonthStart(); !slices.Contains(w.in.Months, m) {
+				w.in.Months = append(w.in.Months, m)
 			}
 		}
 		if len(w.rows.events) == 0 {

@@ -40,6 +40,18 @@ func (f *fixture) group(id string) {
 	}
 }
 
+// appendEvents is AppendEvents, then Settle of each group written, as a
+// report does before it reads: the tests look at what ClickHouse holds.
+func (f *fixture) appendEvents(events []analytics.Event) (analytics.AppendResult, error) {
+	res, err := f.usage.AppendEvents(ctx, events)
+	for _, e := range events {
+		if err == nil {
+			err = f.usage.Settle(ctx, e.GroupID)
+		}
+	}
+	return res, err
+}
+
 func event(group, id, student string, at time.Time, m analytics.Metric) analytics.Event {
 	return analytics.Event{GroupID: group, ID: id, StudentID: student, OccurredAt: at, Metric: m, Day: analytics.DayOf(at, time.UTC)}
 }
@@ -67,7 +79,7 @@ func TestNewGroupsSpreadOverShards(t *testing.T) {
 	for i := range 4 {
 		g := fmt.Sprintf("g%d", i)
 		f.group(g)
-		if _, err := f.usage.AppendEvents(ctx, []analytics.Event{event(g, "e1", "s1", day, analytics.SessionsCreated)}); err != nil {
+		if _, err := f.appendEvents([]analytics.Event{event(g, "e1", "s1", day, analytics.SessionsCreated)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,7 +110,7 @@ func TestUnfinishedWriteIsRepaired(t *testing.T) {
 	f.group("north")
 	ev := event("north", "e1", "s1", day, analytics.TutorMeMessages)
 	ev.StudentName = "Ada"
-	if _, err := f.usage.AppendEvents(ctx, []analytics.Event{ev}); err != nil {
+	if _, err := f.appendEvents([]analytics.Event{ev}); err != nil {
 		t.Fatal(err)
 	}
 	p, _, err := f.locks.Placement(ctx, "north")
@@ -140,7 +152,7 @@ func TestUnfinishedWriteIsRepaired(t *testing.T) {
 	if fmt.Sprint(students) != "[{north s1 Ada} {north s2 Grace}]" {
 		t.Errorf("students %v: want s1 Ada and s2 Grace (s3's events never landed)", students)
 	}
-	res, err := f.usage.AppendEvents(ctx, []analytics.Event{event("north", "e2", "s2", day, analytics.TutorMeMessages),
+	res, err := f.appendEvents([]analytics.Event{event("north", "e2", "s2", day, analytics.TutorMeMessages),
 		event("north", "e4", "s1", day, analytics.TutorMeMessages)})
 	if err != nil || res.Accepted != 1 || res.Duplicates != 1 {
 		t.Errorf("re-sent: %+v %v, want 1 accepted, 1 duplicate", res, err)
@@ -156,7 +168,7 @@ func TestUnfinishedWriteIsRepaired(t *testing.T) {
 func TestStudentNumberedByADeadWriteIsEnrolled(t *testing.T) {
 	f := newFixture(t)
 	f.group("west")
-	if _, err := f.usage.AppendEvents(ctx, []analytics.Event{event("west", "e1", "s1", day, analytics.MainChatMessages)}); err != nil {
+	if _, err := f.appendEvents([]analytics.Event{event("west", "e1", "s1", day, analytics.MainChatMessages)}); err != nil {
 		t.Fatal(err)
 	}
 	p, _, err := f.locks.Placement(ctx, "west")
@@ -166,7 +178,7 @@ func TestStudentNumberedByADeadWriteIsEnrolled(t *testing.T) {
 	if err := f.usage.NumberStudents(ctx, p, []string{"s2"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.usage.AppendEvents(ctx, []analytics.Event{event("west", "e2", "s2", day, analytics.MainChatMessages)})
+	res, err := f.appendEvents([]analytics.Event{event("west", "e2", "s2", day, analytics.MainChatMessages)})
 	if err != nil || res.Accepted != 1 {
 		t.Fatalf("%+v %v", res, err)
 	}

@@ -17,10 +17,25 @@ type Coordinator interface {
 	// otherwise (and when the process dies). It is not retried.
 	WithGroupLock(ctx context.Context, groupID string, fn func(tx GroupLock) error) error
 	// WithGroupsLock runs fn in one directory transaction holding the
-	// write locks of those of the groups that no other transaction
-	// holds, as WithGroupLock does one's; the others that exist are
-	// busy, for another try.
-	WithGroupsLock(ctx context.Context, groupIDs []string, fn func(tx GroupsLock) error) error
+	// apply locks of those of the groups that no other transaction
+	// holds, committed when fn returns nil: one applier of a group at a
+	// time, excluded by its write lock, not by its log's writers. With
+	// wait (one group), it waits for them; otherwise the groups held that
+	// exist are busy, for another try.
+	WithGroupsLock(ctx context.Context, groupIDs []string, wait bool, fn func(tx GroupsLock) error) error
+	// WithGroupsLogging runs fn in one directory transaction holding the
+	// log locks of those of the groups that no write lock holds
+	// (committed when fn returns nil): shared by the log's writers and
+	// appliers, excluded by the write lock. The others that exist are
+	// busy.
+	WithGroupsLogging(ctx context.Context, groupIDs []string, fn func(tx LogLock) error) error
+	// LoggedGroups returns the groups with events in the write-behind
+	// log, those waiting longest first, up to limit; HasLogged whether a
+	// group has any; LogStats how many events the log holds and when the
+	// oldest was logged (zero when none is).
+	LoggedGroups(ctx context.Context, limit int) ([]string, error)
+	HasLogged(ctx context.Context, groupID string) (bool, error)
+	LogStats(ctx context.Context) (events int, oldest time.Time, err error)
 	// Placement returns the group's placement; ok is false when it has
 	// none (it holds no usage yet).
 	Placement(ctx context.Context, groupID string) (p Placement, ok bool, err error)
@@ -48,6 +63,29 @@ type GroupsLock interface {
 	// ClearIntents is ClearIntent of several of the locked groups, with
 	// the transaction.
 	ClearIntents(ctx context.Context, groupIDs []string) error
+	// Logged reads the log's events of the locked groups, up to limit in
+	// all, oldest first; Unlog takes those of groupIDs out of the log,
+	// with the transaction.
+	Logged(ctx context.Context, limit int) (map[string][]analytics.Event, error)
+	Unlog(ctx context.Context, groupIDs []string) error
+}
+
+// LogLock is a directory transaction holding several groups' log locks:
+// the write-behind log's writer.
+type LogLock interface {
+	// Locked are the groups locked, in id order; Gone those asked for
+	// that do not exist.
+	Locked() []string
+	Gone() []string
+	// Placements reads the placements of the locked groups that have one.
+	Placements(ctx context.Context) (map[string]Placement, error)
+	// Log adds the events, of locked groups, to the log at time at, in
+	// their order, and returns those it added (by group and id): the log
+	// holds the others already.
+	Log(ctx context.Context, events []analytics.Event, at time.Time) (map[string]map[string]bool, error)
+	// Unlog takes out the events of these ids, by group, that the
+	// transaction added.
+	Unlog(ctx context.Context, ids map[string][]string) error
 }
 
 // GroupLock is a directory transaction holding one group's write lock.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"time"
 
 	"groupanalytics/internal/analytics"
 )
@@ -113,4 +114,20 @@ func SetMaxQueuedEvents(t interface{ Cleanup(func()) }, n int) {
 	old := maxQueuedEvents
 	maxQueuedEvents = n
 	t.Cleanup(func() { maxQueuedEvents = old })
+}
+
+// SetApplyEvery sets how often the applier of stores opened after it
+// applies the log, until the test ends.
+func SetApplyEvery(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := applyEvery
+	applyEvery = d
+	t.Cleanup(func() { applyEvery = old })
+}
+
+// SetMaxLogged sets the log's depth past which calls are refused, until
+// the test ends.
+func SetMaxLogged(t interface{ Cleanup(func()) }, n int) {
+	old := maxLogged
+	maxLogged = n
+	t.Cleanup(func() { maxLogged = old })
 }

@@ -38,7 +38,7 @@ func TestFlushesOfManyGroups(t *testing.T) {
 		for i := range perGroup {
 			wg.Go(func() {
 				id := fmt.Sprintf("g%02d", g)
-				res, err := f.usage.AppendEvents(ctx, []analytics.Event{event(id, fmt.Sprint("e", i), fmt.Sprint("s", i%2), day, analytics.MainChatMessages)})
+				res, err := f.appendEvents([]analytics.Event{event(id, fmt.Sprint("e", i), fmt.Sprint("s", i%2), day, analytics.MainChatMessages)})
 				if err == nil && res.Accepted != 1 {
 					err = fmt.Errorf("%s: %+v", id, res)
 				}
@@ -71,7 +71,7 @@ func TestFlushesOfManyGroups(t *testing.T) {
 	// Past the bound, refused at once.
 	chstore.SetMaxQueuedEvents(t, perGroup)
 	start := time.Now()
-	_, err := f.usage.AppendEvents(ctx, []analytics.Event{event(held, "late", "s1", day, analytics.MainChatMessages)})
+	_, err := f.appendEvents([]analytics.Event{event(held, "late", "s1", day, analytics.MainChatMessages)})
 	if analytics.ErrorCode(err) != analytics.Unavailable || time.Since(start) > time.Second {
 		t.Errorf("a call past the queue's bound: %v after %v, want unavailable at once", err, time.Since(start))
 	}

@@ -99,7 +99,7 @@ CREATE TABLE IF NOT EXISTS {database}.audit_copy (at Int64) ENGINE = MergeTree()
 	}
 	// The adopted store works: a write and a read.
 	f.group("north")
-	if _, err := f.usage.AppendEvents(ctx, []analytics.Event{event("north", "e1", "s1", day, analytics.TutorMeMessages)}); err != nil {
+	if _, err := f.appendEvents([]analytics.Event{event("north", "e1", "s1", day, analytics.TutorMeMessages)}); err != nil {
 		t.Fatal(err)
 	}
 	if r := f.dayRollup("north"); r.Counts[analytics.TutorMeMessages] != 1 {

@@ -55,7 +55,7 @@ func (f *fixture) fill(group string, n int) {
 		at := day.Add(time.Duration(i) * 7 * time.Hour)
 		events = append(events, event(group, fmt.Sprintf("e%04d", i), fmt.Sprintf("s%d", i%5), at, analytics.Metric(i%7)))
 	}
-	if _, err := f.usage.AppendEvents(ctx, events); err != nil {
+	if _, err := f.appendEvents(events); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -114,7 +114,7 @@ func TestMoveGroup(t *testing.T) {
 		if after := f.usageOf("west"); after != before {
 			t.Errorf("reports after the move:\n%s\nbefore:\n%s", after, before)
 		}
-		res2, err := f.usage.AppendEvents(ctx, []analytics.Event{event("west", "e0001", "s1", day, analytics.Metric(1))})
+		res2, err := f.appendEvents([]analytics.Event{event("west", "e0001", "s1", day, analytics.Metric(1))})
 		if err != nil || res2.Duplicates != 1 {
 			t.Errorf("re-sent id after the move: %+v %v, want a duplicate", res2, err)
 		}
@@ -150,7 +150,7 @@ func TestUnfinishedMoveIsSettled(t *testing.T) {
 			if got := f.usageOf("east"); got != before {
 				t.Errorf("reads during the dead move:\n%s\nwant:\n%s", got, before)
 			}
-			res, err := f.usage.AppendEvents(ctx, []analytics.Event{
+			res, err := f.appendEvents([]analytics.Event{
 				event("east", "e0001", "s1", day, analytics.Metric(1)), event("east", "new", "s1", day, analytics.Metric(1))})
 			if err != nil || res.Accepted != 1 || res.Duplicates != 1 {
 				t.Fatalf("next write: %+v %v, want 1 accepted, 1 duplicate", res, err)

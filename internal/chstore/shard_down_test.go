@@ -24,7 +24,7 @@ func TestOneShardDown(t *testing.T) {
 	shardOf := map[string]string{}
 	for _, g := range []string{"g1", "g2"} {
 		f.group(g)
-		if _, err := usage.AppendEvents(ctx, []analytics.Event{event(g, "e1", "s1", day, analytics.MainChatMessages)}); err != nil {
+		if _, err := f.appendEvents([]analytics.Event{event(g, "e1", "s1", day, analytics.MainChatMessages)}); err != nil {
 			t.Fatal(err)
 		}
 		p, _, err := f.locks.Placement(ctx, g)
@@ -41,14 +41,14 @@ func TestOneShardDown(t *testing.T) {
 	cluster.Kill(2)
 	time.Sleep(200 * time.Millisecond)
 
-	if _, err := usage.AppendEvents(ctx, []analytics.Event{event(up, "e2", "s1", day, analytics.MainChatMessages)}); err != nil {
+	if _, err := f.appendEvents([]analytics.Event{event(up, "e2", "s1", day, analytics.MainChatMessages)}); err != nil {
 		t.Errorf("group on the live shard: %v", err)
 	}
 	if got := f.dayRollup(up).Counts[analytics.MainChatMessages]; got != 2 {
 		t.Errorf("group on the live shard counts %d, want 2", got)
 	}
 	start := time.Now()
-	_, err := usage.AppendEvents(ctx, []analytics.Event{event(down, "e2", "s1", day, analytics.MainChatMessages)})
+	_, err := f.appendEvents([]analytics.Event{event(down, "e2", "s1", day, analytics.MainChatMessages)})
 	if analytics.ErrorCode(err) != analytics.Unavailable || time.Since(start) > 5*time.Second {
 		t.Errorf("ingesting on the down shard: %v after %v, want unavailable within 5 s", err, time.Since(start))
 	}
@@ -68,7 +68,7 @@ func TestOneShardDown(t *testing.T) {
 	if got := f.dayRollup(down).Counts[analytics.MainChatMessages]; got != 1 {
 		t.Errorf("after the shard came back: %d, want the 1 acknowledged event", got)
 	}
-	if _, err := usage.AppendEvents(ctx, []analytics.Event{event(down, "e3", "s1", day, analytics.MainChatMessages)}); err != nil {
+	if _, err := f.appendEvents([]analytics.Event{event(down, "e3", "s1", day, analytics.MainChatMessages)}); err != nil {
 		t.Fatalf("after the shard came back: %v", err)
 	}
 	if got := f.dayRollup(down).Counts[analytics.MainChatMessages]; got != 2 {

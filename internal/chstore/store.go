@@ -8,6 +8,7 @@
 package chstore
 
 import (
+	"cmp"
 	"context"
 	sqldriver "database/sql/driver"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -52,6 +54,20 @@ type Store struct {
 	startFlusher sync.Once
 	// states are the groups' current rows, kept by the process.
 	states stateCache
+	// The applier of the write-behind log (log.go): woken by applyWake,
+	// stopped by quit; logDepth and logOldest (Unix ms) are its figures
+	// as last read, logDepth kept up to date in between; sinceApply
+	// counts the events logged since it last ran; retryAt holds the
+	// groups it failed to apply until they are tried again.
+	applierOnce sync.Once
+	applierDone chan struct{}
+	applyWake   chan struct{}
+	quit        context.Context
+	stop        context.CancelFunc
+	logDepth    atomic.Int64
+	logOldest   atomic.Int64
+	sinceApply  atomic.Int64
+	retryAt     map[string]time.Time
 }
 
 var turnstileSeed = maphash.MakeSeed()
@@ -150,7 +166,9 @@ func Open(ctx context.Context, raw string, dir Coordinator, opts Options) (*Stor
 	}
 	s := &Store{dir: dir, database: cfg.Database, timeout: opts.CallTimeout,
 		observer: opts.Observer, log: opts.Log, pending: map[string][]*rollup.Call{},
-		flushing: map[string]bool{}, wake: make(chan struct{}, 1)}
+		flushing: map[string]bool{}, wake: make(chan struct{}, 1),
+		applyWake: make(chan struct{}, 1), retryAt: map[string]time.Time{}}
+	s.quit, s.stop = context.WithCancel(context.Background())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -226,8 +244,10 @@ func (s *Store) Shards() []string {
 	return names
 }
 
-// Close stops the flusher, failing the calls that still wait, and closes
-// the connections.
+// Close stops the flushers, failing the calls that still wait, and the
+// applier, which, if it ran, applies the log once more (within the call
+// timeout; what is left stays for the next process), and closes the
+// connections.
 func (s *Store) Close() error {
 	s.pendingMu.Lock()
 	if !s.closed {
@@ -235,6 +255,15 @@ func (s *Store) Close() error {
 		close(s.wake)
 	}
 	s.pendingMu.Unlock()
+	s.stop()
+	s.applierOnce.Do(func() {}) // none starts after Close
+	if s.applierDone != nil {
+		<-s.applierDone
+		ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.timeout, 30*time.Second))
+		s.applyLogged(ctx)
+		cancel()
+		s.applierDone = nil // closed twice, it applies once
+	}
 	var errs []error
 	for _, sh := range s.shards {
 		for _, r := range sh.replicas {

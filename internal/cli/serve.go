@@ -139,6 +139,7 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 		sender.Metrics = m
 	}
 	m.QueueDepth(store.QueueDepth)
+	m.WriteBehindLog(store.LogStats)
 	if sf.metricsAddr != "" {
 		mln, err := net.Listen("tcp", sf.metricsAddr)
 		if err != nil {

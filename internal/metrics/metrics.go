@@ -151,6 +151,23 @@ func (m *Metrics) Digest(result string) {
 	}
 }
 
+// WriteBehindLog publishes what stats tells of the usage store's
+// write-behind log: the events it holds and how long the oldest of them
+// has waited for ClickHouse.
+func (m *Metrics) WriteBehindLog(stats func() (events int, oldestAge time.Duration)) {
+	if m == nil {
+		return
+	}
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "groupanalytics_log_events",
+		Help: "Events acknowledged and waiting in the write-behind log for ClickHouse.",
+	}, func() float64 { n, _ := stats(); return float64(n) }))
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "groupanalytics_log_oldest_event_age_seconds",
+		Help: "How long the oldest event of the write-behind log has waited for ClickHouse.",
+	}, func() float64 { _, age := stats(); return age.Seconds() }))
+}
+
 // QueueDepth publishes depth as the number of calls waiting for the usage
 // store's writer.
 func (m *Metrics) QueueDepth(depth func() int) {

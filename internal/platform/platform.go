@@ -338,6 +338,10 @@ func (p *Platform) AddStudent(ctx context.Context, groupID, studentID, name stri
 	if err := checkStudent(studentID, name); err != nil {
 		return s, err
 	}
+	// Events acknowledged before name the student before this does.
+	if err := p.Usage.Settle(ctx, groupID); err != nil {
+		return s, err
+	}
 	return s, p.Directory.AddStudent(ctx, s)
 }
 
@@ -357,12 +361,19 @@ func (p *Platform) RenameStudent(ctx context.Context, groupID, studentID, name s
 	if err := checkStudent(studentID, name); err != nil {
 		return s, err
 	}
+	// Events acknowledged before name the student before this does.
+	if err := p.Usage.Settle(ctx, groupID); err != nil {
+		return s, err
+	}
 	return s, p.Directory.RenameStudent(ctx, s)
 }
 
 // Students lists a group's students.
 func (p *Platform) Students(ctx context.Context, groupID string) ([]analytics.Student, error) {
 	if _, err := p.Group(ctx, groupID); err != nil {
+		return nil, err
+	}
+	if err := p.Usage.Settle(ctx, groupID); err != nil {
 		return nil, err
 	}
 	return p.Directory.Students(ctx, groupID)

@@ -96,6 +96,9 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	if r.First > r.Last {
 		return analytics.Errorf(analytics.Invalid, "Invalid range: startDate %s is after endDate %s", r.First, r.Last)
 	}
+	if err := e.Usage.Settle(ctx, group.ID); err != nil {
+		return err
+	}
 	var students []analytics.Student
 	var ordinals map[string]int
 	if q.Students {

@@ -49,62 +49,96 @@ func (s *Store) WithGroupLock(ctx context.Context, groupID string, fn func(tx *G
 	}))
 }
 
-// WithGroupsLock runs fn once in a transaction holding the write locks of
-// those of the groups that no other transaction holds (SKIP LOCKED: a
-// group being erased or moved does not hold up the others), committed
-// when fn returns nil. The groups not locked and not gone are busy, to be
-// tried again.
-func (s *Store) WithGroupsLock(ctx context.Context, groupIDs []string, fn func(tx *GroupsTx) error) error {
+// WithGroupsLock runs fn once in a transaction holding the apply locks of
+// those of the groups that no other transaction holds, committed when fn
+// returns nil. A group's apply lock is a share of its row, which its write
+// lock (WithGroupLock: an erasure, a move, a change of zone) excludes and
+// the log's writers (WithGroupsLogging) share, and an advisory lock that
+// one transaction holds at a time. With wait, it waits for both (give it
+// one group: waiting for several could deadlock); otherwise it leaves out
+// the groups held (SKIP LOCKED), which are busy, to be tried again.
+func (s *Store) WithGroupsLock(ctx context.Context, groupIDs []string, wait bool, fn func(tx *GroupsTx) error) error {
 	if s.marks == nil {
 		return fmt.Errorf("WithGroupsLock: a sharded usage store needs a PostgreSQL directory, not %s", s.dialect.name)
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	return s.wrap("WithGroupsLock", s.transactOnce(ctx, func(tx *txn) error {
-		zones, err := s.lockGroups(ctx, tx, groupIDs, true)
+		lock, advisory := `FOR SHARE SKIP LOCKED`, `SELECT g FROM unnest($1::text[]) AS g WHERE pg_try_advisory_xact_lock($2, hashtext(g))`
+		if wait {
+			lock, advisory = `FOR SHARE`, `SELECT g FROM unnest($1::text[]) AS g, pg_advisory_xact_lock($2, hashtext(g))`
+		}
+		zones, gone, err := s.lockExisting(ctx, tx, groupIDs, lock)
 		if err != nil {
 			return err
 		}
-		var locked []*GroupTx
-		for _, id := range slices.Sorted(maps.Keys(zones)) {
-			locked = append(locked, &GroupTx{s: s, tx: tx, groupID: id, zone: zones[id]})
+		rows, err := tx.QueryContext(ctx, advisory, slices.Sorted(maps.Keys(zones)), applyLockSpace)
+		if err != nil {
+			return err
 		}
-		var missing []string
-		for _, id := range groupIDs {
-			if _, ok := zones[id]; !ok {
-				missing = append(missing, id)
-			}
+		held, err := scanStrings(rows)
+		if err != nil {
+			return err
 		}
-		var gone []string
-		if len(missing) > 0 {
-			exist := map[string]bool{}
-			rows, err := tx.QueryContext(ctx, `SELECT group_id FROM groups WHERE group_id = ANY($1)`, missing)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return err
-				}
-				exist[id] = true
-			}
-			if err := cmp.Or(rows.Err(), rows.Close()); err != nil {
-				return err
-			}
-			gone = slices.DeleteFunc(missing, func(id string) bool { return exist[id] })
+		slices.Sort(held)
+		locked := make([]*GroupTx, len(held))
+		for i, id := range held {
+			locked[i] = &GroupTx{s: s, tx: tx, groupID: id, zone: zones[id]}
 		}
 		return fn(&GroupsTx{s: s, tx: tx, Locked: locked, Gone: gone})
 	}))
+}
+
+// applyLockSpace is the first key of the apply locks' advisory locks, the
+// second being a hash of the group's id (two groups may share one).
+const applyLockSpace = 0x67616c67
+
+// lockExisting is lockGroups, and the groups asked for that do not exist.
+func (s *Store) lockExisting(ctx context.Context, tx *txn, groupIDs []string, lock string) (zones map[string]string, gone []string, err error) {
+	if zones, err = s.lockGroups(ctx, tx, groupIDs, lock); err != nil {
+		return nil, nil, err
+	}
+	var missing []string
+	for _, id := range groupIDs {
+		if _, ok := zones[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return zones, nil, nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT group_id FROM groups WHERE group_id = ANY($1)`, missing)
+	if err != nil {
+		return nil, nil, err
+	}
+	exist, err := scanStrings(rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	return zones, slices.DeleteFunc(missing, func(id string) bool { return slices.Contains(exist, id) }), nil
+}
+
+// scanStrings reads rows of one text column.
+func scanStrings(rows *sql.Rows) ([]string, error) {
+	defer rows.Close()
+	var list []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		list = append(list, v)
+	}
+	return list, rows.Err()
 }
 
 // GroupsTx is a transaction holding the write locks of several groups.
 type GroupsTx struct {
 	s      *Store
 	tx     *txn
-	Locked []*GroupTx // one each, in id order, sharing the transaction
-	Gone   []string   // the groups asked for that do not exist
+	Locked []*GroupTx         // one each, in id order, sharing the transaction
+	Gone   []string           // the groups asked for that do not exist
+	logged map[string][]int64 // the log's rows Logged read, by group
 }
 
 // MarkIntents is MarkIntent of several of the locked groups, in one
@@ -119,7 +153,12 @@ func (g *GroupsTx) Placements(ctx context.Context) ([]Placement, error) {
 	for i, l := range g.Locked {
 		ids[i] = l.groupID
 	}
-	rows, err := g.tx.QueryContext(ctx, `SELECT group_id, shard, seq, intent, epoch FROM usage_placements WHERE group_id = ANY($1)`, ids)
+	return placementsOf(ctx, g.tx, ids)
+}
+
+// placementsOf reads the placements of those of the groups that have one.
+func placementsOf(ctx context.Context, tx *txn, groupIDs []string) ([]Placement, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT group_id, shard, seq, intent, epoch FROM usage_placements WHERE group_id = ANY($1)`, groupIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -307,15 +346,22 @@ func (g *GroupTx) DeleteGroup(ctx context.Context) error {
 	return g.s.deleteGroupRows(ctx, g.tx, g.groupID)
 }
 
-// DeleteStudent removes a student's enrolment with the transaction and
-// reports whether they were enrolled.
+// DeleteStudent removes a student's enrolment and logged events with the
+// transaction and reports whether it found either.
 func (g *GroupTx) DeleteStudent(ctx context.Context, studentID string) (bool, error) {
-	res, err := g.tx.ExecContext(ctx, g.s.q(`DELETE FROM students WHERE group_id = ? AND student_id = ?`), g.groupID, studentID)
-	if err != nil {
-		return false, err
+	found := false
+	for _, table := range []string{"students", "usage_log"} {
+		res, err := g.tx.ExecContext(ctx, g.s.q(`DELETE FROM `+table+` WHERE group_id = ? AND student_id = ?`), g.groupID, studentID)
+		if err != nil {
+			return false, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return false, err
+		}
+		found = found || n > 0
 	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	return found, nil
 }
 
 // querier is what placement reads through: the pool or a transaction.

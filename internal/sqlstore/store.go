@@ -4,6 +4,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -249,7 +250,12 @@ func (s *Store) transactOnce(ctx context.Context, fn func(tx *txn) error) error 
 		_ = tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		// Past its deadline, the transaction was rolled back under fn: say
+		// so, rather than that it was done.
+		return cmp.Or(ctx.Err(), err)
+	}
+	return nil
 }
 
 // insertRows runs "INSERT INTO <into> <rows> <suffix>" over rows whose

@@ -144,7 +144,7 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 	ctx, cancel := mergedContext(calls)
 	defer cancel()
 	err := s.transact(ctx, "AppendEvents", func(tx *txn) error {
-		zones, err := s.lockGroups(ctx, tx, groups, false)
+		zones, err := s.lockGroups(ctx, tx, groups, forWrite)
 		if err != nil {
 			return err
 		}
@@ -203,10 +203,11 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 // It returns the time zone of each group that exists, as the lock holds
 // it: a group deleted (EraseGroup) before the lock was taken is missing,
 // and its events must not be written; a group's days are cut in the zone
-// read here, which changes only under the lock (Rebuild). With
-// skipLocked (PostgreSQL), the groups another transaction holds are left
-// out too, rather than waited for.
-func (s *Store) lockGroups(ctx context.Context, tx *txn, groupIDs []string, skipLocked bool) (map[string]string, error) {
+// read here, which changes only under the lock (Rebuild). On PostgreSQL,
+// lock is the row lock taken (forWrite or another); with SKIP LOCKED, the
+// groups another transaction holds are left out too, rather than waited
+// for.
+func (s *Store) lockGroups(ctx context.Context, tx *txn, groupIDs []string, lock string) (map[string]string, error) {
 	zones := map[string]string{}
 	if len(groupIDs) == 0 {
 		return zones, nil
@@ -214,11 +215,7 @@ func (s *Store) lockGroups(ctx context.Context, tx *txn, groupIDs []string, skip
 	var rows *sql.Rows
 	var err error
 	if s.dialect.name == "postgres" {
-		query := `SELECT group_id, time_zone FROM groups WHERE group_id = ANY($1) ORDER BY group_id FOR NO KEY UPDATE`
-		if skipLocked {
-			query += ` SKIP LOCKED`
-		}
-		rows, err = tx.QueryContext(ctx, query, groupIDs)
+		rows, err = tx.QueryContext(ctx, `SELECT group_id, time_zone FROM groups WHERE group_id = ANY($1) ORDER BY group_id `+lock, groupIDs)
 	} else {
 		rows, err = tx.QueryContext(ctx, `SELECT group_id, time_zone FROM groups WHERE group_id IN (SELECT value FROM json_each(?))`, jsonList(groupIDs))
 	}
@@ -239,12 +236,16 @@ func (s *Store) lockGroups(ctx context.Context, tx *txn, groupIDs []string, skip
 // lockUsage is lockGroups of one group, which must exist: the lock of a
 // write of the group's usage. It returns the group's time zone.
 func (s *Store) lockUsage(ctx context.Context, tx *txn, groupID string) (string, error) {
-	zones, err := s.lockGroups(ctx, tx, []string{groupID}, false)
+	zones, err := s.lockGroups(ctx, tx, []string{groupID}, forWrite)
 	if _, ok := zones[groupID]; err == nil && !ok {
 		return "", analytics.Errorf(analytics.NotFound, "Group %q not found", groupID)
 	}
 	return zones[groupID], err
 }
+
+// forWrite is the row lock of a write of a group's usage: FOR NO KEY
+// UPDATE, which lets foreign key checks (FOR KEY SHARE) through.
+const forWrite = `FOR NO KEY UPDATE`
 
 func jsonList(values []string) string {
 	b, _ := json.Marshal(values)
@@ -443,6 +444,10 @@ func (s *Store) loadOrdinals(ctx context.Context, tx *txn, keys [][]any, into ma
 // studentKeyTypes are the SQL types of a (group, student) key.
 var studentKeyTypes = []string{"text", "text"}
 
+// Settle does nothing: AppendEvents answers once its events are where
+// reads look.
+func (s *Store) Settle(context.Context, string) error { return nil }
+
 // GroupRollups returns the group's rollups of seg, ascending by period.
 func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.Segment) ([]analytics.GroupRollup, error) {
 	ctx, cancel := s.bound(ctx)
@@ -628,7 +633,7 @@ func (s *Store) eventsAfter(ctx context.Context, tx *txn, groupID, after string,
 // tablesOfAGroup are the tables holding a group's rows, the groups table
 // last: every one that references it comes before it.
 var tablesOfAGroup = []string{"events", "usage_students", "usage_groups", "group_rollups", "student_counts",
-	"digest_sends", "digest_recipients", "api_keys", "plans", "students", "usage_placements", "groups"}
+	"digest_sends", "digest_recipients", "api_keys", "plans", "students", "usage_log", "usage_placements", "groups"}
 
 // EraseGroup deletes the group's rows from every table in one
 // transaction, after locking the group's row as a directory change does,

@@ -2,6 +2,7 @@ package stores
 
 import (
 	"context"
+	"time"
 
 	"groupanalytics/internal/chstore"
 	"groupanalytics/internal/sqlstore"
@@ -18,8 +19,24 @@ func (c coordinator) WithGroupLock(ctx context.Context, groupID string, fn func(
 	return c.dir.WithGroupLock(ctx, groupID, func(tx *sqlstore.GroupTx) error { return fn(groupLock{tx}) })
 }
 
-func (c coordinator) WithGroupsLock(ctx context.Context, groupIDs []string, fn func(tx chstore.GroupsLock) error) error {
-	return c.dir.WithGroupsLock(ctx, groupIDs, func(tx *sqlstore.GroupsTx) error { return fn(groupsLock{tx}) })
+func (c coordinator) WithGroupsLock(ctx context.Context, groupIDs []string, wait bool, fn func(tx chstore.GroupsLock) error) error {
+	return c.dir.WithGroupsLock(ctx, groupIDs, wait, func(tx *sqlstore.GroupsTx) error { return fn(groupsLock{tx}) })
+}
+
+func (c coordinator) WithGroupsLogging(ctx context.Context, groupIDs []string, fn func(tx chstore.LogLock) error) error {
+	return c.dir.WithGroupsLogging(ctx, groupIDs, func(tx *sqlstore.LogTx) error { return fn(logLock{tx}) })
+}
+
+func (c coordinator) LoggedGroups(ctx context.Context, limit int) ([]string, error) {
+	return c.dir.LoggedGroups(ctx, limit)
+}
+
+func (c coordinator) HasLogged(ctx context.Context, groupID string) (bool, error) {
+	return c.dir.HasLogged(ctx, groupID)
+}
+
+func (c coordinator) LogStats(ctx context.Context) (int, time.Time, error) {
+	return c.dir.LogStats(ctx)
 }
 
 func (c coordinator) Placement(ctx context.Context, groupID string) (chstore.Placement, bool, error) {
@@ -72,6 +89,17 @@ func (g groupsLock) MarkIntents(ctx context.Context, intents map[string][]byte) 
 		texts[id] = string(in)
 	}
 	return g.GroupsTx.MarkIntents(ctx, texts)
+}
+
+// logLock is a sqlstore.LogTx as a chstore.LogLock.
+type logLock struct{ *sqlstore.LogTx }
+
+func (l logLock) Locked() []string { return l.LogTx.Locked }
+
+func (l logLock) Gone() []string { return l.LogTx.Gone }
+
+func (l logLock) Placements(ctx context.Context) (map[string]chstore.Placement, error) {
+	return convertPlacements(l.LogTx.Placements(ctx))
 }
 
 // groupLock is a sqlstore.GroupTx as a chstore.GroupLock.

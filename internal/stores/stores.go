@@ -116,6 +116,7 @@ func Open(ctx context.Context, cfg Config) (*Stores, error) {
 		s.Close()
 		return nil, err
 	}
+	shards.Start()
 	return s, nil
 }
 
@@ -164,6 +165,16 @@ func (s *Stores) QueueDepth() int {
 		return s.Shards.QueueDepth()
 	}
 	return s.Directory.QueueDepth()
+}
+
+// LogStats tells of the write-behind log of a usage store on ClickHouse:
+// the events it holds and how long the oldest has waited (none without
+// one).
+func (s *Stores) LogStats() (events int, oldestAge time.Duration) {
+	if s.Shards != nil {
+		return s.Shards.LogStats()
+	}
+	return 0, 0
 }
 
 // Engines names the directory's engine and the usage store's, for logs.

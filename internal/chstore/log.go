@@ -1,0 +1,353 @@
+package chstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/rollup"
+)
+
+// The write-behind log. AppendEvents acknowledges a call once its new
+// events are in the directory's log (PostgreSQL, committed with group
+// commit: one transaction per flush of every waiting call); the applier
+// writes the log to ClickHouse behind it, in large batches of every group
+// that has some (one INSERT per table per shard), and takes what it wrote
+// out of the log with the same directory transaction. Reads see what the
+// log holds of a group through Settle, which applies it first.
+//
+// Applying is idempotent: a batch that dies after its INSERTs stays in the
+// log, and applied again, its events are found on the shard (a duplicate
+// is never written twice) and its intent repairs the rollups.
+
+// applyEvery is how long a logged event waits at most for the applier,
+// when nothing reads its group first.
+var applyEvery = time.Second
+
+const (
+	// applyAfter logged events wake the applier before its time.
+	applyAfter = 20_000
+	// maxApplied bounds the events of one apply.
+	maxApplied = rollup.MaxMergedEvents
+	// maxAppliedGroups bounds the groups of one apply.
+	maxAppliedGroups = 2_000
+)
+
+// maxLogged is the log's depth past which AppendEvents refuses calls (a
+// 503 with Retry-After) until the applier catches up: ClickHouse is
+// behind, and the log must not grow without end.
+var maxLogged = 2_000_000
+
+// logCalls writes the calls of every group of batch to the log, in one
+// directory transaction holding the groups' log locks: the first copy of
+// each id, in the order of the calls, is added unless the log holds it
+// already, and of those added, the ones the group's shard holds (one
+// lookup per shard, at once) are taken out again. The commit makes the
+// rest durable; each call is told how many of its events it added. The
+// groups that a write holds (an erasure, a move) are put back for the
+// next flush; it reports whether any group was logged.
+func (s *Store) logCalls(batch map[string][]*rollup.Call) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.timeout, time.Minute))
+	defer cancel()
+	type key struct{ group, id string }
+	var (
+		ran      bool // the transaction began: the groups not locked or gone are busy
+		locked   = map[string]bool{}
+		gone     = map[string]bool{}
+		failed   = map[string]error{} // a group whose shard did not answer
+		accepted = map[*rollup.Call]int{}
+		logged   int
+	)
+	err := s.dir.WithGroupsLogging(ctx, slices.Sorted(maps.Keys(batch)), func(tx LogLock) error {
+		ran = true
+		for _, g := range tx.Gone() {
+			gone[g] = true
+		}
+		first := map[key]*rollup.Call{}
+		var events []analytics.Event
+		calls := 0
+		for _, g := range tx.Locked() {
+			locked[g] = true
+			calls += len(batch[g])
+			for _, c := range batch[g] {
+				for _, e := range c.Events {
+					if k := (key{g, e.ID}); first[k] == nil {
+						first[k] = c
+						events = append(events, e)
+					}
+				}
+			}
+		}
+		if s.observer != nil {
+			s.observer.Merged(calls, len(events))
+		}
+		added, err := tx.Log(ctx, events, time.Now())
+		if err != nil {
+			return err
+		}
+		stored, err := s.storedOnShards(ctx, tx, added, failed)
+		if err != nil {
+			return err
+		}
+		unlog := map[string][]string{}
+		for g, ids := range added {
+			for id := range ids {
+				if failed[g] != nil || stored[g][id] {
+					unlog[g] = append(unlog[g], id)
+				}
+			}
+		}
+		if err := tx.Unlog(ctx, unlog); err != nil {
+			return err
+		}
+		for k, c := range first {
+			if added[k.group][k.id] && !stored[k.group][k.id] && failed[k.group] == nil {
+				accepted[c]++
+				logged++
+			}
+		}
+		return nil
+	})
+	for g, calls := range batch {
+		var fail error
+		switch {
+		case !ran:
+			fail = err
+		case locked[g]:
+			fail = cmp.Or(err, failed[g])
+		case gone[g]:
+			fail = cmp.Or(err, analytics.Errorf(analytics.NotFound, "Group %q not found", g))
+		default: // held by a write: the next flush tries again
+			s.requeue(g, calls)
+			continue
+		}
+		s.answer(calls, func(_ int, c *rollup.Call) rollup.Done {
+			if fail != nil {
+				return rollup.Done{Err: fail}
+			}
+			return rollup.Done{Result: analytics.AppendResult{Accepted: accepted[c], Duplicates: len(c.Events) - accepted[c]}}
+		})
+	}
+	if err == nil && logged > 0 {
+		if s.logDepth.Add(int64(logged)); s.sinceApply.Add(int64(logged)) >= applyAfter {
+			s.wakeApplier()
+		}
+	}
+	return len(locked) > 0 || len(gone) > 0
+}
+
+// storedOnShards returns which of the ids added, by group, the groups'
+// shards hold already: one lookup per shard, at once. A group whose shard
+// does not answer has its error in failed.
+func (s *Store) storedOnShards(ctx context.Context, tx LogLock, added map[string]map[string]bool, failed map[string]error) (map[string]map[string]bool, error) {
+	placements, err := tx.Placements(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byShard := map[*shard]map[string][]string{}
+	for g, ids := range added {
+		p, ok := placements[g]
+		if !ok {
+			continue // never applied: its shard holds none of its events
+		}
+		sh, err := s.shardOf(p)
+		if err != nil {
+			failed[g] = err
+			continue
+		}
+		if byShard[sh] == nil {
+			byShard[sh] = map[string][]string{}
+		}
+		byShard[sh][g] = slices.Collect(maps.Keys(ids))
+	}
+	stored := map[string]map[string]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for sh, ids := range byShard {
+		wg.Go(func() {
+			found, err := s.storedIDs(ctx, sh, ids)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				for g := range ids {
+					failed[g] = err
+				}
+				return
+			}
+			maps.Copy(stored, found)
+		})
+	}
+	wg.Wait()
+	return stored, nil
+}
+
+// startApplier starts the applier, once.
+func (s *Store) startApplier() {
+	s.applierOnce.Do(func() {
+		s.applierDone = make(chan struct{})
+		go s.applyLoop()
+	})
+}
+
+// Start starts the applier of the write-behind log, which writes what
+// the log holds (of this process and of others that died) to ClickHouse
+// behind the acknowledgements. AppendEvents and Settle start it too.
+func (s *Store) Start() { s.startApplier() }
+
+// wakeApplier wakes the applier before its time.
+func (s *Store) wakeApplier() {
+	select {
+	case s.applyWake <- struct{}{}:
+	default:
+	}
+}
+
+// applyLoop applies the log every applyEvery, and sooner when applyAfter
+// events have been logged since, until the store closes.
+func (s *Store) applyLoop() {
+	defer close(s.applierDone)
+	tick := time.NewTicker(applyEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.quit.Done():
+			return
+		case <-tick.C:
+		case <-s.applyWake:
+		}
+		ctx, cancel := context.WithTimeout(s.quit, cmp.Or(s.timeout, time.Minute))
+		s.applyLogged(ctx)
+		cancel()
+	}
+}
+
+// applyLogged applies the log of every group that has events in it, in
+// batches, then reads the log's figures again. A group whose apply failed
+// (its shard is down) waits applyEvery before the next try, so that it
+// does not hold up the others.
+func (s *Store) applyLogged(ctx context.Context) {
+	s.sinceApply.Store(0)
+	groups, err := s.dir.LoggedGroups(ctx, 10*maxAppliedGroups)
+	if err != nil {
+		s.log.Warn("write-behind log unread", "error", err)
+		return
+	}
+	now := time.Now()
+	groups = slices.DeleteFunc(groups, func(g string) bool { return now.Before(s.retryAt[g]) })
+	maps.DeleteFunc(s.retryAt, func(_ string, at time.Time) bool { return !now.Before(at) })
+	for len(groups) > 0 && ctx.Err() == nil {
+		batch := groups[:min(len(groups), maxAppliedGroups)]
+		groups = groups[len(batch):]
+		n, failed, err := s.apply(ctx, batch, false)
+		if err != nil {
+			s.log.Warn("write-behind log not applied", "groups", len(batch), "error", err)
+			break
+		}
+		for g, err := range failed {
+			s.retryAt[g] = now.Add(applyEvery)
+			s.log.Warn("write-behind log not applied", "group", g, "error", err)
+		}
+		if n >= maxApplied {
+			groups = append(batch, groups...) // more waits: again
+		}
+	}
+	if events, oldest, err := s.dir.LogStats(ctx); err == nil {
+		s.logDepth.Store(int64(events))
+		s.logOldest.Store(oldest.UnixMilli())
+		if oldest.IsZero() {
+			s.logOldest.Store(0)
+		}
+	}
+}
+
+// apply writes what the log holds of the groups to ClickHouse, under
+// their apply locks (waiting for them with wait, else leaving out the
+// groups held), and takes it out of the log. It returns how many events it
+// applied, and the groups whose write failed, with why; an error when the
+// directory's transaction failed.
+func (s *Store) apply(ctx context.Context, groups []string, wait bool) (int, map[string]error, error) {
+	writes := map[string]*groupWrite{}
+	applied := 0
+	err := s.dir.WithGroupsLock(ctx, groups, wait, func(tx GroupsLock) error {
+		logged, err := tx.Logged(ctx, maxApplied)
+		if err != nil {
+			return err
+		}
+		for _, lock := range tx.Locked() {
+			if events := logged[lock.GroupID()]; len(events) > 0 {
+				writes[lock.GroupID()] = &groupWrite{tx: lock, events: events}
+			}
+		}
+		if len(writes) == 0 {
+			return nil
+		}
+		if err := s.writeGroups(ctx, tx, writes); err != nil {
+			return err
+		}
+		var done []string
+		for g, w := range writes {
+			if w.err == nil {
+				done = append(done, g)
+				applied += len(w.events)
+			}
+		}
+		return tx.Unlog(ctx, done)
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	failed := map[string]error{}
+	for g, w := range writes {
+		switch {
+		case w.err != nil:
+			failed[g] = w.err
+		case len(w.rows.events) > 0:
+			s.states.put(g, w.st.after(w.rows))
+		}
+	}
+	if applied > 0 {
+		s.logDepth.Add(-int64(applied))
+	}
+	return applied, failed, nil
+}
+
+// Settle applies what the log holds of the group, so that the reads that
+// follow see every event acknowledged before it was called.
+func (s *Store) Settle(ctx context.Context, groupID string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	s.startApplier()
+	for {
+		has, err := s.dir.HasLogged(ctx, groupID)
+		if err != nil || !has {
+			return s.wrap("Settle", err)
+		}
+		n, failed, err := s.apply(ctx, []string{groupID}, true)
+		if err = cmp.Or(err, failed[groupID]); err != nil {
+			return s.wrap("Settle", err)
+		}
+		if n < maxApplied {
+			return nil
+		}
+	}
+}
+
+// LogStats returns how many events the write-behind log holds and how long
+// the oldest has waited, as the applier last read them.
+func (s *Store) LogStats() (events int, oldestAge time.Duration) {
+	events = int(max(s.logDepth.Load(), 0))
+	if ms := s.logOldest.Load(); ms > 0 && events > 0 {
+		oldestAge = time.Since(time.UnixMilli(ms))
+	}
+	return events, oldestAge
+}
+
+// errLogFull is why AppendEvents refuses while the log is too deep.
+func errLogFull(depth int64) error {
+	return fmt.Errorf("%d events wait for ClickHouse in the write-behind log: %w", depth, analytics.ErrUnavailable)
+}

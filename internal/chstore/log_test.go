@@ -1,0 +1,100 @@
+package chstore_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/chstore"
+)
+
+// TestWriteBehindLog: an acknowledged event waits in the directory's log
+// until a read of its group (Settle) or the applier writes it to
+// ClickHouse; sent again, it is a duplicate whether logged or applied;
+// erasing its student takes it out of the log; past the log's bound, a
+// call is refused at once.
+func TestWriteBehindLog(t *testing.T) {
+	chstore.SetApplyEvery(t, time.Hour) // only reads apply
+	f := newFixture(t)
+	f.group("north")
+	msg := func(id, student string) analytics.Event {
+		return event("north", id, student, day, analytics.MainChatMessages)
+	}
+	appended := func(events ...analytics.Event) string {
+		t.Helper()
+		res, err := f.usage.AppendEvents(ctx, events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%d accepted, %d duplicates", res.Accepted, res.Duplicates)
+	}
+	stored := func() []string {
+		t.Helper()
+		raw, err := f.usage.RawEvents(ctx, "north")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Sorted(maps.Keys(raw))
+	}
+
+	if got := appended(msg("e1", "s1"), msg("e2", "s2"), msg("e1", "s1")); got != "2 accepted, 1 duplicates" {
+		t.Errorf("first call: %s, want 2 accepted, 1 duplicates", got)
+	}
+	if got := stored(); len(got) != 0 {
+		t.Errorf("stored before any read: %v, want nothing (the events wait in the log)", got)
+	}
+	if n, _ := f.usage.LogStats(); n != 2 {
+		t.Errorf("log depth %d, want 2", n)
+	}
+	if got := appended(msg("e1", "s1"), msg("e3", "s3")); got != "1 accepted, 1 duplicates" {
+		t.Errorf("an id sent again while logged: %s, want 1 accepted, 1 duplicates", got)
+	}
+	if err := f.usage.EraseStudent(ctx, "north", "s2"); err != nil {
+		t.Errorf("erasing a student whose only event is logged: %v", err)
+	}
+	if err := f.usage.Settle(ctx, "north"); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored(); !slices.Equal(got, []string{"e1", "e3"}) {
+		t.Errorf("stored after Settle: %v, want e1 and e3 (e2 erased)", got)
+	}
+	students, err := f.dir.Students(ctx, "north")
+	if err != nil || fmt.Sprint(students) != "[{north s1 s1} {north s3 s3}]" {
+		t.Errorf("students after Settle: %v %v, want s1 and s3", students, err)
+	}
+	if got := appended(msg("e1", "s1")); got != "0 accepted, 1 duplicates" {
+		t.Errorf("an id sent again once applied: %s, want a duplicate", got)
+	}
+
+	appended(msg("e4", "s1"))
+	chstore.SetMaxLogged(t, 0)
+	start := time.Now()
+	if _, err := f.usage.AppendEvents(ctx, []analytics.Event{msg("e5", "s1")}); analytics.ErrorCode(err) != analytics.Unavailable || time.Since(start) > time.Second {
+		t.Errorf("a call past the log's bound: %v after %v, want unavailable at once", err, time.Since(start))
+	}
+}
+
+// TestApplierWritesBehind: without a read, the applier writes what the
+// log holds to ClickHouse by itself, and the log's figures go back to
+// nothing.
+func TestApplierWritesBehind(t *testing.T) {
+	chstore.SetApplyEvery(t, 50*time.Millisecond)
+	f := newFixture(t)
+	f.group("west")
+	if _, err := f.usage.AppendEvents(ctx, []analytics.Event{event("west", "e1", "s1", day, analytics.SessionsCreated)}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		raw, err := f.usage.RawEvents(ctx, "west")
+		n, age := f.usage.LogStats()
+		if err == nil && len(raw) == 1 && n == 0 && age == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s: stored %v (%v), log %d events, oldest %v; want the event applied", raw, err, n, age)
+		}
+	}
+}

@@ -1,0 +1,19 @@
+-- +goose Up
+-- The write-behind log of a usage store on ClickHouse: events acknowledged
+-- to the platform and not yet written to ClickHouse, which takes them in
+-- large batches behind it. Unused by the SQL usage store (and a sharded
+-- store needs a PostgreSQL directory), kept so that both schemas match.
+CREATE TABLE usage_log (
+    id           INTEGER PRIMARY KEY,
+    group_id     TEXT NOT NULL REFERENCES groups (group_id),
+    event_id     TEXT NOT NULL,
+    student_id   TEXT NOT NULL,
+    student_name TEXT NOT NULL,
+    occurred_at  INTEGER NOT NULL,
+    metric       INTEGER NOT NULL,
+    logged_at    INTEGER NOT NULL,
+    UNIQUE (group_id, event_id)
+);
+
+-- +goose Down
+DROP TABLE usage_log;

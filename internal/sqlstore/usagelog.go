@@ -1,0 +1,192 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+// The write-behind log of a usage store on ClickHouse (package chstore):
+// the events it has acknowledged and not yet written to ClickHouse, which
+// takes them behind in large batches. An event is logged under its
+// group's log lock (WithGroupsLogging), applied and unlogged under its
+// apply lock (WithGroupsLock), and erased with its student or group under
+// the write lock.
+
+// LogTx is a transaction holding the log locks of several groups: a share
+// of each group's row, which the log's other writers and its appliers
+// share and a write of the group's usage (an erasure, a move, a change of
+// zone) excludes.
+type LogTx struct {
+	tx     *txn
+	Locked []string // in id order
+	Gone   []string // the groups asked for that do not exist
+}
+
+// WithGroupsLogging runs fn once in a transaction holding the log locks
+// of those of the groups that no write holds (SKIP LOCKED), committed
+// when fn returns nil; the groups not locked and not gone are busy.
+func (s *Store) WithGroupsLogging(ctx context.Context, groupIDs []string, fn func(tx *LogTx) error) error {
+	if s.marks == nil {
+		return fmt.Errorf("WithGroupsLogging: a sharded usage store needs a PostgreSQL directory, not %s", s.dialect.name)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return s.wrap("WithGroupsLogging", s.transactOnce(ctx, func(tx *txn) error {
+		zones, gone, err := s.lockExisting(ctx, tx, groupIDs, `FOR SHARE SKIP LOCKED`)
+		if err != nil {
+			return err
+		}
+		return fn(&LogTx{tx: tx, Locked: slices.Sorted(maps.Keys(zones)), Gone: gone})
+	}))
+}
+
+// Log adds the events, of the locked groups, to the log at time at, in
+// their order, and returns those it added: an event whose id the log
+// holds for its group already (or the same call holds earlier) is left
+// out.
+func (l *LogTx) Log(ctx context.Context, events []analytics.Event, at time.Time) (map[string]map[string]bool, error) {
+	n := len(events)
+	groups, ids, students, names := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	occurred, metrics := make([]int64, n), make([]int16, n)
+	for i, e := range events {
+		groups[i], ids[i], students[i], names[i] = e.GroupID, e.ID, e.StudentID, e.StudentName
+		occurred[i], metrics[i] = e.OccurredAt.UnixMilli(), int16(e.Metric)
+	}
+	// The rows are numbered in the events' order (the order the applier
+	// applies them in, which names a student last), and inserted in the
+	// order of their keys: two processes logging the same ids wait for
+	// each other in one order, never in a circle.
+	rows, err := l.tx.QueryContext(ctx, `WITH v AS MATERIALIZED (
+			SELECT nextval(pg_get_serial_sequence('usage_log', 'id')) AS id, g, e, s, n, o, m
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::smallint[])
+				WITH ORDINALITY AS u(g, e, s, n, o, m, i) ORDER BY i)
+		INSERT INTO usage_log (id, group_id, event_id, student_id, student_name, occurred_at, metric, logged_at)
+		SELECT id, g, e, s, n, o, m, $7 FROM v ORDER BY g, e
+		ON CONFLICT (group_id, event_id) DO NOTHING RETURNING group_id, event_id`,
+		groups, ids, students, names, occurred, metrics, at.UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	added := map[string]map[string]bool{}
+	for rows.Next() {
+		var g, id string
+		if err := rows.Scan(&g, &id); err != nil {
+			return nil, err
+		}
+		if added[g] == nil {
+			added[g] = map[string]bool{}
+		}
+		added[g][id] = true
+	}
+	return added, rows.Err()
+}
+
+// Placements reads the locked groups' placements: those that have one.
+func (l *LogTx) Placements(ctx context.Context) ([]Placement, error) {
+	return placementsOf(ctx, l.tx, l.Locked)
+}
+
+// Unlog takes out of the log the events of these ids (by group) that the
+// transaction added.
+func (l *LogTx) Unlog(ctx context.Context, ids map[string][]string) error {
+	var groups, events []string
+	for g, list := range ids {
+		for _, id := range list {
+			groups, events = append(groups, g), append(events, id)
+		}
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	_, err := l.tx.ExecContext(ctx, `DELETE FROM usage_log AS l USING unnest($1::text[], $2::text[]) AS v(g, e)
+		WHERE l.group_id = v.g AND l.event_id = v.e`, groups, events)
+	return err
+}
+
+// Logged reads the log's events of the locked groups, up to limit in all,
+// oldest first, for Unlog once they are applied.
+func (g *GroupsTx) Logged(ctx context.Context, limit int) (map[string][]analytics.Event, error) {
+	ids := make([]string, len(g.Locked))
+	for i, l := range g.Locked {
+		ids[i] = l.groupID
+	}
+	rows, err := g.tx.QueryContext(ctx, `SELECT id, group_id, event_id, student_id, student_name, occurred_at, metric
+		FROM usage_log WHERE group_id = ANY($1) ORDER BY id LIMIT $2`, ids, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	events := map[string][]analytics.Event{}
+	g.logged = map[string][]int64{}
+	for rows.Next() {
+		var row int64
+		var e analytics.Event
+		var occurred int64
+		var metric int16
+		if err := rows.Scan(&row, &e.GroupID, &e.ID, &e.StudentID, &e.StudentName, &occurred, &metric); err != nil {
+			return nil, err
+		}
+		e.OccurredAt, e.Metric = time.UnixMilli(occurred).UTC(), analytics.Metric(metric)
+		events[e.GroupID] = append(events[e.GroupID], e)
+		g.logged[e.GroupID] = append(g.logged[e.GroupID], row)
+	}
+	return events, rows.Err()
+}
+
+// Unlog takes the events Logged read of these groups out of the log, with
+// the transaction.
+func (g *GroupsTx) Unlog(ctx context.Context, groupIDs []string) error {
+	var rows []int64
+	for _, id := range groupIDs {
+		rows = append(rows, g.logged[id]...)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	_, err := g.tx.ExecContext(ctx, `DELETE FROM usage_log WHERE id = ANY($1)`, rows)
+	return err
+}
+
+// LoggedGroups returns the groups that have events in the log, those
+// waiting longest first, up to limit.
+func (s *Store) LoggedGroups(ctx context.Context, limit int) ([]string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.read.QueryContext(ctx, `SELECT group_id FROM usage_log GROUP BY group_id ORDER BY min(id) LIMIT $1`, limit)
+	if err != nil {
+		return nil, s.wrap("LoggedGroups", err)
+	}
+	groups, err := scanStrings(rows)
+	return groups, s.wrap("LoggedGroups", err)
+}
+
+// HasLogged reports whether the group has events in the log.
+func (s *Store) HasLogged(ctx context.Context, groupID string) (bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var has bool
+	err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM usage_log WHERE group_id = $1)`, groupID).Scan(&has)
+	return has, s.wrap("HasLogged", err)
+}
+
+// LogStats returns how many events the log holds and when the oldest of
+// them was logged (zero when none is).
+func (s *Store) LogStats(ctx context.Context) (events int, oldest time.Time, err error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var first sql.NullInt64
+	if err := s.read.QueryRowContext(ctx, `SELECT count(*), min(logged_at) FROM usage_log`).Scan(&events, &first); err != nil {
+		return 0, time.Time{}, s.wrap("LogStats", err)
+	}
+	if first.Valid {
+		oldest = time.UnixMilli(first.Int64)
+	}
+	return events, oldest, nil
+}
