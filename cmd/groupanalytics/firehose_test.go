@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -16,8 +17,10 @@ import (
 
 // TestFirehoseThroughFaults runs a firehose (one event per request, from
 // many connections, over several groups) while the service is killed with
-// SIGKILL and started again and, on replicated ClickHouse, while a replica
-// is killed and started again. Each event is its own student's, so that
+// SIGKILL and started again, on replicated ClickHouse while a replica is
+// killed and started again, and on every store with a PostgreSQL directory
+// while PostgreSQL goes away for two seconds, as in a restart (every
+// connection cut, new ones refused: a proxy in front of it). Each event is its own student's, so that
 // the reports tell which events count. Afterwards every acknowledged event
 // counts exactly once and every other counts once or not at all; sent
 // again, each counts once, and the answer says it was a duplicate exactly
@@ -37,6 +40,16 @@ func TestFirehoseThroughFaults(t *testing.T) {
 			} else {
 				stores = storeKinds[kind](t)
 			}
+			var pg *storetest.Proxy
+			if kind != "sqlite" {
+				dbURL, err := url.Parse(stores[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				pg = storetest.NewProxy(t, dbURL.Host)
+				dbURL.Host = pg.Addr()
+				stores[1] = dbURL.String()
+			}
 			keys, token := setupGroups(t, bin, stores, 8)
 			serve := append(stores, "--store-timeout", replicaStoreTimeout.String())
 			srv := startServer(t, bin, serve)
@@ -54,6 +67,12 @@ func TestFirehoseThroughFaults(t *testing.T) {
 				cluster.KillReplica(1, 2)
 				time.Sleep(2 * time.Second)
 				cluster.Start()
+				time.Sleep(1500 * time.Millisecond)
+			}
+			if pg != nil {
+				pg.Cut()
+				time.Sleep(2 * time.Second)
+				pg.Start(t)
 				time.Sleep(1500 * time.Millisecond)
 			}
 			acked, unacked := f.stop()

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,87 +12,6 @@ import (
 	"groupanalytics/internal/stores/storetest"
 )
 
-// tcpProxy forwards a local address to a target, and can cut every
-// connection and refuse new ones, as a database outage would, or hold
-// every byte without a word, as a network that drops packets would.
-type tcpProxy struct {
-	target string
-	addr   string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  []net.Conn
-	gate   sync.RWMutex // held for writing while the path drops packets
-}
-
-// forward copies src to dst, waiting at the gate before each write.
-func (p *tcpProxy) forward(dst, src net.Conn) {
-	defer dst.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			p.gate.RLock()
-			p.gate.RUnlock()
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// drop holds every byte in both directions until restore: to both ends
-// the other simply stops answering.
-func (p *tcpProxy) drop()    { p.gate.Lock() }
-func (p *tcpProxy) restore() { p.gate.Unlock() }
-
-func (p *tcpProxy) start(t *testing.T) {
-	t.Helper()
-	addr := p.addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.mu.Lock()
-	p.ln, p.addr = ln, ln.Addr().String()
-	p.mu.Unlock()
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.gate.RLock() // a new connection's handshake is dropped too
-			p.gate.RUnlock()
-			server, err := net.Dial("tcp", p.target)
-			if err != nil {
-				client.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, client, server)
-			p.mu.Unlock()
-			go p.forward(server, client)
-			go p.forward(client, server)
-		}
-	}()
-}
-
-func (p *tcpProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.ln.Close()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
 // bearer is the header of a platform token, or none for "".
 func bearer(token string) []string {
 	if token == "" {
@@ -104,15 +22,13 @@ func bearer(token string) []string {
 
 // behindProxy returns a server on a fresh PostgreSQL database reached
 // through a proxy, with a call timeout of 3 s.
-func behindProxy(t *testing.T) (*testEnv, *tcpProxy) {
+func behindProxy(t *testing.T) (*testEnv, *storetest.Proxy) {
 	dbURL, err := url.Parse(storetest.NewPostgresDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := &tcpProxy{target: dbURL.Host}
-	proxy.start(t)
-	t.Cleanup(proxy.cut)
-	dbURL.Host = proxy.addr
+	proxy := storetest.NewProxy(t, dbURL.Host)
+	dbURL.Host = proxy.Addr()
 	return newEnv(t, storetest.SQL(storetest.OpenWith(t, dbURL.String(), sqlstore.Options{CallTimeout: 3 * time.Second}))), proxy
 }
 
@@ -128,7 +44,7 @@ func TestPostgresOutage(t *testing.T) {
 		t.Fatalf("before the outage: %d sessions", got)
 	}
 
-	proxy.cut()
+	proxy.Cut()
 	for _, req := range []struct{ method, path, key, token, body string }{
 		{"POST", "/api/groups/live-lecture", key, "", ""},
 		{"POST", "/api/groups/chat", key, "", ""},
@@ -155,7 +71,7 @@ func TestPostgresOutage(t *testing.T) {
 		t.Errorf("/healthz during the outage: %d; the process itself is alive", resp.status)
 	}
 
-	proxy.start(t)
+	proxy.Start(t)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if resp := e.do("GET", "/readyz", "", ""); resp.status == http.StatusOK {
@@ -186,7 +102,7 @@ func TestPostgresSilentDrop(t *testing.T) {
 	token := e.token()
 	e.send(session("north", "s1", "2026-11-20T10:00:00Z"))
 
-	proxy.drop()
+	proxy.Drop()
 	var wg sync.WaitGroup
 	for _, req := range []struct{ method, path, key, token, body string }{
 		{"POST", "/api/groups/live-lecture", key, "", ""},
@@ -211,7 +127,7 @@ func TestPostgresSilentDrop(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	proxy.restore()
+	proxy.Restore()
 	deadline := time.Now().Add(30 * time.Second)
 	for e.do("GET", "/readyz", "", "").status != http.StatusOK {
 		if time.Now().After(deadline) {
