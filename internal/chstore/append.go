@@ -40,9 +40,10 @@ type intent struct {
 // AppendEvents queues each group's events for the process's flushers,
 // which log every call waiting at that moment, of every group, in one
 // directory transaction (see logCalls and log.go), and waits for the
-// flushes holding them. A group whose shard does not answer (its ids
-// cannot be told new) fails the call, but the other groups' events stay
-// logged: sent again, they count once.
+// flushes holding them; a group's events past directEvents are written to
+// ClickHouse at once instead (writeAtOnce). A group whose shard does not
+// answer (its ids cannot be told new) fails the call, but the other
+// groups' events stay stored: sent again, they count once.
 func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (analytics.AppendResult, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -55,49 +56,68 @@ func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (ana
 		byGroup[e.GroupID] = append(byGroup[e.GroupID], e)
 	}
 	slices.Sort(groups)
-	calls := make([]*rollup.Call, len(groups))
+	var large, small []string
+	queued := 0
+	for _, g := range groups {
+		if len(byGroup[g]) >= directEvents {
+			large = append(large, g)
+		} else {
+			small = append(small, g)
+			queued += len(byGroup[g])
+		}
+	}
+	calls := make([]*rollup.Call, len(small))
 	s.pendingMu.Lock()
 	switch {
 	case s.closed:
 		s.pendingMu.Unlock()
 		return analytics.AppendResult{}, s.wrap("AppendEvents", errClosed)
-	case s.queued+len(events) > maxQueuedEvents && s.queued > 0:
+	case queued > 0 && s.queued+queued > maxQueuedEvents && s.queued > 0:
 		// Behind: refused at once rather than after the store timeout,
 		// and the queue's memory stays bounded.
 		s.pendingMu.Unlock()
 		return analytics.AppendResult{}, s.wrap("AppendEvents", fmt.Errorf("%d events wait for a flush: %w", s.queued, analytics.ErrUnavailable))
-	case s.logDepth.Load() > int64(maxLogged):
+	case queued > 0 && s.logDepth.Load() > int64(maxLogged):
 		s.pendingMu.Unlock()
 		return analytics.AppendResult{}, s.wrap("AppendEvents", errLogFull(s.logDepth.Load()))
 	}
-	s.queued += len(events)
-	for i, g := range groups {
+	s.queued += queued
+	for i, g := range small {
 		calls[i] = rollup.NewCall(ctx, byGroup[g])
 		s.pending[g] = append(s.pending[g], calls[i])
 	}
 	s.pendingMu.Unlock()
-	s.startFlusher.Do(func() {
-		for range flushers {
-			go s.flushLoop()
-		}
-	})
-	s.startApplier()
-	s.wakeFlusher()
+	if len(small) > 0 {
+		s.startFlusher.Do(func() {
+			for range flushers {
+				go s.flushLoop()
+			}
+		})
+		s.startApplier()
+		s.wakeFlusher()
+	}
 	var res analytics.AppendResult
 	var failed error
-	for i, g := range groups {
+	tally := func(g string, d rollup.Done) {
+		switch {
+		case analytics.ErrorCode(d.Err) == analytics.NotFound:
+			// Deleted since the caller checked it: the lock found no group.
+			res.Gone = append(res.Gone, g)
+		case d.Err != nil:
+			failed = cmp.Or(failed, d.Err)
+		default:
+			res.Accepted += d.Result.Accepted
+			res.Duplicates += d.Result.Duplicates
+		}
+	}
+	for _, g := range large {
+		n, err := s.writeAtOnce(ctx, g, byGroup[g])
+		tally(g, rollup.Done{Result: analytics.AppendResult{Accepted: n, Duplicates: len(byGroup[g]) - n}, Err: err})
+	}
+	for i, g := range small {
 		select {
 		case d := <-calls[i].Done:
-			switch {
-			case analytics.ErrorCode(d.Err) == analytics.NotFound:
-				// Deleted since the caller checked it: the lock found no group.
-				res.Gone = append(res.Gone, g)
-			case d.Err != nil:
-				failed = cmp.Or(failed, d.Err)
-			default:
-				res.Accepted += d.Result.Accepted
-				res.Duplicates += d.Result.Duplicates
-			}
+			tally(g, d)
 		case <-ctx.Done():
 			// Still queued, a call is dropped by the next flush.
 			return analytics.AppendResult{}, s.wrap("AppendEvents", fmt.Errorf("waiting for the flush: %w", ctx.Err()))
@@ -238,7 +258,9 @@ func (s *Store) requeue(groupID string, calls []*rollup.Call) {
 // groupWrite is one group's part of an apply.
 type groupWrite struct {
 	tx       GroupLock
-	events   []analytics.Event // from the log, oldest first
+	events   []analytics.Event // from the log, oldest first, then extra
+	extra    []analytics.Event // a large call's, written at once
+	extraNew int               // of extra, the events new to the shard and the log
 	loc      *time.Location
 	sh       *shard
 	p        Placement
@@ -260,7 +282,7 @@ type groupWrite struct {
 // commit. A group whose write fails has its err set, and its intent (if
 // it recorded one) stays for its next write to repair; the others go on.
 // It returns an error only when the directory's transaction has failed.
-func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite) error {
+func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite, limit int) error {
 	// The directory, one group after another: the transaction is shared.
 	if err := s.placeAll(ctx, tx, writes); err != nil {
 		return err
@@ -289,12 +311,12 @@ func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[strin
 	if repaired {
 		// A repair may have finished an erasure, which takes the
 		// student's events out of the log too.
-		logged, err := tx.Logged(ctx, maxApplied)
+		logged, err := tx.Logged(ctx, limit)
 		if err != nil {
 			return err
 		}
 		for g, w := range writes {
-			w.events = logged[g]
+			w.events = append(logged[g], w.extra...)
 		}
 	}
 	for _, w := range writes {
@@ -471,9 +493,13 @@ func (s *Store) prepareWrites(ctx context.Context, sh *shard, ws []*groupWrite) 
 			seen = map[string]bool{}
 		}
 		delta := rollup.NewDelta()
-		for _, e := range w.events {
+		firstExtra := len(w.events) - len(w.extra)
+		for i, e := range w.events {
 			if seen[e.ID] {
 				continue
+			}
+			if i >= firstExtra {
+				w.extraNew++
 			}
 			e.Day = analytics.DayOf(e.OccurredAt, w.loc)
 			seen[e.ID] = true

@@ -16,13 +16,11 @@ type Coordinator interface {
 	// group's write lock, committed when fn returns nil and rolled back
 	// otherwise (and when the process dies). It is not retried.
 	WithGroupLock(ctx context.Context, groupID string, fn func(tx GroupLock) error) error
-	// WithGroupsLock runs fn in one directory transaction holding the
-	// apply locks of those of the groups that no other transaction
-	// holds, committed when fn returns nil: one applier of a group at a
-	// time, excluded by its write lock, not by its log's writers. With
-	// wait (one group), it waits for them; otherwise the groups held that
-	// exist are busy, for another try.
-	WithGroupsLock(ctx context.Context, groupIDs []string, wait bool, fn func(tx GroupsLock) error) error
+	// WithGroupsLock runs fn in one directory transaction holding locks
+	// of the groups as mode says, committed when fn returns nil. An apply
+	// lock lets one applier of a group at a time, excluded by the group's
+	// write lock, not by its log's writers.
+	WithGroupsLock(ctx context.Context, groupIDs []string, mode LockMode, fn func(tx GroupsLock) error) error
 	// WithGroupsLogging runs fn in one directory transaction holding the
 	// log locks of those of the groups that no write lock holds
 	// (committed when fn returns nil): shared by the log's writers and
@@ -43,8 +41,21 @@ type Coordinator interface {
 	Placements(ctx context.Context) ([]Placement, error)
 }
 
-// GroupsLock is a directory transaction holding several groups' write
-// locks.
+// LockMode says how WithGroupsLock locks groups.
+type LockMode int
+
+const (
+	// SkipHeld takes the apply locks of those of the groups that no other
+	// transaction holds; the others that exist are busy, for another try.
+	SkipHeld LockMode = iota
+	// WaitApply waits for the apply lock of one group.
+	WaitApply
+	// WaitWrite waits for the write lock of one group, which excludes the
+	// log's writers too.
+	WaitWrite
+)
+
+// GroupsLock is a directory transaction holding several groups' locks.
 type GroupsLock interface {
 	// Locked are the groups locked, in id order, sharing the
 	// transaction: use them one at a time.

@@ -131,3 +131,11 @@ func SetMaxLogged(t interface{ Cleanup(func()) }, n int) {
 	maxLogged = n
 	t.Cleanup(func() { maxLogged = old })
 }
+
+// SetDirectEvents sets the size from which a group's events in one call
+// are written at once, until the test ends.
+func SetDirectEvents(t interface{ Cleanup(func()) }, n int) {
+	old := directEvents
+	directEvents = n
+	t.Cleanup(func() { directEvents = old })
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -134,6 +135,7 @@ func (s *Store) logCalls(batch map[string][]*rollup.Call) bool {
 		})
 	}
 	if err == nil && logged > 0 {
+		s.loggedAny.Store(true)
 		if s.logDepth.Add(int64(logged)); s.sinceApply.Add(int64(logged)) >= applyAfter {
 			s.wakeApplier()
 		}
@@ -243,16 +245,16 @@ func (s *Store) applyLogged(ctx context.Context) {
 	for len(groups) > 0 && ctx.Err() == nil {
 		batch := groups[:min(len(groups), maxAppliedGroups)]
 		groups = groups[len(batch):]
-		n, failed, err := s.apply(ctx, batch, false)
+		res, err := s.apply(ctx, batch, SkipHeld, nil)
 		if err != nil {
 			s.log.Warn("write-behind log not applied", "groups", len(batch), "error", err)
 			break
 		}
-		for g, err := range failed {
+		for g, err := range res.failed {
 			s.retryAt[g] = now.Add(applyEvery)
 			s.log.Warn("write-behind log not applied", "group", g, "error", err)
 		}
-		if n >= maxApplied {
+		if res.logged >= maxApplied {
 			groups = append(batch, groups...) // more waits: again
 		}
 	}
@@ -265,55 +267,94 @@ func (s *Store) applyLogged(ctx context.Context) {
 	}
 }
 
-// apply writes what the log holds of the groups to ClickHouse, under
-// their apply locks (waiting for them with wait, else leaving out the
-// groups held), and takes it out of the log. It returns how many events it
-// applied, and the groups whose write failed, with why; an error when the
-// directory's transaction failed.
-func (s *Store) apply(ctx context.Context, groups []string, wait bool) (int, map[string]error, error) {
+// applied is what an apply did.
+type applied struct {
+	logged int              // events of the log applied
+	failed map[string]error // the groups whose write failed, and why
+	gone   []string         // the groups asked for that do not exist
+	// extraNew counts, by group, the events of extra that were new.
+	extraNew map[string]int
+}
+
+// apply writes what the log holds of the groups, and then the events of
+// extra (a large call written at once: see writeAtOnce), to ClickHouse,
+// under the groups' locks taken as mode says, and takes what it read out
+// of the log. It returns an error only when the directory's transaction
+// failed.
+func (s *Store) apply(ctx context.Context, groups []string, mode LockMode, extra map[string][]analytics.Event) (applied, error) {
 	writes := map[string]*groupWrite{}
-	applied := 0
-	err := s.dir.WithGroupsLock(ctx, groups, wait, func(tx GroupsLock) error {
-		logged, err := tx.Logged(ctx, maxApplied)
+	res := applied{failed: map[string]error{}, extraNew: map[string]int{}}
+	limit := maxApplied
+	if mode == WaitWrite {
+		limit = math.MaxInt32 // extra's ids must be told from every logged one
+	}
+	err := s.dir.WithGroupsLock(ctx, groups, mode, func(tx GroupsLock) error {
+		res.gone = tx.Gone()
+		logged, err := tx.Logged(ctx, limit)
 		if err != nil {
 			return err
 		}
 		for _, lock := range tx.Locked() {
-			if events := logged[lock.GroupID()]; len(events) > 0 {
-				writes[lock.GroupID()] = &groupWrite{tx: lock, events: events}
+			g := lock.GroupID()
+			if len(logged[g]) > 0 || len(extra[g]) > 0 {
+				writes[g] = &groupWrite{tx: lock, events: append(logged[g], extra[g]...), extra: extra[g]}
 			}
 		}
 		if len(writes) == 0 {
 			return nil
 		}
-		if err := s.writeGroups(ctx, tx, writes); err != nil {
+		if err := s.writeGroups(ctx, tx, writes, limit); err != nil {
 			return err
 		}
 		var done []string
 		for g, w := range writes {
 			if w.err == nil {
 				done = append(done, g)
-				applied += len(w.events)
+				res.logged += len(w.events) - len(w.extra)
 			}
 		}
 		return tx.Unlog(ctx, done)
 	})
 	if err != nil {
-		return 0, nil, err
+		return applied{}, err
 	}
-	failed := map[string]error{}
 	for g, w := range writes {
 		switch {
 		case w.err != nil:
-			failed[g] = w.err
+			res.failed[g] = w.err
 		case len(w.rows.events) > 0:
 			s.states.put(g, w.st.after(w.rows))
 		}
+		if w.err == nil && len(w.extra) > 0 {
+			res.extraNew[g] = w.extraNew
+		}
 	}
-	if applied > 0 {
-		s.logDepth.Add(-int64(applied))
+	if res.logged > 0 {
+		s.logDepth.Add(-int64(res.logged))
 	}
-	return applied, failed, nil
+	return res, nil
+}
+
+// directEvents is the size from which a group's events in one call are
+// written to ClickHouse at once (writeAtOnce) rather than logged.
+var directEvents = 10_000
+
+// writeAtOnce writes a large call's events of a group to ClickHouse at
+// once, after what the log holds of the group, under its write lock (which
+// holds the log's writers back, so that the answer tells new ids from
+// duplicates exactly): a bulk load pays for one write, not for the log's
+// rows too. It returns how many were new.
+func (s *Store) writeAtOnce(ctx context.Context, groupID string, events []analytics.Event) (int, error) {
+	res, err := s.apply(ctx, []string{groupID}, WaitWrite, map[string][]analytics.Event{groupID: events})
+	switch {
+	case err != nil:
+		return 0, err
+	case len(res.gone) > 0:
+		return 0, analytics.Errorf(analytics.NotFound, "Group %q not found", groupID)
+	case res.failed[groupID] != nil:
+		return 0, res.failed[groupID]
+	}
+	return res.extraNew[groupID], nil
 }
 
 // Settle applies what the log holds of the group, so that the reads that
@@ -327,11 +368,11 @@ func (s *Store) Settle(ctx context.Context, groupID string) error {
 		if err != nil || !has {
 			return s.wrap("Settle", err)
 		}
-		n, failed, err := s.apply(ctx, []string{groupID}, true)
-		if err = cmp.Or(err, failed[groupID]); err != nil {
+		res, err := s.apply(ctx, []string{groupID}, WaitApply, nil)
+		if err = cmp.Or(err, res.failed[groupID]); err != nil {
 			return s.wrap("Settle", err)
 		}
-		if n < maxApplied {
+		if res.logged < maxApplied {
 			return nil
 		}
 	}

@@ -98,3 +98,33 @@ func TestApplierWritesBehind(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeCallWrittenAtOnce: a group's events past the threshold in one
+// call are stored in ClickHouse when the call answers, after what the log
+// held of the group, and the answer counts exactly: an id the log holds,
+// or the call holds twice, is a duplicate.
+func TestLargeCallWrittenAtOnce(t *testing.T) {
+	chstore.SetApplyEvery(t, time.Hour) // only reads apply
+	chstore.SetDirectEvents(t, 4)
+	f := newFixture(t)
+	f.group("east")
+	msg := func(id string) analytics.Event { return event("east", id, "s-"+id, day, analytics.TestMessages) }
+	if res, err := f.usage.AppendEvents(ctx, []analytics.Event{msg("e1"), msg("e2")}); err != nil || res.Accepted != 2 {
+		t.Fatalf("small call: %+v %v", res, err)
+	}
+	res, err := f.usage.AppendEvents(ctx, []analytics.Event{msg("e2"), msg("e3"), msg("e4"), msg("e3"), msg("e5")})
+	if err != nil || res.Accepted != 3 || res.Duplicates != 2 {
+		t.Errorf("large call: %+v %v, want 3 accepted (e3, e4, e5), 2 duplicates (e2 logged, e3 twice)", res, err)
+	}
+	raw, err := f.usage.RawEvents(ctx, "east")
+	if got := slices.Sorted(maps.Keys(raw)); err != nil || !slices.Equal(got, []string{"e1", "e2", "e3", "e4", "e5"}) {
+		t.Errorf("stored when the large call answered: %v %v, want e1…e5 (the log's first)", got, err)
+	}
+	if r := f.dayRollup("east"); r.Counts[analytics.TestMessages] != 5 || r.ChatUsers.Len() != 5 {
+		t.Errorf("day rollup %+v, want 5 test messages of 5 students", r)
+	}
+	res, err = f.usage.AppendEvents(ctx, []analytics.Event{msg("e1"), msg("e2"), msg("e3"), msg("e6")})
+	if err != nil || res.Accepted != 1 || res.Duplicates != 3 {
+		t.Errorf("large call again: %+v %v, want 1 accepted, 3 duplicates", res, err)
+	}
+}

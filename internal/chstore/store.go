@@ -67,6 +67,7 @@ type Store struct {
 	logDepth    atomic.Int64
 	logOldest   atomic.Int64
 	sinceApply  atomic.Int64
+	loggedAny   atomic.Bool // the process has logged events
 	retryAt     map[string]time.Time
 }
 
@@ -245,9 +246,9 @@ func (s *Store) Shards() []string {
 }
 
 // Close stops the flushers, failing the calls that still wait, and the
-// applier, which, if it ran, applies the log once more (within the call
-// timeout; what is left stays for the next process), and closes the
-// connections.
+// applier, which, if the process logged events, applies the log once more
+// (within the call timeout; what is left stays for the next process), and
+// closes the connections.
 func (s *Store) Close() error {
 	s.pendingMu.Lock()
 	if !s.closed {
@@ -259,9 +260,11 @@ func (s *Store) Close() error {
 	s.applierOnce.Do(func() {}) // none starts after Close
 	if s.applierDone != nil {
 		<-s.applierDone
-		ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.timeout, 30*time.Second))
-		s.applyLogged(ctx)
-		cancel()
+		if s.loggedAny.Load() {
+			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.timeout, 30*time.Second))
+			s.applyLogged(ctx)
+			cancel()
+		}
 		s.applierDone = nil // closed twice, it applies once
 	}
 	var errs []error

@@ -139,7 +139,7 @@ func decodeEvent(raw json.RawMessage) (EventInput, error) {
 }
 
 // groupZone returns the time zone of a group, remembering answers for the
-// rest of the batch, and those of groups that exist for recentFor. A zone
+// rest of the batch, and those of groups that exist for zoneFor. A zone
 // or group kept a moment too long does no harm: the usage store cuts days
 // in the zone it reads under the group's lock, and drops the events of a
 // group deleted (AppendResult.Gone).
@@ -160,7 +160,7 @@ func (p *Platform) groupZone(ctx context.Context, cache map[string]*time.Locatio
 				if loc, err = g.Location(); err != nil {
 					return nil, err
 				}
-				p.zones.put(id, loc, now)
+				p.zones.put(id, loc, now, zoneFor)
 			}
 		}
 		cache[id] = loc

@@ -23,7 +23,7 @@ type Platform struct {
 	Usage     analytics.UsageStore
 	Now       func() time.Time
 	// What every event request reads of the directory, kept for a moment
-	// (recentFor): tokens accepted, by hash; groups' zones, by id.
+	// (recentFor, zoneFor): tokens accepted, by hash; groups' zones, by id.
 	tokens recent[analytics.PlatformToken]
 	zones  recent[*time.Location]
 }
@@ -324,7 +324,7 @@ func (p *Platform) AuthorizeToken(ctx context.Context, secret string) (analytics
 	}
 	t, err := p.Directory.AuthorizeToken(ctx, []byte(hash))
 	if err == nil {
-		p.tokens.put(hash, t, now)
+		p.tokens.put(hash, t, now, recentFor)
 	}
 	return t, err
 }

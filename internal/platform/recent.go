@@ -5,20 +5,24 @@ import (
 	"time"
 )
 
-// recentFor is how long the directory's answers that every event request
-// needs are kept: a platform token that was accepted, a group that exists.
-// A firehose asks them thousands of times a second; a second is long
-// enough to save nearly every read and short enough for a token revoked by
-// another process (the CLI) to stop working at once for a person's sense
-// of time. Only answers that let a request through are kept: a token not
-// accepted or a group not found is asked again, so that a new token or
-// group works at once.
+// recentFor is how long a platform token that was accepted is kept: every
+// event request needs it, and a firehose asks thousands of times a second;
+// a second is long enough to save nearly every read and short enough for a
+// token revoked by another process (the CLI) to stop working at once for a
+// person's sense of time. Only answers that let a request through are
+// kept: a token not accepted or a group not found is asked again, so that
+// a new token or group works at once.
 const recentFor = time.Second
+
+// zoneFor is how long a group's existence and zone are kept. Kept too long
+// they do no harm (see groupZone), and a firehose over thousands of groups
+// reads each of them once a minute rather than once a second.
+const zoneFor = time.Minute
 
 // maxRecent bounds what a recent holds: past it, the expired answers go.
 const maxRecent = 100_000
 
-// recent keeps answers by key for recentFor.
+// recent keeps answers by key for a while.
 type recent[V any] struct {
 	mu      sync.Mutex
 	answers map[string]recentAnswer[V]
@@ -41,8 +45,8 @@ func (r *recent[V]) get(key string, now time.Time) (V, bool) {
 	return a.value, true
 }
 
-// put keeps value for key from now on.
-func (r *recent[V]) put(key string, value V, now time.Time) {
+// put keeps value for key from now on, for keep.
+func (r *recent[V]) put(key string, value V, now time.Time, keep time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.answers == nil {
@@ -55,7 +59,7 @@ func (r *recent[V]) put(key string, value V, now time.Time) {
 			}
 		}
 	}
-	r.answers[key] = recentAnswer[V]{value, now.Add(recentFor)}
+	r.answers[key] = recentAnswer[V]{value, now.Add(keep)}
 }
 
 // forget drops the answer kept for key.

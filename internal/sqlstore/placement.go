@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -45,53 +44,103 @@ func (s *Store) WithGroupLock(ctx context.Context, groupID string, fn func(tx *G
 		if err != nil {
 			return err
 		}
+		if _, err := advisoryLocks(ctx, tx, []string{groupID}, usageLockSpace, false, true); err != nil {
+			return err
+		}
 		return fn(&GroupTx{s: s, tx: tx, groupID: groupID, zone: zone})
 	}))
 }
 
-// WithGroupsLock runs fn once in a transaction holding the apply locks of
-// those of the groups that no other transaction holds, committed when fn
-// returns nil. A group's apply lock is a share of its row, which its write
-// lock (WithGroupLock: an erasure, a move, a change of zone) excludes and
-// the log's writers (WithGroupsLogging) share, and an advisory lock that
-// one transaction holds at a time. With wait, it waits for both (give it
-// one group: waiting for several could deadlock); otherwise it leaves out
-// the groups held (SKIP LOCKED), which are busy, to be tried again.
-func (s *Store) WithGroupsLock(ctx context.Context, groupIDs []string, wait bool, fn func(tx *GroupsTx) error) error {
+// LockMode says how WithGroupsLock locks groups.
+type LockMode int
+
+const (
+	// SkipHeld takes the apply locks of those of the groups that no other
+	// transaction holds; the others are busy.
+	SkipHeld LockMode = iota
+	// WaitApply waits for the apply locks (give it one group: waiting for
+	// several could deadlock).
+	WaitApply
+	// WaitWrite waits for the write locks (one group), which exclude the
+	// log's writers and appliers too.
+	WaitWrite
+)
+
+// The locks of a usage store on ClickHouse, per group, are advisory locks
+// of the directory's database (in memory: taking one writes nothing),
+// keyed by a space and a hash of the group's id (two groups may share a
+// key, which only makes them wait for each other):
+const (
+	// usageLockSpace: held shared by the log's writers and appliers, and
+	// alone by a write of the group's usage (WithGroupLock: an erasure, a
+	// move, a change of zone), which also locks the group's row.
+	usageLockSpace = 0x67616c75
+	// applyLockSpace: held by one applier of the group at a time.
+	applyLockSpace = 0x67616c67
+)
+
+// advisoryLocks takes the advisory locks of space of the groups (shared or
+// alone; waiting for each, or only trying) in the order given, and returns
+// the groups whose lock it holds.
+func advisoryLocks(ctx context.Context, tx *txn, groupIDs []string, space int, shared, wait bool) ([]string, error) {
+	fn := "advisory_xact_lock"
+	if shared {
+		fn += "_shared"
+	}
+	query := `SELECT g FROM unnest($1::text[]) AS g WHERE pg_try_` + fn + `($2, hashtext(g))`
+	if wait {
+		query = `SELECT g FROM unnest($1::text[]) AS g, pg_` + fn + `($2, hashtext(g))`
+	}
+	rows, err := tx.QueryContext(ctx, query, groupIDs, space)
+	if err != nil {
+		return nil, err
+	}
+	return scanStrings(rows)
+}
+
+// WithGroupsLock runs fn once in a transaction holding locks of the
+// groups, as mode says, committed when fn returns nil. A group's apply
+// lock is its usage lock shared, which its write lock excludes and the
+// log's writers (WithGroupsLogging) share, and its apply lock, which one
+// transaction holds at a time.
+func (s *Store) WithGroupsLock(ctx context.Context, groupIDs []string, mode LockMode, fn func(tx *GroupsTx) error) error {
 	if s.marks == nil {
 		return fmt.Errorf("WithGroupsLock: a sharded usage store needs a PostgreSQL directory, not %s", s.dialect.name)
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	ids := slices.Sorted(slices.Values(groupIDs))
 	return s.wrap("WithGroupsLock", s.transactOnce(ctx, func(tx *txn) error {
-		lock, advisory := `FOR SHARE SKIP LOCKED`, `SELECT g FROM unnest($1::text[]) AS g WHERE pg_try_advisory_xact_lock($2, hashtext(g))`
-		if wait {
-			lock, advisory = `FOR SHARE`, `SELECT g FROM unnest($1::text[]) AS g, pg_advisory_xact_lock($2, hashtext(g))`
+		var held []string
+		var err error
+		switch mode {
+		case WaitWrite:
+			if _, err = s.lockGroups(ctx, tx, ids, forWrite); err == nil {
+				held, err = advisoryLocks(ctx, tx, ids, usageLockSpace, false, true)
+			}
+		default:
+			wait := mode == WaitApply
+			if held, err = advisoryLocks(ctx, tx, ids, usageLockSpace, true, wait); err == nil {
+				held, err = advisoryLocks(ctx, tx, held, applyLockSpace, false, wait)
+			}
 		}
-		zones, gone, err := s.lockExisting(ctx, tx, groupIDs, lock)
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, advisory, slices.Sorted(maps.Keys(zones)), applyLockSpace)
+		// Read under the locks: a zone changes under the write lock only.
+		zones, gone, err := s.lockExisting(ctx, tx, ids, "")
 		if err != nil {
 			return err
 		}
-		held, err := scanStrings(rows)
-		if err != nil {
-			return err
-		}
-		slices.Sort(held)
-		locked := make([]*GroupTx, len(held))
-		for i, id := range held {
-			locked[i] = &GroupTx{s: s, tx: tx, groupID: id, zone: zones[id]}
+		var locked []*GroupTx
+		for _, id := range held {
+			if zone, ok := zones[id]; ok {
+				locked = append(locked, &GroupTx{s: s, tx: tx, groupID: id, zone: zone})
+			}
 		}
 		return fn(&GroupsTx{s: s, tx: tx, Locked: locked, Gone: gone})
 	}))
 }
-
-// applyLockSpace is the first key of the apply locks' advisory locks, the
-// second being a hash of the group's id (two groups may share one).
-const applyLockSpace = 0x67616c67
 
 // lockExisting is lockGroups, and the groups asked for that do not exist.
 func (s *Store) lockExisting(ctx context.Context, tx *txn, groupIDs []string, lock string) (zones map[string]string, gone []string, err error) {

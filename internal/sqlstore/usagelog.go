@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -18,10 +17,10 @@ import (
 // apply lock (WithGroupsLock), and erased with its student or group under
 // the write lock.
 
-// LogTx is a transaction holding the log locks of several groups: a share
-// of each group's row, which the log's other writers and its appliers
-// share and a write of the group's usage (an erasure, a move, a change of
-// zone) excludes.
+// LogTx is a transaction holding the log locks of several groups: their
+// usage locks shared (see WithGroupsLock), which the log's other writers
+// and its appliers share and a write of the group's usage (an erasure, a
+// move, a change of zone) excludes.
 type LogTx struct {
 	tx     *txn
 	Locked []string // in id order
@@ -29,8 +28,9 @@ type LogTx struct {
 }
 
 // WithGroupsLogging runs fn once in a transaction holding the log locks
-// of those of the groups that no write holds (SKIP LOCKED), committed
-// when fn returns nil; the groups not locked and not gone are busy.
+// of those of the groups that no write holds (it does not wait for them),
+// committed when fn returns nil; the groups not locked and not gone are
+// busy.
 func (s *Store) WithGroupsLogging(ctx context.Context, groupIDs []string, fn func(tx *LogTx) error) error {
 	if s.marks == nil {
 		return fmt.Errorf("WithGroupsLogging: a sharded usage store needs a PostgreSQL directory, not %s", s.dialect.name)
@@ -38,11 +38,16 @@ func (s *Store) WithGroupsLogging(ctx context.Context, groupIDs []string, fn fun
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	return s.wrap("WithGroupsLogging", s.transactOnce(ctx, func(tx *txn) error {
-		zones, gone, err := s.lockExisting(ctx, tx, groupIDs, `FOR SHARE SKIP LOCKED`)
+		ids := slices.Sorted(slices.Values(groupIDs))
+		held, err := advisoryLocks(ctx, tx, ids, usageLockSpace, true, false)
 		if err != nil {
 			return err
 		}
-		return fn(&LogTx{tx: tx, Locked: slices.Sorted(maps.Keys(zones)), Gone: gone})
+		zones, gone, err := s.lockExisting(ctx, tx, ids, "")
+		if err != nil {
+			return err
+		}
+		return fn(&LogTx{tx: tx, Locked: slices.DeleteFunc(held, func(id string) bool { _, ok := zones[id]; return !ok }), Gone: gone})
 	}))
 }
 

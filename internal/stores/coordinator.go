@@ -19,8 +19,8 @@ func (c coordinator) WithGroupLock(ctx context.Context, groupID string, fn func(
 	return c.dir.WithGroupLock(ctx, groupID, func(tx *sqlstore.GroupTx) error { return fn(groupLock{tx}) })
 }
 
-func (c coordinator) WithGroupsLock(ctx context.Context, groupIDs []string, wait bool, fn func(tx chstore.GroupsLock) error) error {
-	return c.dir.WithGroupsLock(ctx, groupIDs, wait, func(tx *sqlstore.GroupsTx) error { return fn(groupsLock{tx}) })
+func (c coordinator) WithGroupsLock(ctx context.Context, groupIDs []string, mode chstore.LockMode, fn func(tx chstore.GroupsLock) error) error {
+	return c.dir.WithGroupsLock(ctx, groupIDs, sqlstore.LockMode(mode), func(tx *sqlstore.GroupsTx) error { return fn(groupsLock{tx}) })
 }
 
 func (c coordinator) WithGroupsLogging(ctx context.Context, groupIDs []string, fn func(tx chstore.LogLock) error) error {
