@@ -19,13 +19,17 @@ import (
 )
 
 var postgresDialect = dialect{
-	name:        "postgres",
-	goose:       goose.DialectPostgres,
-	numbered:    true,
-	forUpdate:   " FOR UPDATE",
-	maxParams:   65535,
-	unavailable: pgUnavailable,
-	retryable:   func(err error) bool { return pgCode(err) == "40001" || pgCode(err) == "40P01" },
+	name:      "postgres",
+	goose:     goose.DialectPostgres,
+	numbered:  true,
+	forUpdate: " FOR UPDATE",
+	maxParams: 65535,
+	// Two, so that one transaction's round trips and commit overlap the
+	// other's: one alone kept its server process under two thirds busy
+	// while calls queued (BENCHMARKS.md, the firehose).
+	appendWriters: 2,
+	unavailable:   pgUnavailable,
+	retryable:     func(err error) bool { return pgCode(err) == "40001" || pgCode(err) == "40P01" },
 }
 
 func pgCode(err error) string {

@@ -13,10 +13,11 @@ import (
 )
 
 var sqliteDialect = dialect{
-	name:      "sqlite",
-	goose:     goose.DialectSQLite3,
-	forUpdate: "", // one writer at a time: the write transaction is the lock
-	maxParams: 32766,
+	name:          "sqlite",
+	goose:         goose.DialectSQLite3,
+	forUpdate:     "", // one writer at a time: the write transaction is the lock
+	maxParams:     32766,
+	appendWriters: 1, // one write connection
 	unavailable: func(err error) bool {
 		var e sqlite3.Error
 		return errors.As(err, &e) && (e.Code == sqlite3.ErrBusy || e.Code == sqlite3.ErrLocked ||

@@ -48,8 +48,9 @@ type Store struct {
 	writers sync.WaitGroup
 
 	startWriter sync.Once
-	appends     chan *rollup.Call // to the writer of AppendEvents
-	touches     chan keyTouch     // to the writer of keys' last use
+	appends     []chan *rollup.Call // to the writers of AppendEvents, by group
+
+	touches chan keyTouch // to the writer of keys' last use
 }
 
 // Options tune a store.
@@ -80,13 +81,16 @@ var (
 
 // dialect is what differs between the databases.
 type dialect struct {
-	name        string
-	goose       goose.Dialect
-	numbered    bool   // placeholders are $1, $2… rather than ?
-	forUpdate   string // row-lock suffix for read-modify-write
-	maxParams   int    // bound parameters per statement
-	unavailable func(error) bool
-	retryable   func(error) bool
+	name      string
+	goose     goose.Dialect
+	numbered  bool   // placeholders are $1, $2… rather than ?
+	forUpdate string // row-lock suffix for read-modify-write
+	maxParams int    // bound parameters per statement
+	// appendWriters is how many transactions of AppendEvents a process
+	// runs at once, over groups apart.
+	appendWriters int
+	unavailable   func(error) bool
+	retryable     func(error) bool
 }
 
 // Open opens the store that dsn names: a postgres:// or postgresql:// URL,
@@ -128,8 +132,8 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.startWriter.Do(func() {}) // no append writer may start from now on
-	if s.appends != nil {
-		close(s.appends)
+	for _, q := range s.appends {
+		close(q)
 	}
 	close(s.touches)
 	s.mu.Unlock()

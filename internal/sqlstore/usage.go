@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"slices"
 	"time"
@@ -21,11 +22,13 @@ var metricList = rollup.Columns("{c}")
 // eventTypes are the SQL types of an event row's columns.
 var eventTypes = []string{"text", "text", "text", "bigint", "smallint"}
 
-// AppendEvents hands the batch to the store's writer, which merges the
-// calls waiting at that moment into one transaction: one commit for all of
-// them, and one upsert per rollup row they share. No call waits for others
-// to arrive; each returns once the transaction holding its events has
-// committed, or when its context ends.
+// AppendEvents hands the batch to a writer of the store (the one of its
+// first group), which merges the calls waiting for it at that moment into
+// one transaction: one commit for all of them, and one upsert per rollup
+// row they share. No call waits for others to arrive; each returns once
+// the transaction holding its events has committed, or when its context
+// ends. Two writers whose calls share groups take turns at the groups'
+// locks.
 func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (analytics.AppendResult, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -43,14 +46,19 @@ func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (ana
 	}
 }
 
-// QueueDepth is how many AppendEvents calls wait for the writer.
+// QueueDepth is how many AppendEvents calls wait for the writers.
 func (s *Store) QueueDepth() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.appends)
+	n := 0
+	for _, q := range s.appends {
+		n += len(q)
+	}
+	return n
 }
 
-// enqueue hands call to the writer, starting it on first use.
+// enqueue hands call to the writer of its first group, starting the
+// writers on first use.
 func (s *Store) enqueue(call *rollup.Call) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -58,30 +66,40 @@ func (s *Store) enqueue(call *rollup.Call) error {
 		return ErrClosed
 	}
 	s.startWriter.Do(func() {
-		s.appends = make(chan *rollup.Call, 256)
-		s.writers.Add(1)
-		go s.writeAppends()
+		s.appends = make([]chan *rollup.Call, s.dialect.appendWriters)
+		for i := range s.appends {
+			s.appends[i] = make(chan *rollup.Call, 256)
+			s.writers.Add(1)
+			go s.writeAppends(s.appends[i])
+		}
 	})
+	q := s.appends[0]
+	if len(call.Events) > 0 {
+		q = s.appends[maphash.String(writerSeed, call.Events[0].GroupID)%uint64(len(s.appends))]
+	}
 	select {
-	case s.appends <- call:
+	case q <- call:
 		return nil
 	case <-call.Ctx.Done():
 		return call.Ctx.Err()
 	}
 }
 
-// writeAppends is the writer: it takes the first waiting call, and the
-// others already queued, and writes them together. Calls whose callers
-// gave up before their turn are dropped. It returns when Close has closed
-// the queue and everything queued is written.
-func (s *Store) writeAppends() {
+// writerSeed hashes a group to its writer.
+var writerSeed = maphash.MakeSeed()
+
+// writeAppends is a writer: it takes the first call waiting in its queue,
+// and the others already queued, and writes them together. Calls whose
+// callers gave up before their turn are dropped. It returns when Close has
+// closed the queue and everything queued is written.
+func (s *Store) writeAppends(queue chan *rollup.Call) {
 	defer s.writers.Done()
-	for first := range s.appends {
+	for first := range queue {
 		calls, n := []*rollup.Call{first}, len(first.Events)
 	more:
 		for n < rollup.MaxMergedEvents {
 			select {
-			case c, ok := <-s.appends:
+			case c, ok := <-queue:
 				if !ok {
 					break more
 				}
