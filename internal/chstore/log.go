@@ -259,11 +259,12 @@ func (s *Store) applyLogged(ctx context.Context) {
 		}
 	}
 	if events, oldest, err := s.dir.LogStats(ctx); err == nil {
-		s.logDepth.Store(int64(events))
-		s.logOldest.Store(oldest.UnixMilli())
-		if oldest.IsZero() {
-			s.logOldest.Store(0)
+		var ms int64 // none waits
+		if !oldest.IsZero() {
+			ms = oldest.UnixMilli()
 		}
+		s.logDepth.Store(int64(events))
+		s.logOldest.Store(ms)
 	}
 }
 

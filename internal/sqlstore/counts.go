@@ -72,17 +72,8 @@ func (s *Store) Ordinals(ctx context.Context, groupID string) (map[string]int, e
 	if err != nil {
 		return nil, s.wrap("Ordinals", err)
 	}
-	defer rows.Close()
-	ordinals := map[string]int{}
-	for rows.Next() {
-		var id string
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			return nil, s.wrap("Ordinals", err)
-		}
-		ordinals[id] = n
-	}
-	return ordinals, s.wrap("Ordinals", rows.Err())
+	ordinals, err := scanMap[int](rows)
+	return ordinals, s.wrap("Ordinals", err)
 }
 
 // StudentTotals reads each run of neighbouring segments in one query, the

@@ -67,16 +67,7 @@ func groupsIn(ctx context.Context, tx *txn, table string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var groups []string
-	for rows.Next() {
-		var g string
-		if err := rows.Scan(&g); err != nil {
-			return nil, err
-		}
-		groups = append(groups, g)
-	}
-	return groups, rows.Err()
+	return scanStrings(rows)
 }
 
 func (s *Store) groupToStudentCounts(ctx context.Context, tx *txn, groupID string) error {
@@ -86,17 +77,8 @@ func (s *Store) groupToStudentCounts(ctx context.Context, tx *txn, groupID strin
 	if err != nil {
 		return err
 	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	ids, err := scanStrings(rows)
+	if err != nil {
 		return err
 	}
 	ordinals, err := s.ordinals(ctx, tx, map[string][]string{groupID: ids}, nil)

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -98,6 +99,10 @@ func advisoryLocks(ctx context.Context, tx *txn, groupIDs []string, space int, s
 	return scanStrings(rows)
 }
 
+// logLocks is how WithGroupsLogging locks groups: their usage locks
+// shared, without waiting.
+const logLocks LockMode = -1
+
 // WithGroupsLock runs fn once in a transaction holding locks of the
 // groups, as mode says, committed when fn returns nil. A group's apply
 // lock is its usage lock shared, which its write lock excludes and the
@@ -109,76 +114,52 @@ func (s *Store) WithGroupsLock(ctx context.Context, groupIDs []string, mode Lock
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	ids := slices.Sorted(slices.Values(groupIDs))
 	return s.wrap("WithGroupsLock", s.transactOnce(ctx, func(tx *txn) error {
-		var held []string
-		var err error
-		switch mode {
-		case WaitWrite:
-			if _, err = s.lockGroups(ctx, tx, ids, forWrite); err == nil {
-				held, err = advisoryLocks(ctx, tx, ids, usageLockSpace, false, true)
-			}
-		default:
-			wait := mode == WaitApply
-			if held, err = advisoryLocks(ctx, tx, ids, usageLockSpace, true, wait); err == nil {
-				held, err = advisoryLocks(ctx, tx, held, applyLockSpace, false, wait)
-			}
-		}
-		if err != nil {
-			return err
-		}
-		// Read under the locks: a zone changes under the write lock only.
-		zones, gone, err := s.lockExisting(ctx, tx, ids, "")
+		zones, gone, err := s.lockUsages(ctx, tx, groupIDs, mode)
 		if err != nil {
 			return err
 		}
 		var locked []*GroupTx
-		for _, id := range held {
-			if zone, ok := zones[id]; ok {
-				locked = append(locked, &GroupTx{s: s, tx: tx, groupID: id, zone: zone})
-			}
+		for _, id := range slices.Sorted(maps.Keys(zones)) {
+			locked = append(locked, &GroupTx{s: s, tx: tx, groupID: id, zone: zones[id]})
 		}
 		return fn(&GroupsTx{s: s, tx: tx, Locked: locked, Gone: gone})
 	}))
 }
 
-// lockExisting is lockGroups, and the groups asked for that do not exist.
-func (s *Store) lockExisting(ctx context.Context, tx *txn, groupIDs []string, lock string) (zones map[string]string, gone []string, err error) {
-	if zones, err = s.lockGroups(ctx, tx, groupIDs, lock); err != nil {
+// lockUsages takes the groups' locks as mode says (in id order) and
+// returns the zones of the groups it locked, read under the locks (a zone
+// changes under the write lock only), and the groups asked for that do
+// not exist.
+func (s *Store) lockUsages(ctx context.Context, tx *txn, groupIDs []string, mode LockMode) (zones map[string]string, gone []string, err error) {
+	ids := slices.Sorted(slices.Values(groupIDs))
+	var held []string
+	switch mode {
+	case WaitWrite:
+		if zones, err = s.lockGroups(ctx, tx, ids, forWrite); err == nil {
+			held, err = advisoryLocks(ctx, tx, ids, usageLockSpace, false, true)
+		}
+	case logLocks:
+		held, err = advisoryLocks(ctx, tx, ids, usageLockSpace, true, false)
+	default:
+		wait := mode == WaitApply
+		if held, err = advisoryLocks(ctx, tx, ids, usageLockSpace, true, wait); err == nil {
+			held, err = advisoryLocks(ctx, tx, held, applyLockSpace, false, wait)
+		}
+	}
+	if err == nil && zones == nil {
+		zones, err = s.lockGroups(ctx, tx, ids, "")
+	}
+	if err != nil {
 		return nil, nil, err
 	}
-	var missing []string
-	for _, id := range groupIDs {
+	for _, id := range ids {
 		if _, ok := zones[id]; !ok {
-			missing = append(missing, id)
+			gone = append(gone, id)
 		}
 	}
-	if len(missing) == 0 {
-		return zones, nil, nil
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT group_id FROM groups WHERE group_id = ANY($1)`, missing)
-	if err != nil {
-		return nil, nil, err
-	}
-	exist, err := scanStrings(rows)
-	if err != nil {
-		return nil, nil, err
-	}
-	return zones, slices.DeleteFunc(missing, func(id string) bool { return slices.Contains(exist, id) }), nil
-}
-
-// scanStrings reads rows of one text column.
-func scanStrings(rows *sql.Rows) ([]string, error) {
-	defer rows.Close()
-	var list []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		list = append(list, v)
-	}
-	return list, rows.Err()
+	maps.DeleteFunc(zones, func(id, _ string) bool { return !slices.Contains(held, id) })
+	return zones, gone, nil
 }
 
 // GroupsTx is a transaction holding the write locks of several groups.
@@ -267,17 +248,8 @@ func (s *Store) markIntents(ctx context.Context, intents map[string]string) (map
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	seqs := map[string]int64{}
-	for rows.Next() {
-		var id string
-		var seq int64
-		if err := rows.Scan(&id, &seq); err != nil {
-			return nil, err
-		}
-		seqs[id] = seq
-	}
-	if err := rows.Err(); err != nil {
+	seqs, err := scanMap[int64](rows)
+	if err != nil {
 		return nil, err
 	}
 	for _, id := range ids {
@@ -335,17 +307,7 @@ func (g *GroupTx) GroupsPerShard(ctx context.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	groups := map[string]int{}
-	for rows.Next() {
-		var shard string
-		var n int
-		if err := rows.Scan(&shard, &n); err != nil {
-			return nil, err
-		}
-		groups[shard] = n
-	}
-	return groups, rows.Err()
+	return scanMap[int](rows)
 }
 
 // Location returns the group's time zone.

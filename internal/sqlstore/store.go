@@ -413,3 +413,32 @@ func fromNullMillis(n sql.NullInt64) *time.Time {
 	t := fromMillis(n.Int64)
 	return &t
 }
+
+// scanStrings reads rows of one text column.
+func scanStrings(rows *sql.Rows) ([]string, error) {
+	defer rows.Close()
+	var list []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		list = append(list, v)
+	}
+	return list, rows.Err()
+}
+
+// scanMap reads rows of (text, value) into a map.
+func scanMap[V any](rows *sql.Rows) (map[string]V, error) {
+	defer rows.Close()
+	m := map[string]V{}
+	for rows.Next() {
+		var k string
+		var v V
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		m[k] = v
+	}
+	return m, rows.Err()
+}

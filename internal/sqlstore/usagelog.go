@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -38,16 +39,11 @@ func (s *Store) WithGroupsLogging(ctx context.Context, groupIDs []string, fn fun
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	return s.wrap("WithGroupsLogging", s.transactOnce(ctx, func(tx *txn) error {
-		ids := slices.Sorted(slices.Values(groupIDs))
-		held, err := advisoryLocks(ctx, tx, ids, usageLockSpace, true, false)
+		zones, gone, err := s.lockUsages(ctx, tx, groupIDs, logLocks)
 		if err != nil {
 			return err
 		}
-		zones, gone, err := s.lockExisting(ctx, tx, ids, "")
-		if err != nil {
-			return err
-		}
-		return fn(&LogTx{tx: tx, Locked: slices.DeleteFunc(held, func(id string) bool { _, ok := zones[id]; return !ok }), Gone: gone})
+		return fn(&LogTx{tx: tx, Locked: slices.Sorted(maps.Keys(zones)), Gone: gone})
 	}))
 }
 
