@@ -93,7 +93,6 @@ func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (ana
 				go s.flushLoop()
 			}
 		})
-		s.startApplier()
 		s.wakeFlusher()
 	}
 	var res analytics.AppendResult

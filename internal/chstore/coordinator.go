@@ -34,6 +34,10 @@ type Coordinator interface {
 	LoggedGroups(ctx context.Context, limit int) ([]string, error)
 	HasLogged(ctx context.Context, groupID string) (bool, error)
 	LogStats(ctx context.Context) (events int, oldest time.Time, err error)
+	// LeadApplier reports whether this process leads the log's appliers
+	// (one process at a time does), trying to become the leader when none
+	// is.
+	LeadApplier(ctx context.Context) (bool, error)
 	// Placement returns the group's placement; ok is false when it has
 	// none (it holds no usage yet).
 	Placement(ctx context.Context, groupID string) (p Placement, ok bool, err error)

@@ -188,18 +188,15 @@ func (s *Store) storedOnShards(ctx context.Context, tx LogLock, added map[string
 	return stored, nil
 }
 
-// startApplier starts the applier, once.
-func (s *Store) startApplier() {
+// Start starts the applier of the write-behind log, once: it writes what
+// the log holds (of this process and of others) to ClickHouse behind the
+// acknowledgements while the process leads the appliers.
+func (s *Store) Start() {
 	s.applierOnce.Do(func() {
 		s.applierDone = make(chan struct{})
 		go s.applyLoop()
 	})
 }
-
-// Start starts the applier of the write-behind log, which writes what
-// the log holds (of this process and of others that died) to ClickHouse
-// behind the acknowledgements. AppendEvents and Settle start it too.
-func (s *Store) Start() { s.startApplier() }
 
 // wakeApplier wakes the applier before its time.
 func (s *Store) wakeApplier() {
@@ -210,7 +207,8 @@ func (s *Store) wakeApplier() {
 }
 
 // applyLoop applies the log every applyEvery, and sooner when applyAfter
-// events have been logged since, until the store closes.
+// events have been logged since, until the store closes, while this
+// process leads the appliers; otherwise it reads the log's figures.
 func (s *Store) applyLoop() {
 	defer close(s.applierDone)
 	tick := time.NewTicker(applyEvery)
@@ -223,7 +221,18 @@ func (s *Store) applyLoop() {
 		case <-s.applyWake:
 		}
 		ctx, cancel := context.WithTimeout(s.quit, cmp.Or(s.timeout, time.Minute))
-		s.applyLogged(ctx)
+		// One process applies in the background: were several to take
+		// turns, each would find the state it keeps of a group stale and
+		// read the group's rows from its shard again, every time.
+		s.sinceApply.Store(0)
+		switch lead, err := s.dir.LeadApplier(ctx); {
+		case err != nil:
+			s.log.Warn("write-behind log: no leader", "error", err)
+		case lead:
+			s.applyLogged(ctx)
+		default:
+			s.readLogStats(ctx)
+		}
 		cancel()
 	}
 }
@@ -233,7 +242,6 @@ func (s *Store) applyLoop() {
 // (its shard is down) waits applyEvery before the next try, so that it
 // does not hold up the others.
 func (s *Store) applyLogged(ctx context.Context) {
-	s.sinceApply.Store(0)
 	groups, err := s.dir.LoggedGroups(ctx, 10*maxAppliedGroups)
 	if err != nil {
 		s.log.Warn("write-behind log unread", "error", err)
@@ -258,6 +266,12 @@ func (s *Store) applyLogged(ctx context.Context) {
 			groups = append(batch, groups...) // more waits: again
 		}
 	}
+	s.readLogStats(ctx)
+}
+
+// readLogStats reads the log's figures: its depth, which bounds what it
+// takes (backpressure), and the age of its oldest event.
+func (s *Store) readLogStats(ctx context.Context) {
 	if events, oldest, err := s.dir.LogStats(ctx); err == nil {
 		var ms int64 // none waits
 		if !oldest.IsZero() {
@@ -363,7 +377,6 @@ func (s *Store) writeAtOnce(ctx context.Context, groupID string, events []analyt
 func (s *Store) Settle(ctx context.Context, groupID string) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	s.startApplier()
 	for {
 		has, err := s.dir.HasLogged(ctx, groupID)
 		if err != nil || !has {

@@ -9,6 +9,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/chstore"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // TestWriteBehindLog: an acknowledged event waits in the directory's log
@@ -96,6 +97,64 @@ func TestApplierWritesBehind(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after 10 s: stored %v (%v), log %d events, oldest %v; want the event applied", raw, err, n, age)
 		}
+	}
+}
+
+// TestOneProcessApplies: of two processes on one directory, one leads the
+// appliers and writes in the background what either logged; when it
+// ends, the other takes over.
+func TestOneProcessApplies(t *testing.T) {
+	chstore.SetApplyEvery(t, 50*time.Millisecond)
+	dsn, url := storetest.NewPostgresDatabase(t), storetest.NewClickHouseURL(t)
+	first, second := storetest.OpenClickHouse(t, dsn, url), storetest.OpenClickHouse(t, dsn, url)
+	// Each tries to lead every 50 ms: wait until one does.
+	var leader, other storetest.Stores
+	for deadline := time.Now().Add(10 * time.Second); leader.Directory == nil; time.Sleep(20 * time.Millisecond) {
+		for _, pair := range [][2]storetest.Stores{{first, second}, {second, first}} {
+			if lead, err := pair[0].Directory.LeadApplier(ctx); err != nil {
+				t.Fatal(err)
+			} else if lead {
+				leader, other = pair[0], pair[1]
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("after 10 s, neither process leads")
+		}
+	}
+	if lead, err := other.Directory.LeadApplier(ctx); err != nil || lead {
+		t.Fatalf("both processes lead (%v)", err)
+	}
+	if err := leader.Directory.CreateGroup(ctx, analytics.Group{ID: "west", Name: "west", TimeZone: "UTC", Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	applied := func(reader storetest.Stores, n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			raw, err := reader.Usage.(*chstore.Store).RawEvents(ctx, "west")
+			if logged, _ := reader.Directory.HasLogged(ctx, "west"); err == nil && len(raw) == n && !logged {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after 10 s: stored %d events (%v), want %d applied in the background", len(raw), err, n)
+			}
+		}
+	}
+	// What the other process logs, the leader applies.
+	if _, err := other.Usage.AppendEvents(ctx, []analytics.Event{event("west", "e1", "s1", day, analytics.SessionsCreated)}); err != nil {
+		t.Fatal(err)
+	}
+	applied(leader, 1)
+	// The leader ends: the other takes over, and applies what it logs.
+	if err := leader.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Usage.AppendEvents(ctx, []analytics.Event{event("west", "e2", "s1", day, analytics.SessionsCreated)}); err != nil {
+		t.Fatal(err)
+	}
+	applied(other, 2)
+	if lead, err := other.Directory.LeadApplier(ctx); err != nil || !lead {
+		t.Fatalf("the process left does not lead (%v)", err)
 	}
 }
 

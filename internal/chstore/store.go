@@ -246,9 +246,9 @@ func (s *Store) Shards() []string {
 }
 
 // Close stops the flushers, failing the calls that still wait, and the
-// applier, which, if the process logged events, applies the log once more
-// (within the call timeout; what is left stays for the next process), and
-// closes the connections.
+// applier; if the process logged events, it applies the log once more
+// (within the call timeout; what is left stays for the next process); and
+// it closes the connections.
 func (s *Store) Close() error {
 	s.pendingMu.Lock()
 	if !s.closed {
@@ -260,12 +260,11 @@ func (s *Store) Close() error {
 	s.applierOnce.Do(func() {}) // none starts after Close
 	if s.applierDone != nil {
 		<-s.applierDone
-		if s.loggedAny.Load() {
-			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.timeout, 30*time.Second))
-			s.applyLogged(ctx)
-			cancel()
-		}
-		s.applierDone = nil // closed twice, it applies once
+	}
+	if s.loggedAny.Swap(false) { // closed twice, it applies once
+		ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.timeout, 30*time.Second))
+		s.applyLogged(ctx)
+		cancel()
 	}
 	var errs []error
 	for _, sh := range s.shards {

@@ -110,7 +110,7 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 	if sf.storeTimeout <= 0 {
 		return fmt.Errorf("invalid --store-timeout %s: expected a positive duration such as 10s", sf.storeTimeout)
 	}
-	cfg := stores.Config{Create: true, CallTimeout: sf.storeTimeout, Log: log}
+	cfg := stores.Config{Create: true, Serve: true, CallTimeout: sf.storeTimeout, Log: log}
 	var m *metrics.Metrics // none unless they are served
 	if sf.metricsAddr != "" {
 		m = metrics.New()

@@ -72,6 +72,7 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 	db := stdlib.OpenDBFromPool(pool)
 	s := &Store{write: db, read: db, dialect: postgresDialect, pool: pool,
 		closers: []func() error{db.Close, func() error { pool.Close(); return nil }}}
+	s.closers = append(s.closers, s.closeLead)
 	// Marks (placements and intents) commit while their writer holds a
 	// group's lock in a transaction. Were they to take connections from
 	// the pool, the writers waiting for that lock could hold them all.

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pressly/goose/v3"
 
@@ -51,6 +52,10 @@ type Store struct {
 	appends     []chan *rollup.Call // to the writers of AppendEvents, by group
 
 	touches chan keyTouch // to the writer of keys' last use
+
+	leadMu  sync.Mutex
+	lead    *pgx.Conn // PostgreSQL only: the connection of LeadApplier
+	leading bool      // lead holds the leader's lock
 }
 
 // Options tune a store.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"groupanalytics/internal/analytics"
 )
 
@@ -175,6 +177,55 @@ func (s *Store) HasLogged(ctx context.Context, groupID string) (bool, error) {
 	var has bool
 	err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM usage_log WHERE group_id = $1)`, groupID).Scan(&has)
 	return has, s.wrap("HasLogged", err)
+}
+
+// leadLockKey is the session advisory lock held by the process that
+// leads the log's appliers.
+const leadLockKey = 0x67616c6c
+
+// LeadApplier reports whether this process leads the log's appliers,
+// trying to become the leader when no process is: the leader holds a
+// session lock on a connection of its own, which it loses only with the
+// connection (the process's end, or the server's). One process applies
+// the log in the background, so that the state each keeps of a group's
+// rows stays current; another applies only what its reads settle. The
+// apply locks keep it exact either way.
+func (s *Store) LeadApplier(ctx context.Context) (bool, error) {
+	if s.pool == nil {
+		return false, fmt.Errorf("LeadApplier: a sharded usage store needs a PostgreSQL directory, not %s", s.dialect.name)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	s.leadMu.Lock()
+	defer s.leadMu.Unlock()
+	if s.lead != nil && s.lead.Ping(ctx) != nil {
+		s.lead.Close(context.Background())
+		s.lead, s.leading = nil, false
+	}
+	if s.leading {
+		return true, nil
+	}
+	if s.lead == nil {
+		conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+		if err != nil {
+			return false, s.wrap("LeadApplier", err)
+		}
+		s.lead = conn
+	}
+	err := s.lead.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, leadLockKey).Scan(&s.leading)
+	return s.leading, s.wrap("LeadApplier", err)
+}
+
+// closeLead ends the leader's connection, and with it its lead.
+func (s *Store) closeLead() error {
+	s.leadMu.Lock()
+	defer s.leadMu.Unlock()
+	if s.lead == nil {
+		return nil
+	}
+	err := s.lead.Close(context.Background())
+	s.lead, s.leading = nil, false
+	return err
 }
 
 // LogStats returns how many events the log holds and when the oldest of

@@ -35,6 +35,10 @@ func (c coordinator) HasLogged(ctx context.Context, groupID string) (bool, error
 	return c.dir.HasLogged(ctx, groupID)
 }
 
+func (c coordinator) LeadApplier(ctx context.Context) (bool, error) {
+	return c.dir.LeadApplier(ctx)
+}
+
 func (c coordinator) LogStats(ctx context.Context) (int, time.Time, error) {
 	return c.dir.LogStats(ctx)
 }

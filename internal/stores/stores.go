@@ -38,6 +38,10 @@ type Config struct {
 	// store that another demo holds, before it migrates or changes
 	// anything, and marks an empty store as a demo's.
 	Demo bool
+	// Serve opens the stores for a process that serves: it runs the usage
+	// store's background work, the applier of the write-behind log. The
+	// commands that do not serve apply what they logged when they close.
+	Serve bool
 	// Create lets Open make a SQLite file that does not exist. Without it
 	// a missing file is an error, so that a mistyped path is not taken for
 	// a new, empty store.
@@ -116,7 +120,9 @@ func Open(ctx context.Context, cfg Config) (*Stores, error) {
 		s.Close()
 		return nil, err
 	}
-	shards.Start()
+	if cfg.Serve {
+		shards.Start()
+	}
 	return s, nil
 }
 

@@ -243,7 +243,7 @@ func NewClickHouseURL(t testing.TB) string {
 // twice, they are shared as by two server processes.
 func OpenClickHouse(t testing.TB, dirDSN, usageURL string) Stores {
 	t.Helper()
-	return *open(t, stores.Config{DB: dirDSN, Usage: usageURL, CallTimeout: 30 * time.Second})
+	return *open(t, stores.Config{DB: dirDSN, Usage: usageURL, Serve: true, CallTimeout: 30 * time.Second})
 }
 
 // RawEvents reads a group's stored events straight from the database at
