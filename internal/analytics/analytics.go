@@ -67,6 +67,19 @@ type APIKey struct {
 	Created  time.Time
 	Revoked  *time.Time
 	LastUsed *time.Time // day granularity: written at most once a day
+	// ForClasses marks a teacher's key, which sees only the students of
+	// Classes (of its group): no other class, student or group figure.
+	// Its classes' deletion leaves it seeing none.
+	ForClasses bool
+	Classes    []string
+}
+
+// Access is what a report key opens: its group, and the classes of a
+// teacher's key (APIKey.ForClasses).
+type Access struct {
+	Group      Group
+	ForClasses bool
+	Classes    []string
 }
 
 // PlatformToken authorises the platform API (ingestion and administration).

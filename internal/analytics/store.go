@@ -18,14 +18,16 @@ type Directory interface {
 	CancelPlan(ctx context.Context, groupID string, planID int64, at time.Time) (Plan, error)
 	Plans(ctx context.Context, groupID string) ([]Plan, error)
 
+	// AddKey stores a key; a teacher's key's classes must be the group's
+	// (an Invalid error names one that is not).
 	AddKey(ctx context.Context, k APIKey) error
 	Keys(ctx context.Context, groupID string) ([]APIKey, error)
 	RevokeKey(ctx context.Context, groupID, keyID string, at time.Time) error
-	// Authorize returns the group of the key with this hash when the key is
+	// Authorize returns what the key with this hash opens when the key is
 	// not revoked and its group has a plan valid at now, and an Unauthorized
 	// error otherwise. It does the same work whichever the cause, so that
 	// the time taken does not tell one cause from another.
-	Authorize(ctx context.Context, keyHash []byte, now time.Time) (Group, error)
+	Authorize(ctx context.Context, keyHash []byte, now time.Time) (Access, error)
 
 	// SaveStudents enrols the students not yet in the group and renames
 	// those whose update carries a name, in one transaction: a bulk
@@ -34,6 +36,20 @@ type Directory interface {
 	AddStudent(ctx context.Context, s Student) error
 	RenameStudent(ctx context.Context, s Student) error
 	Students(ctx context.Context, groupID string) ([]Student, error)
+
+	// A group's classes: CreateClass (Conflict for an id the group has
+	// already), UpdateClass (its name and term), DeleteClass, and
+	// SetClassMembers, which makes the class's members exactly these
+	// students, all of them enrolled in the group (an Invalid error names
+	// one that is not). Class and Classes return them with their members;
+	// NotFound for a class the group does not have. Erasing a student or
+	// the group takes their memberships with them.
+	CreateClass(ctx context.Context, c Class) error
+	UpdateClass(ctx context.Context, c Class) error
+	DeleteClass(ctx context.Context, groupID, classID string) error
+	SetClassMembers(ctx context.Context, groupID, classID string, studentIDs []string) error
+	Class(ctx context.Context, groupID, classID string) (Class, error)
+	Classes(ctx context.Context, groupID string) ([]Class, error)
 
 	// The weekly digest's recipients (Conflict for an address already
 	// one, NotFound for one that is not), and the record of the digests

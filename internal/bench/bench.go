@@ -235,11 +235,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		{name: "chat, group, whole period", endpoint: "chat", r: r, baseline: (*baseline).chatGroup},
 		{name: "chat, students, whole period", endpoint: "chat", r: r, params: "students=true", baseline: (*baseline).chatStudents},
 		{name: "chat, group, interval=week", endpoint: "chat", r: r, params: "interval=week", baseline: (*baseline).chatWeekly},
+		{name: "the same, for a class of every student", endpoint: "chat", r: r, params: "interval=week&classId=" + benchClass,
+			sameAs: "chat, group, interval=week"},
 		{name: "chat, students, interval=month", endpoint: "chat", r: r, params: "students=true&interval=month", baseline: (*baseline).chatStudentsMonthly},
 		{name: "the same, compressed as a browser asks", endpoint: "chat", r: r, params: "students=true&interval=month",
 			acceptEncoding: browserEncodings, sameAs: "chat, students, interval=month"},
 		{name: "chat, students, interval=day, a quarter (small group)", endpoint: "chat", group: "bench-other-1", r: quarter,
 			params: "students=true&interval=day", baseline: (*baseline).chatStudentsDaily},
+	}
+	if cfg.Scale.Students > platform.MaxClassMembers { // too many for a class
+		scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool { return strings.Contains(sc.params, benchClass) })
 	}
 	floor := scenario{name: "floor: empty group", endpoint: "chat", r: r}
 	res.Floor, _, err = measure(srv.Base, keys.empty, floor, cfg)
@@ -422,6 +427,15 @@ func setUp(ctx context.Context, store *sqlstore.Store, s Scale) (benchKeys, erro
 		if err := store.SaveStudents(ctx, g.id, updates); err != nil {
 			return keys, err
 		}
+		if g.id == "bench-main" && g.students <= platform.MaxClassMembers {
+			all := analytics.Class{GroupID: g.id, ID: benchClass, Name: "every student"}
+			for _, u := range updates {
+				all.Members = append(all.Members, u.ID)
+			}
+			if _, err := p.CreateClass(ctx, all); err != nil {
+				return keys, err
+			}
+		}
 	}
 	var err error
 	if _, keys.main, err = p.CreateKey(ctx, "bench-main", "bench"); err != nil {
@@ -438,6 +452,10 @@ func setUp(ctx context.Context, store *sqlstore.Store, s Scale) (benchKeys, erro
 	_, keys.token, err = p.CreateToken(ctx, "bench")
 	return keys, err
 }
+
+// benchClass is the main group's class of every student, whose reports
+// must equal the group's.
+const benchClass = "bench-all"
 
 // bulkBatch is how many events the bulk loader stores per transaction.
 const bulkBatch = 100_000

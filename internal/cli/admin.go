@@ -243,13 +243,29 @@ func keyCreate(e *env, args []string) error {
 	fs, db := flags(e, "key create")
 	group := fs.String("group", "", "group id")
 	label := fs.String("label", "", "what the key is for")
+	var classes flagList
+	fs.Var(&classes, "class", "a class the key sees, and no other (a teacher's key); repeat it for each")
 	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
-		k, secret, err := p.CreateKey(e.ctx, *group, *label)
+		k, secret, err := p.CreateKey(e.ctx, *group, *label, classes...)
 		if err == nil {
-			fmt.Fprintf(e.stdout, "created key %s for group %s. Its secret is shown only now:\n%s\n", k.ID, k.GroupID, secret)
+			fmt.Fprintf(e.stdout, "created key %s for group %s%s. Its secret is shown only now:\n%s\n", k.ID, k.GroupID, sees(k), secret)
 		}
 		return err
 	})
+}
+
+// flagList is a flag given once for each of its values.
+type flagList []string
+
+func (l *flagList) String() string         { return strings.Join(*l, ",") }
+func (l *flagList) Set(value string) error { *l = append(*l, value); return nil }
+
+// sees says which classes a teacher's key sees.
+func sees(k analytics.APIKey) string {
+	if !k.ForClasses {
+		return ""
+	}
+	return ", seeing only class " + cmp.Or(strings.Join(k.Classes, ", "), "(none left)")
 }
 
 func keyList(e *env, args []string) error {
@@ -257,9 +273,13 @@ func keyList(e *env, args []string) error {
 	group := fs.String("group", "", "group id")
 	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
 		keys, err := p.Keys(e.ctx, *group)
-		table(e, "KEY\tPREFIX\tLABEL\tCREATED\tREVOKED\tLAST USED", func(w io.Writer) {
+		table(e, "KEY\tPREFIX\tLABEL\tCREATED\tREVOKED\tLAST USED\tSEES", func(w io.Writer) {
 			for _, k := range keys {
-				fmt.Fprintf(w, "%s\t%s…\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Label, analytics.FormatTime(k.Created), when(k.Revoked), when(k.LastUsed))
+				scope := "the group"
+				if k.ForClasses {
+					scope = "class " + cmp.Or(strings.Join(k.Classes, ", "), "(none left)")
+				}
+				fmt.Fprintf(w, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Label, analytics.FormatTime(k.Created), when(k.Revoked), when(k.LastUsed), scope)
 			}
 		})
 		return err

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -355,7 +356,9 @@ func TestAdminThenServe(t *testing.T) {
 	if string(body) != want {
 		t.Errorf("got  %s\nwant %s", body, want)
 	}
-	mustRun(t, "key", "revoke", "--db", db, "--group", "north", "--key", strings.Fields(mustRun(t, "key", "list", "--db", db, "--group", "north"))[7])
+	listed := strings.Fields(mustRun(t, "key", "list", "--db", db, "--group", "north"))
+	keyID := listed[slices.IndexFunc(listed, func(f string) bool { return strings.HasPrefix(f, "key_") })]
+	mustRun(t, "key", "revoke", "--db", db, "--group", "north", "--key", keyID)
 	req, _ := http.NewRequest("POST", "http://"+addr+"/api/groups/chat", nil)
 	req.Header.Set("x-api-key", key)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {

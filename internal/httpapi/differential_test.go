@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/stores/storetest"
 )
@@ -31,6 +32,9 @@ type refModel struct {
 	seen   map[string]bool              // group + "\x00" + id
 	names  map[string]map[string]string // group -> student -> latest name
 	keys   map[string]string
+	// classes: group -> class -> its members, as the platform last set
+	// them (an erased student leaves every class).
+	classes map[string]map[string][]string
 }
 
 type refEvent struct {
@@ -84,6 +88,7 @@ var dayStarts sync.Map
 
 type refQuery struct {
 	group, endpoint, interval string
+	class                     string // the class asked for, if any
 	students                  bool
 	first, last               time.Time // local dates, as UTC midnights
 }
@@ -135,9 +140,13 @@ func (m *refModel) answer(q refQuery) []report {
 	for i := range periods {
 		perStudent[i], users[i] = map[string]map[string]int64{}, map[string]bool{}
 	}
+	inClass := map[string]bool{}
+	for _, id := range m.classes[q.group][q.class] {
+		inClass[id] = true
+	}
 	for _, ev := range m.events[q.group] {
 		i, ok := periodOf[ev.at.In(loc).Format(time.DateOnly)]
-		if !ok {
+		if !ok || q.class != "" && !inClass[ev.student] {
 			continue
 		}
 		what := ev.chatType
@@ -155,7 +164,9 @@ func (m *refModel) answer(q refQuery) []report {
 	type student struct{ id, name string }
 	var students []student
 	for id, name := range m.names[q.group] {
-		students = append(students, student{id, name})
+		if q.class == "" || inClass[id] {
+			students = append(students, student{id, name})
+		}
 	}
 	slices.SortFunc(students, func(a, b student) int {
 		if a.name != b.name {
@@ -219,7 +230,7 @@ func TestDifferentialAgainstBruteForce(t *testing.T) {
 
 func runDifferential(t *testing.T, e *testEnv, rng *rand.Rand) {
 	m := &refModel{zones: map[string]*time.Location{}, events: map[string][]refEvent{}, seen: map[string]bool{},
-		names: map[string]map[string]string{}, keys: map[string]string{}}
+		names: map[string]map[string]string{}, keys: map[string]string{}, classes: map[string]map[string][]string{}}
 	var groups []string
 	for g := range 3 {
 		id := fmt.Sprintf("g%d", g)
@@ -269,6 +280,18 @@ func runDifferential(t *testing.T, e *testEnv, rng *rand.Rand) {
 		e.send(batch...)
 		for _, in := range batch {
 			m.apply(in)
+		}
+	}
+	// Classes: random students of each group, one of them all of its
+	// students (whose reports are the group's).
+	for _, g := range groups {
+		m.classes[g] = map[string][]string{}
+		for c := range 3 {
+			id := []string{"all", "Bio 7B", "ünï/😀"}[c]
+			m.classes[g][id] = slices.DeleteFunc(slices.Sorted(maps.Keys(m.names[g])), func(string) bool { return c > 0 && rng.IntN(2) == 0 })
+			if _, err := e.platform.CreateClass(ctx, analytics.Class{GroupID: g, ID: id, Name: id, Members: m.classes[g][id]}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	queries := make([]refQuery, 150)
@@ -333,11 +356,27 @@ func runDifferential(t *testing.T, e *testEnv, rng *rand.Rand) {
 		}
 	}
 	check("after renames and re-enrolments")
+	// New members: the classes as they are now count, whenever the
+	// events happened.
+	for _, g := range groups {
+		for id := range m.classes[g] {
+			members := slices.DeleteFunc(slices.Sorted(maps.Keys(m.names[g])), func(string) bool { return rng.IntN(2) == 0 })
+			if _, err := e.platform.SetClassMembers(ctx, g, id, members); err != nil {
+				t.Fatal(err)
+			}
+			m.classes[g][id] = members
+		}
+	}
+	check("after new members")
 }
 
-// erase takes a student and their events out of the model.
+// erase takes a student, their events and their memberships out of the
+// model.
 func (m *refModel) erase(group, student string) {
 	delete(m.names[group], student)
+	for id, members := range m.classes[group] {
+		m.classes[group][id] = slices.DeleteFunc(members, func(s string) bool { return s == student })
+	}
 	m.events[group] = slices.DeleteFunc(m.events[group], func(ev refEvent) bool { return ev.student == student })
 }
 
@@ -377,6 +416,9 @@ func randomQuery(rng *rand.Rand, groups []string, m *refModel) refQuery {
 	q.first = time.Date(2024, 12, 15, 0, 0, 0, 0, time.UTC).AddDate(0, 0, rng.IntN(720))
 	length := []int{0, 1 + rng.IntN(10), 10 + rng.IntN(50), 60 + rng.IntN(340)}[rng.IntN(4)]
 	q.last = q.first.AddDate(0, 0, length)
+	if classes := slices.Sorted(maps.Keys(m.classes[q.group])); len(classes) > 0 && rng.IntN(3) == 0 {
+		q.class = classes[rng.IntN(len(classes))]
+	}
 	return q
 }
 
@@ -408,6 +450,9 @@ func encodeQuery(rng *rand.Rand, q refQuery, loc *time.Location) (string, string
 	}
 	if q.interval != "" {
 		params["interval"] = q.interval
+	}
+	if q.class != "" {
+		params["classId"] = q.class
 	}
 	values := url.Values{}
 	body := map[string]any{}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -75,6 +76,8 @@ func decodeBody(r *http.Request, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		switch {
+		case errors.As(err, &typeErr) && typeErr.Field != "" && typeErr.Type.Kind() == reflect.Slice:
+			return analytics.Errorf(analytics.Invalid, "Invalid %s: expected an array", typeErr.Field)
 		case errors.As(err, &typeErr) && typeErr.Field != "":
 			return analytics.Errorf(analytics.Invalid, "Invalid %s: expected a %s", typeErr.Field, typeErr.Type.Kind())
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -163,7 +166,10 @@ type (
 		CreatedAt  string  `json:"createdAt"`
 		RevokedAt  *string `json:"revokedAt"`
 		LastUsedAt *string `json:"lastUsedAt"`
-		Key        string  `json:"key,omitempty"` // only when created
+		// ClassIDs are a teacher's key's classes; absent for a key of the
+		// whole group.
+		ClassIDs *[]string `json:"classIds,omitempty"`
+		Key      string    `json:"key,omitempty"` // only when created
 	}
 	studentJSON struct {
 		ID   string `json:"id"`
@@ -207,8 +213,13 @@ func (s *Server) plansOf(ctx context.Context, groupID string) (func(analytics.Pl
 }
 
 func toKey(k analytics.APIKey) keyJSON {
-	return keyJSON{ID: k.ID, GroupID: k.GroupID, Prefix: k.Prefix, Label: k.Label, CreatedAt: analytics.FormatTime(k.Created),
+	out := keyJSON{ID: k.ID, GroupID: k.GroupID, Prefix: k.Prefix, Label: k.Label, CreatedAt: analytics.FormatTime(k.Created),
 		RevokedAt: optionalTime(k.Revoked), LastUsedAt: optionalTime(k.LastUsed)}
+	if k.ForClasses {
+		classes := append([]string{}, k.Classes...)
+		out.ClassIDs = &classes
+	}
+	return out
 }
 
 func listOf[T, J any](items []T, convert func(T) J) []J {
@@ -316,12 +327,20 @@ func (s *Server) cancelPlan(r *http.Request) (int, any, error) {
 
 func (s *Server) createKey(r *http.Request) (int, any, error) {
 	var in struct {
-		Label string `json:"label"`
+		Label    string    `json:"label"`
+		ClassIDs *[]string `json:"classIds"`
 	}
 	if err := decodeBody(r, &in); err != nil {
 		return 0, nil, err
 	}
-	k, secret, err := s.platform.CreateKey(r.Context(), r.PathValue("groupId"), in.Label)
+	if in.ClassIDs != nil && len(*in.ClassIDs) == 0 {
+		return 0, nil, analytics.Errorf(analytics.Invalid, "Invalid classIds: a teacher's key needs at least one class; leave classIds out for a key of the whole group")
+	}
+	var classes []string
+	if in.ClassIDs != nil {
+		classes = *in.ClassIDs
+	}
+	k, secret, err := s.platform.CreateKey(r.Context(), r.PathValue("groupId"), in.Label, classes...)
 	out := toKey(k)
 	out.Key = secret
 	return http.StatusCreated, out, err

@@ -27,7 +27,7 @@ const maxReportBody = 64 << 10
 // reportParams are the parameters a report request may carry, in the query
 // string or in a JSON object body (docs/decisions.md, R1 to R3), and the format of
 // the answer. studentIDParam, which may come many times, is apart.
-var reportParams = []string{"startDate", "endDate", "students", "interval", "format"}
+var reportParams = []string{"startDate", "endDate", "students", "interval", "format", "classId"}
 
 // studentIDParam names a student to keep in student reports: repeated in
 // the query string, or a string or an array of strings in a body.
@@ -51,7 +51,7 @@ func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
 			return
 		}
 		keyHash := analytics.HashSecret(r.Header.Get("x-api-key"))
-		group, err := s.engine.Directory.Authorize(r.Context(), keyHash, now)
+		access, err := s.engine.Directory.Authorize(r.Context(), keyHash, now)
 		if err != nil {
 			if analytics.ErrorCode(err) == analytics.Unauthorized {
 				s.failedAuth(w, addr, now)
@@ -68,6 +68,8 @@ func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
+		group := access.Group
+		q.Scoped, q.Classes = access.ForClasses, access.Classes
 		out := &reportWriter{w: w, ep: ep, writeTimeout: s.streamWriteTimeout}
 		if format == formatCSV {
 			out.csv, out.students = csvFileName(group, ep, q, now), q.Students
@@ -188,6 +190,7 @@ func parseQuery(values map[string]string) (report.Query, error) {
 			return q, err
 		}
 	}
+	q.ClassID = values["classId"]
 	return q, nil
 }
 
@@ -245,7 +248,7 @@ func bodyParams(r *http.Request) (values map[string]string, studentIDs []string,
 	}
 	for name, raw := range fields {
 		if !isReportParam(name) && name != studentIDParam {
-			return nil, nil, analytics.Errorf(analytics.Invalid, "Invalid body: unknown field %q; expected startDate, endDate, students, interval, format or studentId", name)
+			return nil, nil, analytics.Errorf(analytics.Invalid, "Invalid body: unknown field %q; expected startDate, endDate, students, interval, format, classId or studentId", name)
 		}
 		var s string
 		var b bool
@@ -507,6 +510,16 @@ func csvFileName(group analytics.Group, ep *report.Endpoint, q report.Query, now
 	}
 	r := q.Range(now, loc)
 	kind := ep.Name
+	if q.ClassID != "" {
+		// A class id may hold any character: those a group id may not
+		// are left out of the name.
+		kind += "-" + strings.Map(func(r rune) rune {
+			if r < utf8.RuneSelf && (r == '.' || r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r)) {
+				return r
+			}
+			return '_'
+		}, q.ClassID)
+	}
 	if q.Students {
 		kind += "-students"
 	}

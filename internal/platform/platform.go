@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -242,9 +243,13 @@ func newSecret(kind string) (secret, prefix, id string) {
 	return secret, secret[:len(kind)+5], strings.ToLower(rand.Text()[:10])
 }
 
+// MaxKeyClasses caps the classes of a teacher's key.
+const MaxKeyClasses = 100
+
 // CreateKey creates a report key for a group and returns it with its
-// secret, which is not stored and cannot be shown again.
-func (p *Platform) CreateKey(ctx context.Context, groupID, label string) (analytics.APIKey, string, error) {
+// secret, which is not stored and cannot be shown again. Given classes,
+// it is a teacher's key, which sees those classes of the group only.
+func (p *Platform) CreateKey(ctx context.Context, groupID, label string, classIDs ...string) (analytics.APIKey, string, error) {
 	if label != "" {
 		if err := checkText("label", label, 200); err != nil {
 			return analytics.APIKey{}, "", err
@@ -253,9 +258,19 @@ func (p *Platform) CreateKey(ctx context.Context, groupID, label string) (analyt
 	if err := knownGroup(groupID); err != nil {
 		return analytics.APIKey{}, "", err
 	}
+	classIDs = slices.Compact(slices.Sorted(slices.Values(classIDs)))
+	if len(classIDs) > MaxKeyClasses {
+		return analytics.APIKey{}, "", invalid("Invalid classIds: at most %d classes a key, got %d", MaxKeyClasses, len(classIDs))
+	}
+	for _, id := range classIDs {
+		if !storable(id) {
+			return analytics.APIKey{}, "", invalid("Invalid classIds: no class %q in group %q", id, groupID)
+		}
+	}
 	secret, prefix, id := newSecret("gak")
 	k := analytics.APIKey{GroupID: groupID, ID: "key_" + id, Prefix: prefix, Label: label,
-		Hash: analytics.HashSecret(secret), Created: p.Now().UTC().Truncate(time.Millisecond)}
+		Hash: analytics.HashSecret(secret), Created: p.Now().UTC().Truncate(time.Millisecond),
+		ForClasses: len(classIDs) > 0, Classes: classIDs}
 	if err := p.Directory.AddKey(ctx, k); err != nil {
 		return k, "", err
 	}

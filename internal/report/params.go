@@ -40,6 +40,13 @@ type Query struct {
 	Interval   analytics.Interval
 	// StudentIDs, if any, keeps the student reports to these students.
 	StudentIDs []string
+	// ClassID, if set, keeps the reports to the class's members: its
+	// group reports count theirs, its student reports are theirs.
+	ClassID string
+	// Scoped marks the query of a teacher's key, which sees its Classes
+	// only: without ClassID, their members together.
+	Scoped  bool
+	Classes []string
 }
 
 // MaxStudentIDs caps the studentId values of one request.

@@ -99,14 +99,18 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	if err := e.Usage.Settle(ctx, group.ID); err != nil {
 		return err
 	}
+	members, restricted, where, err := e.members(ctx, group.ID, q)
+	if err != nil {
+		return err
+	}
 	var students []analytics.Student
 	var ordinals map[string]int
-	if q.Students {
+	if q.Students || restricted {
 		err := inParallel(2, func(i int) (err error) {
-			if i == 0 {
+			if i == 0 && q.Students {
 				students, err = e.Directory.Students(ctx, group.ID)
 				analytics.SortStudents(students)
-			} else {
+			} else if i == 1 {
 				ordinals, err = e.Usage.Ordinals(ctx, group.ID)
 			}
 			return err
@@ -114,8 +118,11 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 		if err != nil {
 			return err
 		}
+		if restricted {
+			students = pick(students, members)
+		}
 		if len(q.StudentIDs) > 0 {
-			if students, err = pick(students, q.StudentIDs); err != nil {
+			if err := pickAll(&students, q.StudentIDs, where); err != nil {
 				return err
 			}
 		}
@@ -124,15 +131,67 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 		return err
 	}
 	periods := r.Periods(q.Interval)
-	if q.Students {
+	switch {
+	case q.Students:
 		return e.studentReports(ctx, group.ID, loc, ep, periods, students, ordinals, emit)
+	case restricted:
+		return e.classReports(ctx, group.ID, loc, ep, periods, members, ordinals, emit)
 	}
 	return e.groupReports(ctx, group.ID, loc, ep, periods, emit)
 }
 
-// pick keeps the students whose ids are given, in their order; an id of
-// no enrolled student (an erased one included) is an error naming it.
-func pick(students []analytics.Student, ids []string) ([]analytics.Student, error) {
+// members returns the students the answer may cover when restricted
+// (not the whole group): the class asked for, or the classes of a
+// teacher's key together, perhaps none. where says, for an error, where a
+// student was looked for. A class outside a teacher's key is as unknown
+// as one that does not exist.
+func (e *Engine) members(ctx context.Context, groupID string, q Query) (members []string, restricted bool, where string, err error) {
+	classes, where := q.Classes, "this group"
+	if q.ClassID != "" {
+		if q.Scoped && !slices.Contains(q.Classes, q.ClassID) {
+			return nil, false, "", analytics.Errorf(analytics.Invalid, "Invalid classId: no class %q in this group", q.ClassID)
+		}
+		classes, where = []string{q.ClassID}, "this class"
+	} else if !q.Scoped {
+		return nil, false, where, nil
+	}
+	for _, id := range classes {
+		c, err := e.Directory.Class(ctx, groupID, id)
+		switch {
+		case analytics.ErrorCode(err) == analytics.NotFound && q.ClassID != "":
+			return nil, false, "", analytics.Errorf(analytics.Invalid, "Invalid classId: no class %q in this group", q.ClassID)
+		case analytics.ErrorCode(err) == analytics.NotFound:
+			continue // deleted since the key was read
+		case err != nil:
+			return nil, false, "", err
+		}
+		members = append(members, c.Members...)
+	}
+	return slices.Compact(slices.Sorted(slices.Values(members))), true, where, nil
+}
+
+// pickAll keeps the students whose ids are given; an id of none of them
+// (an erased student's included) is an error naming it and where it was
+// looked for.
+func pickAll(students *[]analytics.Student, ids []string, where string) error {
+	picked := pick(*students, ids)
+	if len(picked) < len(ids) {
+		have := make(map[string]bool, len(picked))
+		for _, s := range picked {
+			have[s.ID] = true
+		}
+		for _, id := range ids {
+			if !have[id] {
+				return analytics.Errorf(analytics.Invalid, "Invalid studentId: no student %q in %s", id, where)
+			}
+		}
+	}
+	*students = picked
+	return nil
+}
+
+// pick keeps the students whose ids are given (distinct), in their order.
+func pick(students []analytics.Student, ids []string) []analytics.Student {
 	want := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		want[id] = true
@@ -144,12 +203,7 @@ func pick(students []analytics.Student, ids []string) ([]analytics.Student, erro
 			delete(want, s.ID)
 		}
 	}
-	for _, id := range ids {
-		if want[id] {
-			return nil, analytics.Errorf(analytics.Invalid, "Invalid studentId: no student %q in this group", id)
-		}
-	}
-	return picked, nil
+	return picked
 }
 
 // checkSize refuses a query whose response would pass MaxReports, saying
@@ -283,14 +337,71 @@ func (e *Engine) studentReports(ctx context.Context, groupID string, loc *time.L
 	}
 	places := make([]int, len(students))
 	for i, s := range students {
-		if n, ok := ordinals[s.ID]; ok {
-			places[i] = n
-		} else {
-			places[i] = -1
-		}
+		places[i] = placeOf(ordinals, s.ID)
 	}
 	var zero analytics.Counts
 	rep := &Report{Values: make([]int64, len(ep.Titles))}
+	return e.eachPeriodTotals(ctx, groupID, periods, func(p analytics.DayRange, sum []analytics.Counts) error {
+		rep.Start, rep.End = p.First.Start(loc), p.Last.End(loc)
+		for i := range students {
+			counts := &zero
+			if n := places[i]; n >= 0 && n < len(sum) {
+				counts = &sum[n]
+			}
+			ep.values(counts, rep.Values)
+			rep.Student, rep.StudentIndex = &students[i], i
+			if err := emit(rep); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// classReports emits a class's group reports: in each period, its
+// members' counts added up, and how many of them used the endpoint (had
+// any of its counts).
+func (e *Engine) classReports(ctx context.Context, groupID string, loc *time.Location, ep *Endpoint,
+	periods []analytics.DayRange, members []string, ordinals map[string]int, emit func(*Report) error) error {
+	places := make([]int, 0, len(members))
+	for _, id := range members {
+		if n := placeOf(ordinals, id); n >= 0 {
+			places = append(places, n) // a member without usage adds nothing
+		}
+	}
+	rep := &Report{Values: make([]int64, len(ep.Titles))}
+	one := make([]int64, len(ep.Titles))
+	return e.eachPeriodTotals(ctx, groupID, periods, func(p analytics.DayRange, sum []analytics.Counts) error {
+		var counts analytics.Counts
+		rep.NumStudentsUsed = 0
+		for _, n := range places {
+			if n >= len(sum) {
+				continue
+			}
+			counts.Add(&sum[n])
+			ep.values(&sum[n], one)
+			if slices.ContainsFunc(one, func(v int64) bool { return v != 0 }) {
+				rep.NumStudentsUsed++
+			}
+		}
+		rep.Start, rep.End = p.First.Start(loc), p.Last.End(loc)
+		ep.values(&counts, rep.Values)
+		return emit(rep)
+	})
+}
+
+// placeOf is the student's place in the totals, -1 without an ordinal.
+func placeOf(ordinals map[string]int, studentID string) int {
+	if n, ok := ordinals[studentID]; ok {
+		return n
+	}
+	return -1
+}
+
+// eachPeriodTotals calls fn with each period and its students' counts, by
+// ordinal, in order; the counts are reused for the next period.
+func (e *Engine) eachPeriodTotals(ctx context.Context, groupID string, periods []analytics.DayRange,
+	fn func(p analytics.DayRange, sum []analytics.Counts) error) error {
 	// The totals' buffers (half a megabyte a period for 10,000 students)
 	// serve answer after answer.
 	var totals [][]analytics.Counts
@@ -318,17 +429,8 @@ func (e *Engine) studentReports(ctx context.Context, groupID string, loc *time.L
 		for j, p := range batch {
 			sum := addUp(totals[first:ends[j]])
 			first = ends[j]
-			rep.Start, rep.End = p.First.Start(loc), p.Last.End(loc)
-			for i := range students {
-				counts := &zero
-				if n := places[i]; n >= 0 && n < len(sum) {
-					counts = &sum[n]
-				}
-				ep.values(counts, rep.Values)
-				rep.Student, rep.StudentIndex = &students[i], i
-				if err := emit(rep); err != nil {
-					return err
-				}
+			if err := fn(p, sum); err != nil {
+				return err
 			}
 		}
 	}

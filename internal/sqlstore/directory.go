@@ -154,15 +154,41 @@ func (s *Store) Plans(ctx context.Context, groupID string) ([]analytics.Plan, er
 	return plans, s.wrap("Plans", rows.Err())
 }
 
-// AddKey stores a report key (its hash, never the secret).
+// AddKey stores a report key (its hash, never the secret), and a
+// teacher's key's classes, which must be the group's.
 func (s *Store) AddKey(ctx context.Context, k analytics.APIKey) error {
 	return s.transact(ctx, "AddKey", func(tx *txn) error {
 		if err := s.lockGroup(ctx, tx, k.GroupID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO api_keys (group_id, key_id, key_hash, prefix, label, created_at)
-			VALUES (?, ?, ?, ?, ?, ?)`), k.GroupID, k.ID, k.Hash, k.Prefix, k.Label, millis(k.Created))
-		return err
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO api_keys (group_id, key_id, key_hash, prefix, label, created_at, for_classes)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`), k.GroupID, k.ID, k.Hash, k.Prefix, k.Label, millis(k.Created), k.ForClasses)
+		if err != nil || len(k.Classes) == 0 {
+			return err
+		}
+		keys := make([][]any, len(k.Classes))
+		for i, id := range k.Classes {
+			keys[i] = []any{k.GroupID, id}
+		}
+		found := map[string]bool{}
+		err = s.selectKeyed(ctx, tx, `SELECT class_id FROM k JOIN classes ON group_id = k.k1 AND class_id = k.k2`,
+			[]string{"text", "text"}, keys, func(rows *sql.Rows) error {
+				var id string
+				err := rows.Scan(&id)
+				found[id] = true
+				return err
+			})
+		if err != nil {
+			return err
+		}
+		rows := make([][]any, len(k.Classes))
+		for i, id := range k.Classes {
+			if !found[id] {
+				return analytics.Errorf(analytics.Invalid, "Invalid classIds: no class %q in group %q", id, k.GroupID)
+			}
+			rows[i] = []any{k.GroupID, k.ID, id}
+		}
+		return s.insertRows(ctx, tx, "api_key_classes (group_id, key_id, class_id)", []string{"text", "text", "text"}, rows, "", nil)
 	})
 }
 
@@ -173,8 +199,10 @@ func (s *Store) Keys(ctx context.Context, groupID string) ([]analytics.APIKey, e
 	if _, err := s.Group(ctx, groupID); err != nil {
 		return nil, err
 	}
-	rows, err := s.read.QueryContext(ctx, s.q(`SELECT group_id, key_id, prefix, label, created_at, revoked_at, last_used_at
-		FROM api_keys WHERE group_id = ? ORDER BY created_at, key_id`), groupID)
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT k.group_id, k.key_id, k.prefix, k.label, k.created_at, k.revoked_at, k.last_used_at,
+			k.for_classes, c.class_id
+		FROM api_keys k LEFT JOIN api_key_classes c ON c.group_id = k.group_id AND c.key_id = k.key_id
+		WHERE k.group_id = ? ORDER BY k.created_at, k.key_id`), groupID)
 	if err != nil {
 		return nil, s.wrap("Keys", err)
 	}
@@ -184,11 +212,22 @@ func (s *Store) Keys(ctx context.Context, groupID string) ([]analytics.APIKey, e
 		var k analytics.APIKey
 		var created int64
 		var revoked, used sql.NullInt64
-		if err := rows.Scan(&k.GroupID, &k.ID, &k.Prefix, &k.Label, &created, &revoked, &used); err != nil {
+		var class sql.NullString
+		if err := rows.Scan(&k.GroupID, &k.ID, &k.Prefix, &k.Label, &created, &revoked, &used, &k.ForClasses, &class); err != nil {
 			return nil, s.wrap("Keys", err)
 		}
+		if n := len(keys); n > 0 && keys[n-1].ID == k.ID {
+			keys[n-1].Classes = append(keys[n-1].Classes, class.String) // the same key, another class
+			continue
+		}
 		k.Created, k.Revoked, k.LastUsed = fromMillis(created), fromNullMillis(revoked), fromNullMillis(used)
+		if class.Valid {
+			k.Classes = []string{class.String}
+		}
 		keys = append(keys, k)
+	}
+	for i := range keys {
+		slices.Sort(keys[i].Classes)
 	}
 	return keys, s.wrap("Keys", rows.Err())
 }
@@ -214,34 +253,47 @@ var errUnauthorized = analytics.Errorf(analytics.Unauthorized, "Unauthorized")
 // key exists, is revoked, or has a valid plan; the verdict is made after.
 // It never writes: a key's last use is noted by a background writer, so
 // that bookkeeping cannot fail or slow a read.
-func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (analytics.Group, error) {
+func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (analytics.Access, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var (
 		groupID, keyID, name, zone sql.NullString
 		created, revoked, used     sql.NullInt64
+		forClasses                 sql.NullBool
 		planValid                  bool
 	)
 	at := millis(now)
-	err := s.read.QueryRowContext(ctx, s.q(`SELECT k.group_id, k.key_id, k.revoked_at, k.last_used_at,
+	err := s.read.QueryRowContext(ctx, s.q(`SELECT k.group_id, k.key_id, k.revoked_at, k.last_used_at, k.for_classes,
 			g.name, g.time_zone, g.created_at,
 			EXISTS (SELECT 1 FROM plans p WHERE p.group_id = k.group_id AND p.starts_at <= ?
 				AND (p.ends_at IS NULL OR p.ends_at > ?) AND (p.cancelled_at IS NULL OR p.cancelled_at > ?))
 		FROM (SELECT 1 AS one) AS probe
 		LEFT JOIN api_keys k ON k.key_hash = ?
 		LEFT JOIN groups g ON g.group_id = k.group_id`), at, at, at, keyHash).
-		Scan(&groupID, &keyID, &revoked, &used, &name, &zone, &created, &planValid)
+		Scan(&groupID, &keyID, &revoked, &used, &forClasses, &name, &zone, &created, &planValid)
 	if err != nil {
-		return analytics.Group{}, s.wrap("Authorize", err)
+		return analytics.Access{}, s.wrap("Authorize", err)
 	}
 	if !groupID.Valid || revoked.Valid || !planValid || !name.Valid {
-		return analytics.Group{}, errUnauthorized
+		return analytics.Access{}, errUnauthorized
+	}
+	access := analytics.Access{Group: analytics.Group{ID: groupID.String, Name: name.String, TimeZone: zone.String,
+		Created: fromMillis(created.Int64)}, ForClasses: forClasses.Bool}
+	if access.ForClasses {
+		rows, err := s.read.QueryContext(ctx, s.q(`SELECT class_id FROM api_key_classes WHERE group_id = ? AND key_id = ?`),
+			groupID.String, keyID.String)
+		if err == nil {
+			access.Classes, err = scanStrings(rows)
+		}
+		if err != nil {
+			return analytics.Access{}, s.wrap("Authorize", err)
+		}
 	}
 	// last_used_at is written at most once a day per key.
 	if !used.Valid || fromMillis(used.Int64).Truncate(24*time.Hour).Before(now.Truncate(24*time.Hour)) {
 		s.touchKey(keyTouch{groupID: groupID.String, keyID: keyID.String, at: at})
 	}
-	return analytics.Group{ID: groupID.String, Name: name.String, TimeZone: zone.String, Created: fromMillis(created.Int64)}, nil
+	return access, nil
 }
 
 // keyTouch notes that a key was used at a time.

@@ -1,0 +1,16 @@
+package analytics
+
+// Class is a class of a group: some of its students, under a name the
+// school gives it. A student may be in any number of classes. Its
+// reports count the events of its members as they are now, whenever the
+// events happened (docs/decisions.md, classes).
+type Class struct {
+	GroupID string
+	ID      string
+	Name    string
+	// Start and End are the class's term, as calendar dates (YYYY-MM-DD),
+	// empty when not given: what a roster says, kept for the school.
+	Start, End string
+	// Members are the ids of its students, in byte order.
+	Members []string
+}

@@ -1,0 +1,86 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"groupanalytics/internal/analytics"
+)
+
+// maxMembersBody caps a request naming a class's members: MaxClassMembers
+// ids of up to 128 characters.
+const maxMembersBody = 2 << 20
+
+// classJSON is a class as the admin API shows it.
+type classJSON struct {
+	ID         string   `json:"id"`
+	Name       string   `json:"name"`
+	StartDate  string   `json:"startDate,omitempty"`
+	EndDate    string   `json:"endDate,omitempty"`
+	StudentIDs []string `json:"studentIds"`
+}
+
+func toClassJSON(c analytics.Class) classJSON {
+	return classJSON{ID: c.ID, Name: c.Name, StartDate: c.Start, EndDate: c.End, StudentIDs: c.Members}
+}
+
+func (s *Server) listClasses(r *http.Request) (int, any, error) {
+	classes, err := s.platform.Classes(r.Context(), r.PathValue("groupId"))
+	return http.StatusOK, map[string]any{"classes": listOf(classes, toClassJSON)}, err
+}
+
+func (s *Server) createClass(r *http.Request) (int, any, error) {
+	var in classJSON
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	c, err := s.platform.CreateClass(r.Context(), analytics.Class{GroupID: r.PathValue("groupId"), ID: in.ID, Name: in.Name,
+		Start: in.StartDate, End: in.EndDate, Members: in.StudentIDs})
+	return http.StatusCreated, toClassJSON(c), err
+}
+
+func (s *Server) getClass(r *http.Request) (int, any, error) {
+	c, err := s.platform.Class(r.Context(), r.PathValue("groupId"), r.PathValue("classId"))
+	return http.StatusOK, toClassJSON(c), err
+}
+
+// updateClass changes the fields given: the name, and the term's dates
+// ("" takes a date away).
+func (s *Server) updateClass(r *http.Request) (int, any, error) {
+	var in struct {
+		Name      *string `json:"name"`
+		StartDate *string `json:"startDate"`
+		EndDate   *string `json:"endDate"`
+	}
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	c, err := s.platform.Class(r.Context(), r.PathValue("groupId"), r.PathValue("classId"))
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, field := range []struct{ in, to *string }{{in.Name, &c.Name}, {in.StartDate, &c.Start}, {in.EndDate, &c.End}} {
+		if field.in != nil {
+			*field.to = *field.in
+		}
+	}
+	c, err = s.platform.UpdateClass(r.Context(), c)
+	return http.StatusOK, toClassJSON(c), err
+}
+
+func (s *Server) deleteClass(r *http.Request) (int, any, error) {
+	return http.StatusNoContent, nil, s.platform.DeleteClass(r.Context(), r.PathValue("groupId"), r.PathValue("classId"))
+}
+
+func (s *Server) setClassMembers(r *http.Request) (int, any, error) {
+	var in struct {
+		StudentIDs []string `json:"studentIds"`
+	}
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	if in.StudentIDs == nil {
+		return 0, nil, analytics.Errorf(analytics.Invalid, "Missing studentIds: the class's members, [] for none")
+	}
+	c, err := s.platform.SetClassMembers(r.Context(), r.PathValue("groupId"), r.PathValue("classId"), in.StudentIDs)
+	return http.StatusOK, toClassJSON(c), err
+}
