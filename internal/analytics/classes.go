@@ -14,3 +14,12 @@ type Class struct {
 	// Members are the ids of its students, in byte order.
 	Members []string
 }
+
+// RosterChange is what a roster import changes of a group, at once.
+type RosterChange struct {
+	Students []StudentUpdate // enrolled, or renamed
+	// Classes are created or changed: their names and members as given
+	// (their terms as they were).
+	Classes        []Class
+	DeletedClasses []string
+}

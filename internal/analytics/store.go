@@ -50,6 +50,9 @@ type Directory interface {
 	SetClassMembers(ctx context.Context, groupID, classID string, studentIDs []string) error
 	Class(ctx context.Context, groupID, classID string) (Class, error)
 	Classes(ctx context.Context, groupID string) ([]Class, error)
+	// ApplyRoster makes a roster import's changes in one transaction: all
+	// of them or, failing, none.
+	ApplyRoster(ctx context.Context, groupID string, c RosterChange) error
 
 	// The weekly digest's recipients (Conflict for an address already
 	// one, NotFound for one that is not), and the record of the digests

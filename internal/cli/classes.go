@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/platform"
+	"groupanalytics/internal/roster"
 )
 
 func classCreate(e *env, args []string) error {
@@ -110,5 +112,41 @@ func classDelete(e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "deleted class %s of group %s (its students stay in the group)\n", *id, *group)
 		}
 		return err
+	})
+}
+
+func rosterImport(e *env, args []string) error {
+	fs, db := flags(e, "roster import")
+	group := fs.String("group", "", "group id")
+	org := fs.String("org", "", "the school's sourcedId in orgs.csv, for a bundle of several schools")
+	dryRun := fs.Bool("dry-run", false, "say what the import would change, and change nothing")
+	return withPlatform(e, fs, db, args, true, []string{"group"}, func(p *platform.Platform) error {
+		if fs.NArg() != 1 {
+			return fmt.Errorf("roster import takes one file, a OneRoster CSV bundle (.zip)")
+		}
+		data, err := os.ReadFile(fs.Arg(0))
+		if err != nil {
+			return fmt.Errorf("roster import: %w", err)
+		}
+		b, err := roster.Read(data)
+		if err != nil {
+			return fmt.Errorf("roster import: %s refused, nothing imported: %w", fs.Arg(0), err)
+		}
+		res, err := p.ImportRoster(e.ctx, *group, *org, b, *dryRun)
+		if err != nil {
+			return err
+		}
+		verb := "imported"
+		if res.DryRun {
+			verb = "would import (dry run, nothing changed)"
+		}
+		school := ""
+		if res.School != "" {
+			school = " (school " + res.School + ")"
+		}
+		fmt.Fprintf(e.stdout, "%s %s into group %s%s: students %d added, %d renamed; classes %d added, %d changed, %d deleted; memberships %d added, %d removed\n",
+			verb, fs.Arg(0), *group, school, res.StudentsAdded, res.StudentsRenamed, res.ClassesAdded, res.ClassesChanged, res.ClassesDeleted,
+			res.MembersAdded, res.MembersRemoved)
+		return nil
 	})
 }

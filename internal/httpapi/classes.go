@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/roster"
 )
 
 // maxMembersBody caps a request naming a class's members: MaxClassMembers
@@ -83,4 +85,31 @@ func (s *Server) setClassMembers(r *http.Request) (int, any, error) {
 	}
 	c, err := s.platform.SetClassMembers(r.Context(), r.PathValue("groupId"), r.PathValue("classId"), in.StudentIDs)
 	return http.StatusOK, toClassJSON(c), err
+}
+
+// maxRosterBody caps a roster bundle (a zip).
+const maxRosterBody = 100 << 20
+
+// importRoster takes a OneRoster CSV bundle (a zip) as the body;
+// ?dryRun=true says what it would change, ?org=ID picks the school of a
+// bundle of several.
+func (s *Server) importRoster(r *http.Request) (int, any, error) {
+	query := r.URL.Query()
+	dryRun := false
+	if v := query.Get("dryRun"); v != "" {
+		var err error
+		if dryRun, err = strconv.ParseBool(v); err != nil {
+			return 0, nil, analytics.Errorf(analytics.Invalid, "Invalid dryRun: expected true or false, got %q", v)
+		}
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	b, err := roster.Read(body)
+	if err != nil {
+		return 0, nil, analytics.Errorf(analytics.Invalid, "Invalid roster: %s", err)
+	}
+	res, err := s.platform.ImportRoster(r.Context(), r.PathValue("groupId"), query.Get("org"), b, dryRun)
+	return http.StatusOK, res, err
 }

@@ -1,8 +1,13 @@
 package httpapi_test
 
 import (
+	"archive/zip"
+	"bytes"
+	"encoding/csv"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -279,6 +284,254 @@ func TestTeacherKeys(t *testing.T) {
 		e.mustCall("DELETE", "/v1/admin/groups/north/keys/"+created["id"].(string), token, "", 204)
 		if resp := e.reportRequest("chat", teacher, "", ""); resp.status != 403 {
 			t.Errorf("revoked, the teacher's key gets %d", resp.status)
+		}
+	})
+}
+
+// bundle is a OneRoster CSV bundle: file name -> rows, header first. The
+// manifest is made from modes.
+type bundle map[string][][]string
+
+func (b bundle) zip(t *testing.T, modes map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	manifest := [][]string{{"propertyName", "value"}, {"manifest.version", "1.0"}, {"oneroster.version", "1.2"}}
+	for _, f := range []string{"academicSessions", "categories", "classes", "courses", "demographics", "enrollments", "orgs", "roles", "users"} {
+		manifest = append(manifest, []string{"file." + f, cmpOrAbsent(modes[f])})
+	}
+	files := map[string][][]string{"manifest.csv": manifest}
+	for name, rows := range b {
+		files[name] = rows
+	}
+	for name, rows := range files {
+		w, _ := zw.Create(name)
+		cw := csv.NewWriter(w)
+		cw.WriteAll(rows)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func cmpOrAbsent(mode string) string {
+	if mode == "" {
+		return "absent"
+	}
+	return mode
+}
+
+var (
+	orgsHeader        = []string{"sourcedId", "status", "dateLastModified", "name", "type", "identifier", "parentSourcedId"}
+	classesHeader     = []string{"sourcedId", "status", "dateLastModified", "title", "grades", "courseSourcedId", "classCode", "classType", "location", "schoolSourcedId", "termSourcedIds", "subjects", "subjectCodes", "periods"}
+	usersHeader       = []string{"sourcedId", "status", "dateLastModified", "enabledUser", "username", "userIds", "givenName", "familyName", "middleName", "identifier", "email", "sms", "phone", "agentSourcedIds", "grades", "password", "userMasterIdentifier", "resourceSourcedIds", "preferredGivenName", "preferredMiddleName", "preferredFamilyName", "primaryOrgSourcedId", "pronouns"}
+	enrollmentsHeader = []string{"sourcedId", "status", "dateLastModified", "classSourcedId", "schoolSourcedId", "userSourcedId", "role", "primary", "beginDate", "endDate"}
+)
+
+// schoolBundle is a district's bulk bundle: two schools, 300 classes at
+// the first and 10 at the second, 3,000 students in five classes each
+// and 60 teachers. It returns the first school's classes' students.
+func schoolBundle(rng *rand.Rand) (bundle, map[string][]string) {
+	b := bundle{
+		"orgs.csv": {orgsHeader, {"d1", "", "", "District", "district", "", ""},
+			{"north", "", "", "Northside High", "school", "", "d1"}, {"south", "", "", "Southside", "school", "", "d1"}},
+		"classes.csv":     {classesHeader},
+		"users.csv":       {usersHeader},
+		"enrollments.csv": {enrollmentsHeader},
+	}
+	class := func(i int) string {
+		if i >= 300 {
+			return fmt.Sprintf("south-c%02d", i-300)
+		}
+		return fmt.Sprintf("c%03d", i)
+	}
+	for i := range 310 {
+		school := "north"
+		if i >= 300 {
+			school = "south"
+		}
+		b["classes.csv"] = append(b["classes.csv"], []string{class(i), "", "", "Class " + class(i), "09", "", "", "scheduled", "", school, "", "", "", ""})
+	}
+	members := map[string][]string{}
+	n := 0
+	enrol := func(class, user, role string) {
+		n++
+		school := "north"
+		if strings.HasPrefix(class, "south") {
+			school = "south"
+		}
+		b["enrollments.csv"] = append(b["enrollments.csv"], []string{fmt.Sprintf("e%05d", n), "", "", class, school, user, role, "", "", ""})
+	}
+	for s := range 3000 {
+		id := fmt.Sprintf("u%04d", s)
+		b["users.csv"] = append(b["users.csv"], []string{id, "", "", "true", id, "", "Given" + id, "Family", "", "", "", "", "", "", "09", "", "", "", "", "", "", "north", ""})
+		limit := 300
+		if s%10 == 0 {
+			limit = 310 // some in the other school's classes too
+		}
+		for _, c := range rng.Perm(limit)[:5] {
+			enrol(class(c), id, "student")
+			if c < 300 {
+				members[class(c)] = append(members[class(c)], id)
+			}
+		}
+	}
+	for s := range 60 {
+		id := fmt.Sprintf("t%02d", s)
+		b["users.csv"] = append(b["users.csv"], []string{id, "", "", "true", id, "", "Teacher", id, "", "", "", "", "", "", "", "", "", "", "", "", "", "north", ""})
+		enrol(class(s*5), id, "teacher")
+	}
+	for c := range members {
+		slices.Sort(members[c])
+	}
+	return b, members
+}
+
+// TestRosterImport: a district's bulk bundle, then a delta, through the
+// admin API on every store: the school's classes with their students
+// (teachers and the other school's classes left out), a dry run that
+// changes nothing, and bundles refused whole with the place of the fault
+// named.
+func TestRosterImport(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		key := e.school("north", "UTC")
+		token := e.token()
+		bulk, members := schoolBundle(rand.New(rand.NewPCG(7, 7)))
+		all := map[string]string{"orgs": "bulk", "classes": "bulk", "users": "bulk", "enrollments": "bulk"}
+		post := func(query string, body []byte) response {
+			t.Helper()
+			return e.do("POST", "/v1/admin/groups/north/roster"+query, "", string(body), "Authorization", "Bearer "+token, "Content-Type", "application/zip")
+		}
+		classes := func() map[string][]string {
+			t.Helper()
+			got := map[string][]string{}
+			for _, c := range e.mustCall("GET", "/v1/admin/groups/north/classes", token, "", 200)["classes"].([]any) {
+				c := c.(map[string]any)
+				var ids []string
+				for _, id := range c["studentIds"].([]any) {
+					ids = append(ids, id.(string))
+				}
+				got[c["id"].(string)] = ids
+			}
+			return got
+		}
+		wantErr := func(resp response, message string) {
+			t.Helper()
+			if got := resp.json(t)["error"]; resp.status != 400 || got != message {
+				t.Errorf("%d %v, want 400 %q", resp.status, got, message)
+			}
+		}
+
+		// Two schools: the import must be told which.
+		wantErr(post("", bulk.zip(t, all)), "Invalid roster: orgs.csv has 2 schools (north, south): name the group's with org")
+		dry := post("?org=north&dryRun=true", bulk.zip(t, all))
+		want := map[string]any{"dryRun": true, "school": "north", "studentsAdded": 3000.0, "studentsRenamed": 0.0,
+			"classesAdded": 300.0, "classesChanged": 0.0, "classesDeleted": 0.0, "membersAdded": float64(len(bulk["enrollments.csv"]) - 1 - 60 - 3000/10*5), "membersRemoved": 0.0}
+		got := dry.json(t)
+		// Students of the other school's classes count among the added
+		// (they are the school's students too) but not its memberships.
+		var southMembers float64
+		for _, row := range bulk["enrollments.csv"][1:] {
+			if row[4] == "south" {
+				southMembers++
+			}
+		}
+		want["membersAdded"] = float64(len(bulk["enrollments.csv"])-1-60) - southMembers
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("dry run: %v\nwant %v", got, want)
+		}
+		if n := len(classes()); n != 0 {
+			t.Fatalf("a dry run made %d classes", n)
+		}
+		applied := post("?org=north", bulk.zip(t, all)).json(t)
+		want["dryRun"] = false
+		if fmt.Sprint(applied) != fmt.Sprint(want) {
+			t.Errorf("import: %v\nwant %v", applied, want)
+		}
+		if got := classes(); !reflect.DeepEqual(got, members) {
+			t.Errorf("imported %d classes, want %d, or their members differ", len(got), len(members))
+		}
+		if again := post("?org=north", bulk.zip(t, all)).json(t); fmt.Sprintf("%v %v %v", again["studentsAdded"], again["classesChanged"], again["membersAdded"]) != "0 0 0" {
+			t.Errorf("the same bundle again changed %v", again)
+		}
+		students := e.mustCall("GET", "/v1/admin/groups/north/students", token, "", 200)["students"].([]any)
+		if len(students) != 3000 || students[0].(map[string]any)["name"] != "Givenu0000 Family" {
+			t.Errorf("%d students, the first %v", len(students), students[0])
+		}
+
+		// A delta: a class deleted, one added, one student out of a class
+		// and into another, one renamed, one gone from every class.
+		leaving := members["c001"][0]
+		moving := members["c002"][0]
+		delta := bundle{
+			"classes.csv": {classesHeader, {"c000", "tobedeleted", "2026-11-20", "", "", "", "", "", "", "north", "", "", "", ""},
+				{"c900", "active", "2026-11-20", "Late class", "", "", "", "", "", "north", "", "", "", ""}},
+			"users.csv": {usersHeader, {"u0001", "active", "2026-11-20", "true", "", "", "Ada", "Renamed", "", "", "", "", "", "", "", "", "", "", "", "", "", "", ""},
+				{leaving, "tobedeleted", "2026-11-20", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", ""}},
+			"enrollments.csv": {enrollmentsHeader, {"x1", "tobedeleted", "2026-11-20", "c002", "north", moving, "student", "", "", ""},
+				{"x2", "active", "2026-11-20", "c900", "north", moving, "student", "", "", ""}},
+		}
+		deltaModes := map[string]string{"classes": "delta", "users": "delta", "enrollments": "delta"}
+		before := classes()
+		if resp := post("", delta.zip(t, deltaModes)); resp.status != 200 {
+			t.Fatalf("delta: %d %s", resp.status, resp.body)
+		}
+		after := classes()
+		if _, ok := after["c000"]; ok {
+			t.Error("c000, deleted, is still there")
+		}
+		if !reflect.DeepEqual(after["c900"], []string{moving}) || slices.Contains(after["c002"], moving) {
+			t.Errorf("the moved student: c900 %v, in c002 %v", after["c900"], slices.Contains(after["c002"], moving))
+		}
+		for id, m := range after {
+			if slices.Contains(m, leaving) {
+				t.Errorf("%s still has %s, whom the delta deleted", id, leaving)
+			}
+		}
+		if len(after) != len(before) || len(after["c001"]) != len(before["c001"])-1 {
+			t.Errorf("after the delta: %d classes (%d before); c001 %d members (%d)", len(after), len(before), len(after["c001"]), len(before["c001"]))
+		}
+		if got := e.mustCall("GET", "/v1/admin/groups/north/students", token, "", 200)["students"].([]any); len(got) != 3000 {
+			t.Errorf("after the delta: %d students; no student is erased by a roster", len(got))
+		}
+
+		// Refused whole: nothing changes.
+		before = classes()
+		for _, c := range []struct {
+			files   bundle
+			modes   map[string]string
+			message string
+		}{
+			{bundle{"classes.csv": {classesHeader, {"c950", "active", "", "New", "", "", "", "", "", "north", "", "", "", ""}},
+				"enrollments.csv": {enrollmentsHeader, {"y1", "active", "", "c950", "north", "u0002", "student", "", "", ""},
+					{"y2", "active", "", "c404", "north", "u0002", "student", "", "", ""}}},
+				map[string]string{"classes": "delta", "enrollments": "delta"},
+				`Invalid roster: enrollments.csv line 3, column classSourcedId: no class "c404" in classes.csv or the group`},
+			{bundle{"enrollments.csv": {enrollmentsHeader, {"y1", "active", "", "c003", "north", "nobody", "student", "", "", ""}}},
+				map[string]string{"enrollments": "delta"},
+				`Invalid roster: enrollments.csv line 2, column userSourcedId: no user "nobody" in users.csv or the group's students`},
+			{bundle{"classes.csv": {classesHeader, {"c951", "tobedeleted", "", "X", "", "", "", "", "", "north", "", "", "", ""}}},
+				map[string]string{"classes": "bulk"},
+				`Invalid roster: classes.csv line 2, column status: "tobedeleted" in a bulk file: leave it empty (or active)`},
+			{bundle{"classes.csv": {classesHeader[:3], {"c952", "", ""}}},
+				map[string]string{"classes": "bulk"},
+				`Invalid roster: classes.csv line 1, column title: missing from the header`},
+			{bundle{"classes.csv": {classesHeader, {"c953", "", "", "A", "", "", "", "", "", "north", "", "", "", ""}, {"c953", "", "", "B", "", "", "", "", "", "north", "", "", "", ""}}},
+				map[string]string{"classes": "bulk"},
+				`Invalid roster: classes.csv line 3, column sourcedId: "c953" is on line 2 too`},
+			{bundle{}, map[string]string{"classes": "bulk"}, `Invalid roster: classes.csv: missing from the bundle, though the manifest names it`},
+		} {
+			wantErr(post("", c.files.zip(t, c.modes)), c.message)
+		}
+		wantErr(post("", []byte("PK not a zip")), "Invalid roster: the bundle: not a zip archive")
+		wantErr(post("?dryRun=maybe", bulk.zip(t, all)), `Invalid dryRun: expected true or false, got "maybe"`)
+		if got := classes(); !reflect.DeepEqual(got, before) {
+			t.Error("a refused bundle changed the classes")
+		}
+		// An imported class answers reports.
+		if got := e.reports("chat", key, "classId=c003"); len(got) != 1 {
+			t.Errorf("an imported class's report: %+v", got)
 		}
 	})
 }

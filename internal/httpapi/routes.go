@@ -47,6 +47,7 @@ func (s *Server) routes() []route {
 		{"PATCH /v1/admin/groups/{groupId}/classes/{classId}", maxAdminBody, s.withToken(s.updateClass)},
 		{"DELETE /v1/admin/groups/{groupId}/classes/{classId}", maxAdminBody, s.withToken(s.deleteClass)},
 		{"PUT /v1/admin/groups/{groupId}/classes/{classId}/members", maxMembersBody, s.withToken(s.setClassMembers)},
+		{"POST /v1/admin/groups/{groupId}/roster", maxRosterBody, s.withToken(s.importRoster)},
 		{"GET /v1/admin/groups/{groupId}/digest-recipients", maxAdminBody, s.withToken(s.listRecipients)},
 		{"POST /v1/admin/groups/{groupId}/digest-recipients", maxAdminBody, s.withToken(s.addRecipient)},
 		{"DELETE /v1/admin/groups/{groupId}/digest-recipients/{address}", maxAdminBody, s.withToken(s.removeRecipient)},

@@ -183,3 +183,35 @@ func nullable(v string) any {
 	}
 	return v
 }
+
+// ApplyRoster enrols and renames the students, creates or changes the
+// classes (names and members) and deletes those named, in one
+// transaction under the group's write lock.
+func (s *Store) ApplyRoster(ctx context.Context, groupID string, c analytics.RosterChange) error {
+	return s.transact(ctx, "ApplyRoster", func(tx *txn) error {
+		if _, err := s.lockUsage(ctx, tx, groupID); err != nil {
+			return err
+		}
+		if err := s.saveStudents(ctx, tx, map[string][]analytics.StudentUpdate{groupID: c.Students}, nil); err != nil {
+			return err
+		}
+		for _, class := range c.Classes {
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO classes (group_id, class_id, name) VALUES (?, ?, ?)
+				ON CONFLICT (group_id, class_id) DO UPDATE SET name = excluded.name`), groupID, class.ID, class.Name); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM class_members WHERE group_id = ? AND class_id = ?`), groupID, class.ID); err != nil {
+				return err
+			}
+			if err := s.addMembers(ctx, tx, groupID, class.ID, class.Members); err != nil {
+				return err
+			}
+		}
+		for _, id := range c.DeletedClasses {
+			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM classes WHERE group_id = ? AND class_id = ?`), groupID, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

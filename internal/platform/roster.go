@@ -1,0 +1,274 @@
+package platform
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/roster"
+)
+
+// RosterResult says what a roster import changed, or would change.
+type RosterResult struct {
+	DryRun          bool   `json:"dryRun"`
+	School          string `json:"school,omitempty"` // the org imported, when the bundle names schools
+	StudentsAdded   int    `json:"studentsAdded"`
+	StudentsRenamed int    `json:"studentsRenamed"`
+	ClassesAdded    int    `json:"classesAdded"`
+	ClassesChanged  int    `json:"classesChanged"` // renamed, or members changed
+	ClassesDeleted  int    `json:"classesDeleted"`
+	MembersAdded    int    `json:"membersAdded"`
+	MembersRemoved  int    `json:"membersRemoved"`
+}
+
+// ImportRoster takes a group's students and classes from a OneRoster
+// bundle, all or nothing (docs/decisions.md, roster import): the users
+// enrolled as students in the school's classes become students (and
+// those already students are renamed); the classes of the school are
+// created or renamed, and their members are their student enrollments
+// (a bulk enrollments file replaces a class's members, a delta adds and
+// removes). A delta's tobedeleted class is deleted, and its tobedeleted
+// user leaves every class; no student is erased. org picks the school of
+// a bundle of several. With dryRun, nothing is changed.
+func (p *Platform) ImportRoster(ctx context.Context, groupID, org string, b *roster.Bundle, dryRun bool) (RosterResult, error) {
+	res := RosterResult{DryRun: dryRun}
+	if _, err := p.Group(ctx, groupID); err != nil {
+		return res, err
+	}
+	if err := p.Usage.Settle(ctx, groupID); err != nil {
+		return res, err
+	}
+	students, err := p.Directory.Students(ctx, groupID)
+	if err != nil {
+		return res, err
+	}
+	classes, err := p.Directory.Classes(ctx, groupID)
+	if err != nil {
+		return res, err
+	}
+	im := importer{b: b, names: map[string]string{}, members: map[string]map[string]bool{}, titles: map[string]string{},
+		users: map[string]roster.User{}, classLines: map[string]int{}, updates: map[string]string{}}
+	for _, s := range students {
+		im.names[s.ID] = s.Name
+	}
+	before := maps.Clone(im.names)
+	for _, c := range classes {
+		im.titles[c.ID] = c.Name
+		im.members[c.ID] = map[string]bool{}
+		for _, m := range c.Members {
+			im.members[c.ID][m] = true
+		}
+	}
+	if res.School, err = im.school(org); err != nil {
+		return res, err
+	}
+	change, err := im.change(res.School)
+	if err != nil {
+		return res, invalid("Invalid roster: %s", err)
+	}
+	im.count(&change, before, classes, &res)
+	if dryRun || (len(change.Students) == 0 && len(change.Classes) == 0 && len(change.DeletedClasses) == 0) {
+		return res, nil
+	}
+	return res, p.Directory.ApplyRoster(ctx, groupID, change)
+}
+
+// importer works out a bundle's changes from the group as it is.
+type importer struct {
+	b          *roster.Bundle
+	names      map[string]string          // the group's students, and then the bundle's
+	titles     map[string]string          // the group's classes' names, and then the bundle's
+	members    map[string]map[string]bool // by class
+	users      map[string]roster.User
+	classLines map[string]int
+	updates    map[string]string // students enrolled or renamed: their names
+}
+
+// school is the org the import takes classes of: the one named, or the
+// bundle's only school; empty when the bundle has no orgs.
+func (im *importer) school(org string) (string, error) {
+	var schools []string
+	known := false
+	for _, o := range im.b.Orgs {
+		if o.SourcedID == org {
+			known = true
+		}
+		if o.Type == "school" && !o.Deleted() {
+			schools = append(schools, o.SourcedID)
+		}
+	}
+	switch {
+	case org != "" && !known && len(im.b.Orgs) > 0:
+		return "", invalid("Invalid org: no org %q in orgs.csv", org)
+	case org != "":
+		return org, nil
+	case len(schools) > 1:
+		return "", invalid("Invalid roster: orgs.csv has %d schools (%s): name the group's with org", len(schools), strings.Join(schools, ", "))
+	case len(schools) == 1:
+		return schools[0], nil
+	}
+	return "", nil
+}
+
+// change works out what the import changes.
+func (im *importer) change(school string) (analytics.RosterChange, error) {
+	b := im.b
+	ofSchool := func(s string) bool { return school == "" || s == "" || s == school }
+	for _, u := range b.Users {
+		if err := checkText("studentId", u.SourcedID, 128); err != nil {
+			return analytics.RosterChange{}, &roster.Error{File: "users.csv", Line: u.Line, Column: "sourcedId", Msg: analytics.ErrorMessage(err)}
+		}
+		if n := u.Name(); n != "" {
+			if err := checkText("studentName", n, 200); err != nil {
+				return analytics.RosterChange{}, &roster.Error{File: "users.csv", Line: u.Line, Column: "givenName", Msg: analytics.ErrorMessage(err)}
+			}
+		}
+		im.users[u.SourcedID] = u
+	}
+	var deleted []string
+	changed := map[string]bool{}
+	for _, c := range b.Classes {
+		if !ofSchool(c.SchoolSourcedID) {
+			continue
+		}
+		im.classLines[c.SourcedID] = c.Line
+		if c.Deleted() {
+			if _, ok := im.titles[c.SourcedID]; ok {
+				deleted = append(deleted, c.SourcedID)
+			}
+			delete(im.titles, c.SourcedID)
+			continue
+		}
+		if err := checkText("classId", c.SourcedID, 128); err != nil {
+			return analytics.RosterChange{}, &roster.Error{File: "classes.csv", Line: c.Line, Column: "sourcedId", Msg: analytics.ErrorMessage(err)}
+		}
+		if err := checkText("title", c.Title, 200); err != nil {
+			return analytics.RosterChange{}, &roster.Error{File: "classes.csv", Line: c.Line, Column: "title", Msg: analytics.ErrorMessage(err)}
+		}
+		im.titles[c.SourcedID] = c.Title
+		changed[c.SourcedID] = true
+		if im.members[c.SourcedID] == nil || b.Modes["enrollments.csv"] == roster.Bulk {
+			im.members[c.SourcedID] = map[string]bool{} // a bulk file gives every member
+		}
+	}
+	// The students: users enrolled as students in the school's classes.
+	enrol := func(id string) {
+		u, inFile := im.users[id]
+		if _, ok := im.names[id]; !ok || inFile {
+			im.updates[id] = u.Name()
+			im.names[id] = cmp.Or(u.Name(), id)
+		}
+	}
+	for _, e := range b.Enrollments {
+		if !ofSchool(e.SchoolSourcedID) || e.Role != "student" {
+			continue
+		}
+		fail := func(col, format string, args ...any) error {
+			return &roster.Error{File: "enrollments.csv", Line: e.Line, Column: col, Msg: fmt.Sprintf(format, args...)}
+		}
+		if _, ok := im.titles[e.ClassSourcedID]; !ok {
+			if _, gone := im.classLines[e.ClassSourcedID]; gone && e.Deleted() {
+				continue // the class is deleted, and its members with it
+			}
+			return analytics.RosterChange{}, fail("classSourcedId", "no class %q in classes.csv or the group", e.ClassSourcedID)
+		}
+		u, inFile := im.users[e.UserSourcedID]
+		if _, isStudent := im.names[e.UserSourcedID]; !inFile && !isStudent {
+			return analytics.RosterChange{}, fail("userSourcedId", "no user %q in users.csv or the group's students", e.UserSourcedID)
+		}
+		if im.members[e.ClassSourcedID] == nil {
+			im.members[e.ClassSourcedID] = map[string]bool{}
+		}
+		changed[e.ClassSourcedID] = true
+		if e.Deleted() || u.Deleted() {
+			delete(im.members[e.ClassSourcedID], e.UserSourcedID)
+			continue
+		}
+		enrol(e.UserSourcedID)
+		im.members[e.ClassSourcedID][e.UserSourcedID] = true
+	}
+	// Students renamed by users.csv, and users deleted: out of every class.
+	for _, u := range b.Users {
+		if _, isStudent := im.names[u.SourcedID]; !isStudent {
+			continue
+		}
+		if u.Deleted() {
+			for id, m := range im.members {
+				if m[u.SourcedID] {
+					delete(m, u.SourcedID)
+					changed[id] = true
+				}
+			}
+			continue
+		}
+		if u.Name() != "" {
+			im.updates[u.SourcedID] = u.Name()
+		}
+	}
+	c := analytics.RosterChange{DeletedClasses: deleted}
+	for _, id := range slices.Sorted(maps.Keys(im.updates)) {
+		c.Students = append(c.Students, analytics.StudentUpdate{ID: id, Name: im.updates[id]})
+	}
+	for _, id := range slices.Sorted(maps.Keys(changed)) {
+		if _, ok := im.titles[id]; ok {
+			c.Classes = append(c.Classes, analytics.Class{ID: id, Name: im.titles[id], Members: slices.Sorted(maps.Keys(im.members[id]))})
+		}
+	}
+	return c, nil
+}
+
+// count fills in res from the change and the group as it was (its
+// students' names and its classes), and leaves out of the change the
+// classes it would not change.
+func (im *importer) count(c *analytics.RosterChange, names map[string]string, classes []analytics.Class, res *RosterResult) {
+	for _, s := range c.Students {
+		switch name, ok := names[s.ID]; {
+		case !ok:
+			res.StudentsAdded++
+		case s.Name != "" && s.Name != name:
+			res.StudentsRenamed++
+		}
+	}
+	was := map[string]analytics.Class{}
+	for _, cl := range classes {
+		was[cl.ID] = cl
+	}
+	res.ClassesDeleted = len(c.DeletedClasses)
+	c.Classes = slices.DeleteFunc(c.Classes, func(cl analytics.Class) bool {
+		old, existed := was[cl.ID]
+		if !existed {
+			res.ClassesAdded++
+			res.MembersAdded += len(cl.Members)
+			return false
+		}
+		_, added, removed := diffSorted(old.Members, cl.Members)
+		res.MembersAdded += added
+		res.MembersRemoved += removed
+		if added+removed == 0 && old.Name == cl.Name {
+			return true // as it is
+		}
+		res.ClassesChanged++
+		return false
+	})
+}
+
+// diffSorted counts what two sorted lists share, and what only b and
+// only a hold.
+func diffSorted(a, b []string) (both, onlyB, onlyA int) {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch strings.Compare(a[i], b[j]) {
+		case 0:
+			both, i, j = both+1, i+1, j+1
+		case -1:
+			onlyA, i = onlyA+1, i+1
+		default:
+			onlyB, j = onlyB+1, j+1
+		}
+	}
+	return both, onlyB + len(b) - j, onlyA + len(a) - i
+}

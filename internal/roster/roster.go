@@ -1,0 +1,307 @@
+// Package roster reads a OneRoster 1.2 (or 1.1) CSV bundle, as student
+// information systems export it: a zip of manifest.csv and a CSV file per
+// kind of record. It reads what the service uses (orgs, classes, users,
+// enrollments) and checks it whole, so that a bad file is refused with its
+// file, line and column named, before anything is changed.
+package roster
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Modes of a file in the manifest.
+const (
+	Absent = "absent"
+	Bulk   = "bulk"  // the file holds every record of its kind
+	Delta  = "delta" // the file holds changes: status active or tobedeleted
+)
+
+// Statuses of a record of a delta file.
+const (
+	Active      = "active"
+	ToBeDeleted = "tobedeleted"
+)
+
+// Bundle is what a bundle holds of the records the service uses. Modes
+// gives each file's mode (Absent when the manifest does not name it).
+type Bundle struct {
+	Modes       map[string]string // by file name: "classes.csv"
+	Orgs        []Org
+	Classes     []Class
+	Users       []User
+	Enrollments []Enrollment
+}
+
+// Record is what every record has: its id, its status in a delta file
+// (empty in a bulk file), and where it was read.
+type Record struct {
+	SourcedID string
+	Status    string
+	Line      int
+}
+
+// Deleted reports whether a delta file deletes the record.
+func (r Record) Deleted() bool { return r.Status == ToBeDeleted }
+
+// Org is a school, a district or another body.
+type Org struct {
+	Record
+	Name, Type string
+}
+
+// Class is a class of a school.
+type Class struct {
+	Record
+	Title, SchoolSourcedID string
+}
+
+// User is a person: a student, a teacher or another.
+type User struct {
+	Record
+	GivenName, FamilyName, PreferredGivenName, PreferredFamilyName string
+}
+
+// Name is how the user is shown: preferred names first.
+func (u User) Name() string {
+	given, family := u.PreferredGivenName, u.PreferredFamilyName
+	if given == "" {
+		given = u.GivenName
+	}
+	if family == "" {
+		family = u.FamilyName
+	}
+	return strings.TrimSpace(given + " " + family)
+}
+
+// Enrollment is a user's part in a class.
+type Enrollment struct {
+	Record
+	ClassSourcedID, SchoolSourcedID, UserSourcedID, Role string
+}
+
+// Error is a problem with a bundle, where it was found.
+type Error struct {
+	File   string
+	Line   int    // 0: the file as a whole
+	Column string // empty: the line as a whole
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Line == 0:
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	case e.Column == "":
+		return fmt.Sprintf("%s line %d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s line %d, column %s: %s", e.File, e.Line, e.Column, e.Msg)
+}
+
+// MaxFileBytes bounds each file of a bundle, unpacked.
+const MaxFileBytes = 64 << 20
+
+// Read reads a bundle from the bytes of its zip, and checks each file on
+// its own: the manifest's versions and modes, each file's header, ids
+// present and unique, statuses as its mode wants them. What records
+// refer to is checked by the import, which knows the group.
+func Read(data []byte) (*Bundle, error) {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, &Error{File: "the bundle", Msg: "not a zip archive"}
+	}
+	files := map[string]*zip.File{}
+	for _, f := range zr.File {
+		files[f.Name[strings.LastIndex(f.Name, "/")+1:]] = f
+	}
+	manifest, err := readCSV(files, "manifest.csv")
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{Modes: map[string]string{}}
+	if err := b.readManifest(manifest); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"orgs.csv", "classes.csv", "users.csv", "enrollments.csv"} {
+		if b.Modes[name] == Absent {
+			continue
+		}
+		t, err := readCSV(files, name)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.readFile(name, t); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// table is a CSV file: its header and rows, each row's line number.
+type table struct {
+	name   string
+	header []string
+	rows   [][]string
+	lines  []int
+}
+
+func readCSV(files map[string]*zip.File, name string) (*table, error) {
+	f := files[name]
+	if f == nil {
+		return nil, &Error{File: name, Msg: "missing from the bundle, though the manifest names it"}
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, &Error{File: name, Msg: "cannot be unpacked"}
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, MaxFileBytes+1))
+	if err != nil {
+		return nil, &Error{File: name, Msg: "cannot be unpacked"}
+	}
+	if len(data) > MaxFileBytes {
+		return nil, &Error{File: name, Msg: fmt.Sprintf("larger than %d MB", MaxFileBytes>>20)}
+	}
+	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))))
+	r.FieldsPerRecord = -1
+	t := &table{name: name}
+	for {
+		row, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		var parseErr *csv.ParseError
+		if errors.As(err, &parseErr) {
+			return nil, &Error{File: name, Line: parseErr.Line, Msg: "not valid CSV: " + parseErr.Err.Error()}
+		} else if err != nil {
+			return nil, &Error{File: name, Msg: "not valid CSV"}
+		}
+		line, _ := r.FieldPos(0)
+		if t.header == nil {
+			t.header = row
+			continue
+		}
+		if len(row) != len(t.header) {
+			return nil, &Error{File: name, Line: line, Msg: fmt.Sprintf("%d fields, but the header has %d", len(row), len(t.header))}
+		}
+		t.rows, t.lines = append(t.rows, row), append(t.lines, line)
+	}
+	if t.header == nil {
+		return nil, &Error{File: name, Msg: "empty: a header is needed"}
+	}
+	return t, nil
+}
+
+// columns returns the place of each named column, or an error naming the
+// first missing.
+func (t *table) columns(names ...string) (map[string]int, error) {
+	at := map[string]int{}
+	for i, h := range t.header {
+		at[strings.TrimSpace(h)] = i
+	}
+	for _, n := range names {
+		if _, ok := at[n]; !ok {
+			return nil, &Error{File: t.name, Line: 1, Column: n, Msg: "missing from the header"}
+		}
+	}
+	return at, nil
+}
+
+func (b *Bundle) readManifest(t *table) error {
+	at, err := t.columns("propertyName", "value")
+	if err != nil {
+		return err
+	}
+	props := map[string]string{}
+	for _, row := range t.rows {
+		props[strings.TrimSpace(row[at["propertyName"]])] = strings.TrimSpace(row[at["value"]])
+	}
+	if v := props["manifest.version"]; v != "1.0" {
+		return &Error{File: "manifest.csv", Column: "value", Msg: fmt.Sprintf(`manifest.version is %q, expected "1.0"`, v)}
+	}
+	if v := props["oneroster.version"]; v != "1.2" && v != "1.1" {
+		return &Error{File: "manifest.csv", Column: "value", Msg: fmt.Sprintf(`oneroster.version is %q, expected "1.2" (or "1.1")`, v)}
+	}
+	for _, name := range []string{"orgs.csv", "classes.csv", "users.csv", "enrollments.csv"} {
+		mode, ok := props["file."+strings.TrimSuffix(name, ".csv")]
+		if !ok {
+			mode = Absent
+		}
+		if !slices.Contains([]string{Absent, Bulk, Delta}, mode) {
+			return &Error{File: "manifest.csv", Column: "value", Msg: fmt.Sprintf("file.%s is %q, expected absent, bulk or delta", strings.TrimSuffix(name, ".csv"), mode)}
+		}
+		b.Modes[name] = mode
+	}
+	if b.Modes["users.csv"] == Absent && b.Modes["classes.csv"] == Absent && b.Modes["enrollments.csv"] == Absent {
+		return &Error{File: "manifest.csv", Msg: "names no users, classes or enrollments: nothing to import"}
+	}
+	return nil
+}
+
+// readFile reads one file of records, checking ids and statuses.
+func (b *Bundle) readFile(name string, t *table) error {
+	cols := map[string][]string{
+		"orgs.csv":        {"sourcedId", "status", "name", "type"},
+		"classes.csv":     {"sourcedId", "status", "title", "schoolSourcedId"},
+		"users.csv":       {"sourcedId", "status", "givenName", "familyName"},
+		"enrollments.csv": {"sourcedId", "status", "classSourcedId", "schoolSourcedId", "userSourcedId", "role"},
+	}[name]
+	at, err := t.columns(cols...)
+	if err != nil {
+		return err
+	}
+	field := func(row []string, col string) string {
+		if i, ok := at[col]; ok {
+			return strings.TrimSpace(row[i])
+		}
+		return ""
+	}
+	seen := map[string]int{}
+	for i, row := range t.rows {
+		line := t.lines[i]
+		rec := Record{SourcedID: field(row, "sourcedId"), Status: field(row, "status"), Line: line}
+		fail := func(col, format string, args ...any) error {
+			return &Error{File: name, Line: line, Column: col, Msg: fmt.Sprintf(format, args...)}
+		}
+		switch {
+		case rec.SourcedID == "":
+			return fail("sourcedId", "empty")
+		case seen[rec.SourcedID] > 0:
+			return fail("sourcedId", "%q is on line %d too", rec.SourcedID, seen[rec.SourcedID])
+		case b.Modes[name] == Bulk && rec.Status != "" && rec.Status != Active:
+			return fail("status", "%q in a bulk file: leave it empty (or active)", rec.Status)
+		case b.Modes[name] == Delta && rec.Status != Active && rec.Status != ToBeDeleted:
+			return fail("status", "%q: a delta file's records are active or tobedeleted", rec.Status)
+		}
+		seen[rec.SourcedID] = line
+		switch name {
+		case "orgs.csv":
+			b.Orgs = append(b.Orgs, Org{Record: rec, Name: field(row, "name"), Type: field(row, "type")})
+		case "classes.csv":
+			c := Class{Record: rec, Title: field(row, "title"), SchoolSourcedID: field(row, "schoolSourcedId")}
+			if c.Title == "" && !rec.Deleted() {
+				return fail("title", "empty")
+			}
+			b.Classes = append(b.Classes, c)
+		case "users.csv":
+			b.Users = append(b.Users, User{Record: rec, GivenName: field(row, "givenName"), FamilyName: field(row, "familyName"),
+				PreferredGivenName: field(row, "preferredGivenName"), PreferredFamilyName: field(row, "preferredFamilyName")})
+		case "enrollments.csv":
+			e := Enrollment{Record: rec, ClassSourcedID: field(row, "classSourcedId"), SchoolSourcedID: field(row, "schoolSourcedId"),
+				UserSourcedID: field(row, "userSourcedId"), Role: field(row, "role")}
+			for _, c := range []struct{ col, v string }{{"classSourcedId", e.ClassSourcedID}, {"userSourcedId", e.UserSourcedID}, {"role", e.Role}} {
+				if c.v == "" {
+					return fail(c.col, "empty")
+				}
+			}
+			b.Enrollments = append(b.Enrollments, e)
+		}
+	}
+	return nil
+}
