@@ -60,6 +60,23 @@ func demoServer(t *testing.T) (string, map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A class of Lakeside's first five students, and its teacher's key.
+	p := platform.New(store, store)
+	students, err := p.Students(e.ctx, "lakeside-academy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	analytics.SortStudents(students)
+	class := analytics.Class{GroupID: "lakeside-academy", ID: "demo-class", Name: "Demo class"}
+	for _, s := range students[:5] {
+		class.Members = append(class.Members, s.ID)
+	}
+	if _, err := p.CreateClass(e.ctx, class); err != nil {
+		t.Fatal(err)
+	}
+	if _, keys["teacher"], err = p.CreateKey(e.ctx, "lakeside-academy", "teacher", "demo-class"); err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: report.NewEngine(store, store), Platform: platform.New(store, store), Ready: store.Ping,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(srv.Close)
@@ -489,6 +506,43 @@ func TestDashboardInBrowser(t *testing.T) {
 	if want := []string{"2026-11-02", "2026-11-08", "day"}; !reflect.DeepEqual(linked, want) {
 		t.Errorf("the form after a digest's link: %v, want %v", linked, want)
 	}
+
+	// Classes: the picker lists the school's classes; a class picked, the
+	// totals and the table are the class's, as the API answers them with
+	// classId; a teacher's key lists its own class only, and sees it.
+	checkClass := func(who, key string, wantOptions []string) {
+		t.Helper()
+		var options []string
+		var loaded string
+		run(who+": class picker", chromedp.WaitVisible(`#dashboard[data-loaded]`), chromedp.WaitVisible("#class-picker"),
+			chromedp.Evaluate(`[...document.querySelectorAll("#class option")].map(o => o.value + "|" + o.textContent)`, &options),
+			chromedp.SetValue("#class", "demo-class"), chromedp.Evaluate(`document.getElementById("class").dispatchEvent(new Event("change")); true`, nil),
+			chromedp.WaitVisible(`#dashboard[data-loaded$="/demo-class"]`), chromedp.AttributeValue("#dashboard", "data-loaded", &loaded, nil))
+		if !reflect.DeepEqual(options, wantOptions) {
+			t.Errorf("%s: class picker %q, want %q", who, options, wantOptions)
+		}
+		parts := strings.Split(loaded, "/")
+		query := "startDate=" + parts[0] + "&endDate=" + parts[1] + "&classId=demo-class"
+		var values []string
+		var rows int
+		eval(who+": class totals", `[...document.querySelectorAll("#totals .tile .value")].map(v => v.textContent)`, &values)
+		eval(who+": class table", `document.querySelectorAll("#students tbody tr").length`, &rows)
+		var want []string
+		for _, endpoint := range []string{"live-lecture", "chat"} {
+			r := apiReports(t, base, key, endpoint, query)[0]
+			for _, m := range r.Data {
+				want = append(want, thousands(m.Value))
+			}
+			want = append(want, thousands(r.NumStudentsUsed))
+		}
+		if !reflect.DeepEqual(values, want) || rows != 5 {
+			t.Errorf("%s: the class's totals %v and %d rows, want %v and 5", who, values, rows, want)
+		}
+	}
+	checkClass("the school's key", key, []string{"|Whole school", "demo-class|Demo class (5 students)"})
+	run("a teacher's key", chromedp.Evaluate(`document.getElementById("sign-out").click(); true`, nil), chromedp.WaitVisible("#key"),
+		chromedp.SendKeys("#key", keys["teacher"]), chromedp.Click(`#key-form button[type=submit]`))
+	checkClass("a teacher's key", keys["teacher"], []string{"|All your classes", "demo-class|Demo class (5 students)"})
 
 	// A school of 10,000 students stays smooth: the table shows a page of
 	// 200 rows; it sorts, searches and pages. The times go to the log.

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
+	"time"
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/roster"
@@ -112,4 +114,29 @@ func (s *Server) importRoster(r *http.Request) (int, any, error) {
 	}
 	res, err := s.platform.ImportRoster(r.Context(), r.PathValue("groupId"), query.Get("org"), b, dryRun)
 	return http.StatusOK, res, err
+}
+
+// keyClasses serves GET /api/classes: the classes a school's key may ask
+// reports of (a teacher's key, its own), for the dashboard's picker.
+func (s *Server) keyClasses(w http.ResponseWriter, r *http.Request, access analytics.Access, _ time.Time) {
+	classes, err := s.platform.Classes(r.Context(), access.Group.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	type class struct {
+		ID       string `json:"id"`
+		Name     string `json:"name"`
+		Students int    `json:"students"`
+	}
+	out := []class{}
+	for _, c := range classes {
+		if !access.ForClasses || slices.Contains(access.Classes, c.ID) {
+			out = append(out, class{c.ID, c.Name, len(c.Members)})
+		}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		ForClasses bool    `json:"forClasses"`
+		Classes    []class `json:"classes"`
+	}{access.ForClasses, out})
 }

@@ -228,6 +228,19 @@ func TestTeacherKeys(t *testing.T) {
 			t.Errorf("keys listed: %v", keys)
 		}
 
+		// The classes each key may ask for: a teacher's, its own.
+		for _, c := range []struct{ key, want string }{
+			{key, `{"forClasses":false,"classes":[{"id":"c1","name":"c1","students":2},{"id":"c2","name":"c2","students":2},{"id":"c3","name":"c3","students":2},{"id":"union","name":"union","students":3}]}`},
+			{teacher, `{"forClasses":true,"classes":[{"id":"c1","name":"c1","students":2},{"id":"c2","name":"c2","students":2}]}`},
+		} {
+			if resp := e.do("GET", "/api/classes", c.key, ""); resp.status != 200 || strings.TrimSpace(string(resp.body)) != c.want {
+				t.Errorf("GET /api/classes: %d %s, want %s", resp.status, resp.body, c.want)
+			}
+		}
+		if resp := e.do("GET", "/api/classes", "gak_WRONG", ""); resp.status != 403 {
+			t.Errorf("GET /api/classes with a wrong key: %d", resp.status)
+		}
+
 		// What it sees: its classes together, as the group's key sees them.
 		for _, endpoint := range []string{"live-lecture", "chat"} {
 			for _, query := range []string{"startDate=2026-01-01&endDate=2026-09-30", "startDate=2026-03-01&endDate=2026-04-30&interval=week"} {

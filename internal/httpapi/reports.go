@@ -43,26 +43,7 @@ const unauthorizedQuantum = 5 * time.Millisecond
 // reports serves one report endpoint: the key first, then the parameters,
 // then the reports, streamed as they are computed.
 func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		now := s.now()
-		addr, ok := s.screenAddress(w, r, now)
-		if !ok {
-			return
-		}
-		keyHash := analytics.HashSecret(r.Header.Get("x-api-key"))
-		access, err := s.engine.Directory.Authorize(r.Context(), keyHash, now)
-		if err != nil {
-			if analytics.ErrorCode(err) == analytics.Unauthorized {
-				s.failedAuth(w, addr, now)
-				waitForQuantum(r.Context(), start)
-			}
-			s.writeError(w, r, err)
-			return
-		}
-		if !s.spend(w, r, s.limits.key, string(keyHash), "key", now) {
-			return
-		}
+	return s.withKey(func(w http.ResponseWriter, r *http.Request, access analytics.Access, now time.Time) {
 		q, format, err := readQuery(r)
 		if err != nil {
 			s.writeError(w, r, err)
@@ -89,6 +70,34 @@ func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
 		if err := out.finish(); err != nil {
 			panic(http.ErrAbortHandler)
 		}
+	})
+}
+
+// withKey runs h for requests with a school's valid key (x-api-key), and
+// what it opens, once the key's budget allows: a failed check answers 403
+// at the quantum's next multiple, and counts against the client address.
+func (s *Server) withKey(h func(w http.ResponseWriter, r *http.Request, access analytics.Access, now time.Time)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		now := s.now()
+		addr, ok := s.screenAddress(w, r, now)
+		if !ok {
+			return
+		}
+		keyHash := analytics.HashSecret(r.Header.Get("x-api-key"))
+		access, err := s.engine.Directory.Authorize(r.Context(), keyHash, now)
+		if err != nil {
+			if analytics.ErrorCode(err) == analytics.Unauthorized {
+				s.failedAuth(w, addr, now)
+				waitForQuantum(r.Context(), start)
+			}
+			s.writeError(w, r, err)
+			return
+		}
+		if !s.spend(w, r, s.limits.key, string(keyHash), "key", now) {
+			return
+		}
+		h(w, r, access, now)
 	}
 }
 

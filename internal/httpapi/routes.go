@@ -23,6 +23,7 @@ func (s *Server) routes() []route {
 		// The report API, behind a school's key (x-api-key).
 		{"POST /api/groups/live-lecture", maxReportBody, s.reports(report.LiveLecture)},
 		{"POST /api/groups/chat", maxReportBody, s.reports(report.Chat)},
+		{"GET /api/classes", 0, s.withKey(s.keyClasses)},
 
 		// The platform API, behind a platform token (Authorization: Bearer).
 		{"POST /v1/events", MaxEventsBody, s.withToken(s.ingest)},

@@ -30,13 +30,17 @@ class ApiError extends Error {
   }
 }
 
+// report asks an endpoint for the reports of params, of the class picked
+// if one is.
 async function report(endpoint, params, signal) {
+  const classId = $("class").value;
+  return call("POST", `/api/groups/${endpoint}?${new URLSearchParams(classId ? { ...params, classId } : params)}`, signal);
+}
+
+// call sends a request with the key, and returns the answer if it is 200.
+async function call(method, path, signal) {
   const key = sessionStorage.getItem(keyStore);
-  const resp = await fetch(`/api/groups/${endpoint}?${new URLSearchParams(params)}`, {
-    method: "POST",
-    headers: { "x-api-key": key },
-    signal,
-  });
+  const resp = await fetch(path, { method, headers: { "x-api-key": key }, signal });
   if (resp.ok) {
     return resp;
   }
@@ -59,6 +63,10 @@ function setStatus(text, isError) {
 }
 
 function showKeyForm(message) {
+  // Another key may see other classes.
+  delete $("class-picker").dataset.loaded;
+  $("class-picker").hidden = true;
+  $("class").replaceChildren(Object.assign(document.createElement("option"), { value: "", textContent: "Whole school" }));
   $("dashboard").hidden = true;
   $("sign-out").hidden = true;
   $("key-form").hidden = false;
@@ -390,11 +398,30 @@ function drawFirstPage() {
 
 // showPeriod says on the status line what the school view shows.
 function showPeriod({ period, interval }) {
-  setStatus(`${showRange(period.startDate, period.endDate)}, by ${interval}`);
+  const picked = $("class").selectedOptions[0];
+  const of = $("class").value ? `${picked.textContent}: ` : "";
+  setStatus(`${of}${showRange(period.startDate, period.endDate)}, by ${interval}`);
 }
 
 function range() {
   return { startDate: $("start").value, endDate: $("end").value };
+}
+
+// loadClasses fills the class picker with the classes the key may ask
+// for (a teacher's key: its own, together by default), once per key; it
+// stays hidden when there are none.
+async function loadClasses() {
+  if ($("class-picker").dataset.loaded) {
+    return;
+  }
+  const { forClasses, classes } = await (await call("GET", "/api/classes")).json();
+  const options = classes.map((c) =>
+    Object.assign(document.createElement("option"), { value: c.id, textContent: `${c.name} (${c.students.toLocaleString("en-US")} students)` }),
+  );
+  const whole = Object.assign(document.createElement("option"), { value: "", textContent: forClasses ? "All your classes" : "Whole school" });
+  $("class").replaceChildren(whole, ...options);
+  $("class-picker").hidden = classes.length === 0;
+  $("class-picker").dataset.loaded = "true";
 }
 
 async function load() {
@@ -431,6 +458,7 @@ async function load() {
       Promise.all(endpoints.map((e) => ask(e, previous))),
     ]);
     const totals = [firstTotals, ...laterTotals];
+    await loadClasses();
     let starts = periodLabels(period.startDate, period.endDate, interval);
     if (starts.length !== series[0].length) {
       starts = series[0].map((r) => r.startDate.slice(0, 10));
@@ -454,7 +482,7 @@ async function load() {
     drawHeader();
     drawFirstPage();
     showPeriod(loaded);
-    $("dashboard").dataset.loaded = `${period.startDate}/${period.endDate}/${interval}`;
+    $("dashboard").dataset.loaded = [period.startDate, period.endDate, interval, $("class").value].filter(Boolean).join("/");
   } catch (err) {
     if (err.name === "AbortError") {
       return;
@@ -593,6 +621,7 @@ function init() {
     ev.preventDefault();
     load();
   });
+  $("class").addEventListener("change", load);
   $("sign-out").addEventListener("click", () => {
     running?.abort();
     sessionStorage.removeItem(keyStore);
