@@ -248,7 +248,11 @@ func keyCreate(e *env, args []string) error {
 	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
 		k, secret, err := p.CreateKey(e.ctx, *group, *label, classes...)
 		if err == nil {
-			fmt.Fprintf(e.stdout, "created key %s for group %s%s. Its secret is shown only now:\n%s\n", k.ID, k.GroupID, sees(k), secret)
+			seeing := ""
+			if k.ForClasses {
+				seeing = ", seeing only " + sees(k)
+			}
+			fmt.Fprintf(e.stdout, "created key %s for group %s%s. Its secret is shown only now:\n%s\n", k.ID, k.GroupID, seeing, secret)
 		}
 		return err
 	})
@@ -260,12 +264,12 @@ type flagList []string
 func (l *flagList) String() string         { return strings.Join(*l, ",") }
 func (l *flagList) Set(value string) error { *l = append(*l, value); return nil }
 
-// sees says which classes a teacher's key sees.
+// sees says what a key sees: its group, or a teacher's key's classes.
 func sees(k analytics.APIKey) string {
 	if !k.ForClasses {
-		return ""
+		return "the group"
 	}
-	return ", seeing only class " + cmp.Or(strings.Join(k.Classes, ", "), "(none left)")
+	return "class " + cmp.Or(strings.Join(k.Classes, ", "), "(none left)")
 }
 
 func keyList(e *env, args []string) error {
@@ -275,11 +279,7 @@ func keyList(e *env, args []string) error {
 		keys, err := p.Keys(e.ctx, *group)
 		table(e, "KEY\tPREFIX\tLABEL\tCREATED\tREVOKED\tLAST USED\tSEES", func(w io.Writer) {
 			for _, k := range keys {
-				scope := "the group"
-				if k.ForClasses {
-					scope = "class " + cmp.Or(strings.Join(k.Classes, ", "), "(none left)")
-				}
-				fmt.Fprintf(w, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Label, analytics.FormatTime(k.Created), when(k.Revoked), when(k.LastUsed), scope)
+				fmt.Fprintf(w, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Label, analytics.FormatTime(k.Created), when(k.Revoked), when(k.LastUsed), sees(k))
 			}
 		})
 		return err

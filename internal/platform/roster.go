@@ -51,7 +51,7 @@ func (p *Platform) ImportRoster(ctx context.Context, groupID, org string, b *ros
 		return res, err
 	}
 	im := importer{b: b, names: map[string]string{}, members: map[string]map[string]bool{}, titles: map[string]string{},
-		users: map[string]roster.User{}, classLines: map[string]int{}, updates: map[string]string{}}
+		users: map[string]roster.User{}, inBundle: map[string]bool{}, updates: map[string]string{}}
 	for _, s := range students {
 		im.names[s.ID] = s.Name
 	}
@@ -70,7 +70,7 @@ func (p *Platform) ImportRoster(ctx context.Context, groupID, org string, b *ros
 	if err != nil {
 		return res, invalid("Invalid roster: %s", err)
 	}
-	im.count(&change, before, classes, &res)
+	count(&change, before, classes, &res)
 	if dryRun || (len(change.Students) == 0 && len(change.Classes) == 0 && len(change.DeletedClasses) == 0) {
 		return res, nil
 	}
@@ -79,13 +79,13 @@ func (p *Platform) ImportRoster(ctx context.Context, groupID, org string, b *ros
 
 // importer works out a bundle's changes from the group as it is.
 type importer struct {
-	b          *roster.Bundle
-	names      map[string]string          // the group's students, and then the bundle's
-	titles     map[string]string          // the group's classes' names, and then the bundle's
-	members    map[string]map[string]bool // by class
-	users      map[string]roster.User
-	classLines map[string]int
-	updates    map[string]string // students enrolled or renamed: their names
+	b        *roster.Bundle
+	names    map[string]string          // the group's students, and then the bundle's
+	titles   map[string]string          // the group's classes' names, and then the bundle's
+	members  map[string]map[string]bool // by class
+	users    map[string]roster.User
+	inBundle map[string]bool   // the school's classes of classes.csv
+	updates  map[string]string // students enrolled or renamed: their names
 }
 
 // school is the org the import takes classes of: the one named, or the
@@ -135,7 +135,7 @@ func (im *importer) change(school string) (analytics.RosterChange, error) {
 		if !ofSchool(c.SchoolSourcedID) {
 			continue
 		}
-		im.classLines[c.SourcedID] = c.Line
+		im.inBundle[c.SourcedID] = true
 		if c.Deleted() {
 			if _, ok := im.titles[c.SourcedID]; ok {
 				deleted = append(deleted, c.SourcedID)
@@ -171,7 +171,7 @@ func (im *importer) change(school string) (analytics.RosterChange, error) {
 			return &roster.Error{File: "enrollments.csv", Line: e.Line, Column: col, Msg: fmt.Sprintf(format, args...)}
 		}
 		if _, ok := im.titles[e.ClassSourcedID]; !ok {
-			if _, gone := im.classLines[e.ClassSourcedID]; gone && e.Deleted() {
+			if im.inBundle[e.ClassSourcedID] && e.Deleted() {
 				continue // the class is deleted, and its members with it
 			}
 			return analytics.RosterChange{}, fail("classSourcedId", "no class %q in classes.csv or the group", e.ClassSourcedID)
@@ -224,7 +224,7 @@ func (im *importer) change(school string) (analytics.RosterChange, error) {
 // count fills in res from the change and the group as it was (its
 // students' names and its classes), and leaves out of the change the
 // classes it would not change.
-func (im *importer) count(c *analytics.RosterChange, names map[string]string, classes []analytics.Class, res *RosterResult) {
+func count(c *analytics.RosterChange, names map[string]string, classes []analytics.Class, res *RosterResult) {
 	for _, s := range c.Students {
 		switch name, ok := names[s.ID]; {
 		case !ok:
@@ -245,7 +245,7 @@ func (im *importer) count(c *analytics.RosterChange, names map[string]string, cl
 			res.MembersAdded += len(cl.Members)
 			return false
 		}
-		_, added, removed := diffSorted(old.Members, cl.Members)
+		added, removed := diffSorted(old.Members, cl.Members)
 		res.MembersAdded += added
 		res.MembersRemoved += removed
 		if added+removed == 0 && old.Name == cl.Name {
@@ -256,19 +256,18 @@ func (im *importer) count(c *analytics.RosterChange, names map[string]string, cl
 	})
 }
 
-// diffSorted counts what two sorted lists share, and what only b and
-// only a hold.
-func diffSorted(a, b []string) (both, onlyB, onlyA int) {
+// diffSorted counts what only b and only a of two sorted lists hold.
+func diffSorted(a, b []string) (onlyB, onlyA int) {
 	i, j := 0, 0
 	for i < len(a) && j < len(b) {
 		switch strings.Compare(a[i], b[j]) {
 		case 0:
-			both, i, j = both+1, i+1, j+1
+			i, j = i+1, j+1
 		case -1:
 			onlyA, i = onlyA+1, i+1
 		default:
 			onlyB, j = onlyB+1, j+1
 		}
 	}
-	return both, onlyB + len(b) - j, onlyA + len(a) - i
+	return onlyB + len(b) - j, onlyA + len(a) - i
 }

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -91,31 +92,40 @@ func (s *Store) addMembers(ctx context.Context, tx *txn, groupID, classID string
 	if len(ids) == 0 {
 		return nil
 	}
-	enrolled := map[string]bool{}
-	keys := make([][]any, len(ids))
-	for i, id := range ids {
-		keys[i] = []any{groupID, id}
-	}
-	err := s.selectKeyed(ctx, tx, `SELECT student_id FROM k JOIN students ON group_id = k.k1 AND student_id = k.k2`,
-		[]string{"text", "text"}, keys, func(rows *sql.Rows) error {
-			var id string
-			err := rows.Scan(&id)
-			enrolled[id] = true
-			return err
-		})
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if !enrolled[id] {
-			return analytics.Errorf(analytics.Invalid, "Invalid studentIds: no student %q in group %q", id, groupID)
-		}
+	if missing, err := s.firstMissing(ctx, tx, "students", "student_id", groupID, ids); err != nil || missing != "" {
+		return cmp.Or(err, analytics.Errorf(analytics.Invalid, "Invalid studentIds: no student %q in group %q", missing, groupID))
 	}
 	rows := make([][]any, len(ids))
 	for i, id := range ids {
 		rows[i] = []any{groupID, classID, id}
 	}
 	return s.insertRows(ctx, tx, "class_members (group_id, class_id, student_id)", []string{"text", "text", "text"}, rows, "", nil)
+}
+
+// firstMissing returns the first of ids that column of the group's rows
+// of table does not hold, or "" when it holds them all: one statement.
+func (s *Store) firstMissing(ctx context.Context, tx *txn, table, column, groupID string, ids []string) (string, error) {
+	keys := make([][]any, len(ids))
+	for i, id := range ids {
+		keys[i] = []any{groupID, id}
+	}
+	found := map[string]bool{}
+	err := s.selectKeyed(ctx, tx, `SELECT `+column+` FROM k JOIN `+table+` ON group_id = k.k1 AND `+column+` = k.k2`,
+		[]string{"text", "text"}, keys, func(rows *sql.Rows) error {
+			var id string
+			err := rows.Scan(&id)
+			found[id] = true
+			return err
+		})
+	if err != nil {
+		return "", err
+	}
+	for _, id := range ids {
+		if !found[id] {
+			return id, nil
+		}
+	}
+	return "", nil
 }
 
 // Class returns one class of the group, with its members.

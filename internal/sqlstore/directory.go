@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -166,26 +167,11 @@ func (s *Store) AddKey(ctx context.Context, k analytics.APIKey) error {
 		if err != nil || len(k.Classes) == 0 {
 			return err
 		}
-		keys := make([][]any, len(k.Classes))
-		for i, id := range k.Classes {
-			keys[i] = []any{k.GroupID, id}
-		}
-		found := map[string]bool{}
-		err = s.selectKeyed(ctx, tx, `SELECT class_id FROM k JOIN classes ON group_id = k.k1 AND class_id = k.k2`,
-			[]string{"text", "text"}, keys, func(rows *sql.Rows) error {
-				var id string
-				err := rows.Scan(&id)
-				found[id] = true
-				return err
-			})
-		if err != nil {
-			return err
+		if missing, err := s.firstMissing(ctx, tx, "classes", "class_id", k.GroupID, k.Classes); err != nil || missing != "" {
+			return cmp.Or(err, analytics.Errorf(analytics.Invalid, "Invalid classIds: no class %q in group %q", missing, k.GroupID))
 		}
 		rows := make([][]any, len(k.Classes))
 		for i, id := range k.Classes {
-			if !found[id] {
-				return analytics.Errorf(analytics.Invalid, "Invalid classIds: no class %q in group %q", id, k.GroupID)
-			}
 			rows[i] = []any{k.GroupID, k.ID, id}
 		}
 		return s.insertRows(ctx, tx, "api_key_classes (group_id, key_id, class_id)", []string{"text", "text", "text"}, rows, "", nil)
