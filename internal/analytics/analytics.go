@@ -17,6 +17,10 @@ type Group struct {
 	Name     string
 	TimeZone string // IANA name; reports cut days in this zone
 	Created  time.Time
+	// MinCellSize, when not 0, hides the figures of group reports (the
+	// group's, a class's) that fewer students than it make up
+	// (docs/decisions.md, small cells).
+	MinCellSize int
 }
 
 // Location returns the group's time zone from the embedded database. Zones

@@ -13,6 +13,7 @@ type Directory interface {
 	Group(ctx context.Context, groupID string) (Group, error)
 	Groups(ctx context.Context) ([]Group, error)
 	RenameGroup(ctx context.Context, groupID, name string) error
+	SetMinCellSize(ctx context.Context, groupID string, size int) error
 
 	AddPlan(ctx context.Context, p Plan) (Plan, error)
 	CancelPlan(ctx context.Context, groupID string, planID int64, at time.Time) (Plan, error)

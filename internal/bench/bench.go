@@ -123,6 +123,9 @@ type scenario struct {
 	// sameAs names the scenario whose answer this one must equal, for one
 	// without a baseline of its own.
 	sameAs string
+	// minCellSize is set on the group while the scenario runs: its answer
+	// must equal sameAs's in every figure it does not hide.
+	minCellSize int
 }
 
 // query is the scenario's query string.
@@ -237,6 +240,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		{name: "chat, group, interval=week", endpoint: "chat", r: r, params: "interval=week", baseline: (*baseline).chatWeekly},
 		{name: "the same, for a class of every student", endpoint: "chat", r: r, params: "interval=week&classId=" + benchClass,
 			sameAs: "chat, group, interval=week"},
+		{name: "the same, for the group with minCellSize 10", endpoint: "chat", r: r, params: "interval=week", minCellSize: 10,
+			sameAs: "chat, group, interval=week"},
 		{name: "chat, students, interval=month", endpoint: "chat", r: r, params: "students=true&interval=month", baseline: (*baseline).chatStudentsMonthly},
 		{name: "the same, compressed as a browser asks", endpoint: "chat", r: r, params: "students=true&interval=month",
 			acceptEncoding: browserEncodings, sameAs: "chat, students, interval=month"},
@@ -261,14 +266,27 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if sc.group != "" {
 			key = keys.other
 		}
+		if sc.minCellSize > 0 {
+			if err := store.SetMinCellSize(ctx, "bench-main", sc.minCellSize); err != nil {
+				return nil, err
+			}
+		}
 		rr, got, err := measure(srv.Base, key, sc, cfg)
+		if sc.minCellSize > 0 {
+			err = cmp.Or(err, store.SetMinCellSize(ctx, "bench-main", 0))
+		}
 		if err != nil {
 			return nil, err
 		}
 		answers[sc.name] = got
-		if sc.baseline == nil {
+		switch {
+		case sc.minCellSize > 0:
+			var hidden int
+			rr.SameAnswer, hidden = sameShown(got, answers[sc.sameAs])
+			fmt.Fprintf(cfg.Out, "%s: %d figures hidden\n", sc.name, hidden)
+		case sc.baseline == nil:
 			rr.SameAnswer = sameAnswer(got, answers[sc.sameAs]) && sameAnswer(answers[sc.sameAs], got)
-		} else {
+		default:
 			b, err := baselineOf(cmp.Or(sc.group, "bench-main"))
 			if err != nil {
 				return nil, err
@@ -714,11 +732,11 @@ func percentile(values []float64, p int) float64 {
 func parseAnswer(body []byte) (answer, int, error) {
 	var resp struct {
 		Reports []struct {
-			StartDate       string `json:"startDate"`
-			StudentID       string `json:"studentId"`
-			NumStudentsUsed *int64 `json:"numStudentsUsed"`
+			StartDate       string          `json:"startDate"`
+			StudentID       string          `json:"studentId"`
+			NumStudentsUsed json.RawMessage `json:"numStudentsUsed"`
 			Data            []struct {
-				Value int64 `json:"value"`
+				Value *int64 `json:"value"`
 			} `json:"data"`
 		} `json:"reports"`
 	}
@@ -729,14 +747,48 @@ func parseAnswer(body []byte) (answer, int, error) {
 	for _, r := range resp.Reports {
 		var values []int64
 		for _, m := range r.Data {
-			values = append(values, m.Value)
+			values = append(values, hiddenAs(m.Value))
 		}
 		if r.NumStudentsUsed != nil {
-			values = append(values, *r.NumStudentsUsed)
+			var n *int64
+			if err := json.Unmarshal(r.NumStudentsUsed, &n); err != nil {
+				return nil, 0, err
+			}
+			values = append(values, hiddenAs(n))
 		}
 		a[r.StartDate[:10]+"|"+r.StudentID] = values
 	}
 	return a, len(resp.Reports), nil
+}
+
+// hiddenAs reads a figure, -1 for one a minCellSize hides (null).
+func hiddenAs(v *int64) int64 {
+	if v == nil {
+		return -1
+	}
+	return *v
+}
+
+// sameShown compares an answer that hides figures with one that does not,
+// in the figures it shows, and says how many it hides.
+func sameShown(hiding, all answer) (same bool, hidden int) {
+	if len(hiding) != len(all) {
+		return false, 0
+	}
+	for k, got := range hiding {
+		want := all[k]
+		if len(got) != len(want) {
+			return false, 0
+		}
+		for i, v := range got {
+			if v == -1 {
+				hidden++
+			} else if v != want[i] {
+				return false, 0
+			}
+		}
+	}
+	return true, hidden
 }
 
 // sameAnswer compares the service's answer with the baseline's, where the

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -73,6 +74,32 @@ func groupSetTimeZone(e *env, args []string) error {
 	})
 }
 
+// cellSize shows a group's minCellSize in a list.
+func cellSize(size int) string {
+	if size == 0 {
+		return "off"
+	}
+	return strconv.Itoa(size)
+}
+
+func groupSetMinCellSize(e *env, args []string) error {
+	fs, db := flags(e, "group set-min-cell-size")
+	group := fs.String("group", "", "group id")
+	size := fs.Int("size", 0, fmt.Sprintf("the fewest students a group report's figure shown may come from: 2 to %d, or 0 for off", platform.MaxMinCellSize))
+	return withPlatform(e, fs, db, args, false, []string{"group", "size"}, func(p *platform.Platform) error {
+		g, err := p.SetMinCellSize(e.ctx, *group, *size)
+		switch {
+		case err != nil:
+			return err
+		case g.MinCellSize == 0:
+			fmt.Fprintf(e.stdout, "group %s shows every figure\n", g.ID)
+		default:
+			fmt.Fprintf(e.stdout, "group %s hides figures of fewer than %d students\n", g.ID, g.MinCellSize)
+		}
+		return nil
+	})
+}
+
 func groupDelete(e *env, args []string) error {
 	fs, db := flags(e, "group delete")
 	group := fs.String("group", "", "group id")
@@ -98,7 +125,7 @@ func groupList(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		header, shardOf := "ID\tNAME\tTIME ZONE\tCREATED", map[string]string{}
+		header, shardOf := "ID\tNAME\tTIME ZONE\tCREATED\tMIN CELL SIZE", map[string]string{}
 		if s.Shards != nil {
 			header += "\tSHARD"
 			loads, err := s.Shards.Loads(e.ctx)
@@ -113,7 +140,7 @@ func groupList(e *env, args []string) error {
 		}
 		table(e, header, func(w io.Writer) {
 			for _, g := range groups {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s", g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s", g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created), cellSize(g.MinCellSize))
 				if s.Shards != nil {
 					fmt.Fprintf(w, "\t%s", cmp.Or(shardOf[g.ID], "-"))
 				}

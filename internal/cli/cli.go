@@ -46,6 +46,7 @@ func init() {
 		{"group list", "", "list groups", groupList},
 		{"group rename", "--group ID --name NAME", "change a group's display name", groupRename},
 		{"group set-timezone", "--group ID --tz ZONE", "change a group's time zone, rebuilding its rollups in it", groupSetTimeZone},
+		{"group set-min-cell-size", "--group ID --size N", "hide report figures that fewer than N students make up (0: off; see docs/api.md, small cells)", groupSetMinCellSize},
 		{"group delete", "--group ID --yes", "erase a group for good: its usage on every store, students, keys, plans and digests", groupDelete},
 		{"group move", "--group ID --shard HOST:PORT", "move a group's usage to another ClickHouse shard (needs --usage)", groupMove},
 		{"shard list", "", "list the ClickHouse shards with their groups and events (needs --usage)", shardList},

@@ -566,3 +566,30 @@ func TestGroupSetTimeZone(t *testing.T) {
 		t.Errorf("the day rollups: %+v, %v; want one, of 2 March (Tokyo)", rollups, err)
 	}
 }
+
+// TestGroupSetMinCellSize: set, listed, turned off, and refused out of
+// range.
+func TestGroupSetMinCellSize(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "group", "create", "--db", db, "--id", "north")
+	if out := mustRun(t, "group", "set-min-cell-size", "--db", db, "--group", "north", "--size", "10"); out != "group north hides figures of fewer than 10 students\n" {
+		t.Errorf("set-min-cell-size 10: %q", out)
+	}
+	if out := mustRun(t, "group", "list", "--db", db); !regexp.MustCompile(`(?m)^north .* 10$`).MatchString(out) {
+		t.Errorf("group list:\n%s", out)
+	}
+	if out := mustRun(t, "group", "set-min-cell-size", "--db", db, "--group", "north", "--size", "0"); out != "group north shows every figure\n" {
+		t.Errorf("set-min-cell-size 0: %q", out)
+	}
+	if out := mustRun(t, "group", "list", "--db", db); !regexp.MustCompile(`(?m)^north .* off$`).MatchString(out) {
+		t.Errorf("group list:\n%s", out)
+	}
+	for _, size := range []string{"1", "101"} {
+		if code, _, errOut := run(t, "", "group", "set-min-cell-size", "--db", db, "--group", "north", "--size", size); code != 1 || !strings.Contains(errOut, "Invalid minCellSize "+size+": expected 0 (off) or 2 to 100") {
+			t.Errorf("--size %s: exit %d, %s", size, code, errOut)
+		}
+	}
+	if code, _, _ := run(t, "", "group", "set-min-cell-size", "--db", db, "--group", "north"); code != 2 {
+		t.Errorf("without --size: exit %d, want 2", code)
+	}
+}

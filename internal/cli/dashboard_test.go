@@ -77,10 +77,40 @@ func demoServer(t *testing.T) (string, map[string]string) {
 	if _, keys["teacher"], err = p.CreateKey(e.ctx, "lakeside-academy", "teacher", "demo-class"); err != nil {
 		t.Fatal(err)
 	}
+	// A school of five that hides figures of fewer than ten students.
+	if keys[smallSchool], err = loadSmallSchool(e, p, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: report.NewEngine(store, store), Platform: platform.New(store, store), Ready: store.Ping,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(srv.Close)
 	return srv.URL, keys
+}
+
+// smallSchool is a school of five students, each of whom sent one
+// Tutor Me message yesterday, with a minCellSize of 10.
+const smallSchool = "small-school"
+
+func loadSmallSchool(e *env, p *platform.Platform, now time.Time) (string, error) {
+	if _, err := p.CreateGroup(e.ctx, smallSchool, "Small School", "UTC"); err != nil {
+		return "", err
+	}
+	if _, err := p.SetMinCellSize(e.ctx, smallSchool, 10); err != nil {
+		return "", err
+	}
+	if _, err := p.AddPlan(e.ctx, smallSchool, "2025-01-01", ""); err != nil {
+		return "", err
+	}
+	var batch []json.RawMessage
+	for i := range 5 {
+		batch = append(batch, json.RawMessage(fmt.Sprintf(`{"id": "small-%d", "groupId": %q, "studentId": "s%d", "occurredAt": %q, "kind": "chat.message_sent", "chatType": "tutor_me"}`,
+			i, smallSchool, i, now.Add(-24*time.Hour).UTC().Format(time.RFC3339))))
+	}
+	if _, err := p.Ingest(e.ctx, batch, false); err != nil {
+		return "", err
+	}
+	_, key, err := p.CreateKey(e.ctx, smallSchool, "dashboard")
+	return key, err
 }
 
 // bigSchool is a school of 10,000 students beside the demo's: each has
@@ -578,6 +608,27 @@ func TestDashboardInBrowser(t *testing.T) {
 	if big.Rows != 200 || !strings.Contains(big.Count, "of 10,000 students") || big.Label != "Rows 1–200, page 1 of 50" ||
 		big.NextLabel != "Rows 201–400, page 2 of 50" || big.Found != 10 {
 		t.Errorf("10,000 students: %+v", big)
+	}
+
+	// A school with a minCellSize: its figures of fewer students say
+	// "hidden" and why, are not compared, and the caption says so.
+	var small struct {
+		Values, Changes []string
+		Title, Caption  string
+	}
+	run("small school", chromedp.Evaluate(`document.getElementById("sign-out").click(); true`, nil), chromedp.WaitVisible("#key"),
+		chromedp.SendKeys("#key", keys[smallSchool]), chromedp.Click(`#key-form button[type=submit]`),
+		chromedp.WaitVisible(`#dashboard[data-loaded]`),
+		chromedp.Evaluate(`({
+			Values: [...document.querySelectorAll("#totals .tile .value")].map(v => v.textContent),
+			Changes: [...document.querySelectorAll("#totals .tile .change")].map(v => v.firstChild.textContent),
+			Title: document.querySelector("#totals .tile.hidden-figure")?.title ?? "",
+			Caption: document.getElementById("totals-caption").textContent,
+		})`, &small))
+	wantValues := []string{"0", "0", "0", "hidden", "hidden", "0", "0", "0", "0", "0", "hidden"}
+	if !reflect.DeepEqual(small.Values, wantValues) || small.Changes[3] != "not compared" || small.Changes[0] != "no change" ||
+		!strings.HasPrefix(small.Title, "Hidden: fewer than 10 students") || !strings.HasSuffix(small.Caption, "Figures of fewer than 10 students are hidden.") {
+		t.Errorf("a school hiding small figures shows %+v, want values %v", small, wantValues)
 	}
 
 	// A wrong key, and the key of a school whose plan ended: one request

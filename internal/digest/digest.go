@@ -130,8 +130,11 @@ func run(ctx context.Context, engine *report.Engine, group analytics.Group, ep *
 
 // Change says how a total moved from the week before: "no change", "new"
 // (from nothing), or up or down by a whole percentage, as the dashboard
-// says it.
+// says it; "not compared" when either is hidden (report.Suppressed).
 func Change(value, previous int64) (text string, direction int) {
+	if value == report.Suppressed || previous == report.Suppressed {
+		return "not compared", 0
+	}
 	if previous == 0 {
 		if value == 0 {
 			return "no change", 0

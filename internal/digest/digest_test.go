@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/report"
 )
 
 func TestParseWeek(t *testing.T) {
@@ -46,6 +47,8 @@ func TestChange(t *testing.T) {
 		{12, 10, "up 20%", 1},
 		{1, 3, "down 67%", -1},
 		{1000, 999, "no change", 0}, // 0.1% rounds to nothing
+		{report.Suppressed, 3, "not compared", 0},
+		{12, report.Suppressed, "not compared", 0},
 	}
 	for _, tt := range tests {
 		if got, dir := Change(tt.value, tt.previous); got != tt.want || dir != tt.direction {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/report"
 )
 
 // MaxInactiveNames is how many inactive students a digest names; it
@@ -164,8 +165,12 @@ func (d Digest) InactiveNames() string {
 }
 
 // thousands writes n with a comma between each group of three digits,
-// as the dashboard does.
+// as the dashboard does, or "hidden" for a figure the group's minCellSize
+// hides.
 func thousands(n int64) string {
+	if n == report.Suppressed {
+		return "hidden"
+	}
 	s := strconv.FormatInt(n, 10)
 	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
 		s = s[:i] + "," + s[i:]

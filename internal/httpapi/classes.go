@@ -136,7 +136,8 @@ func (s *Server) keyClasses(w http.ResponseWriter, r *http.Request, access analy
 		}
 	}
 	writeJSON(w, http.StatusOK, struct {
-		ForClasses bool    `json:"forClasses"`
-		Classes    []class `json:"classes"`
-	}{access.ForClasses, out})
+		ForClasses  bool    `json:"forClasses"`
+		MinCellSize int     `json:"minCellSize"`
+		Classes     []class `json:"classes"`
+	}{access.ForClasses, access.Group.MinCellSize, out})
 }

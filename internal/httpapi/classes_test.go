@@ -4,12 +4,15 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"groupanalytics/internal/platform"
 )
 
 // TestClasses: the admin API's classes, each error it names, and reports
@@ -230,8 +233,8 @@ func TestTeacherKeys(t *testing.T) {
 
 		// The classes each key may ask for: a teacher's, its own.
 		for _, c := range []struct{ key, want string }{
-			{key, `{"forClasses":false,"classes":[{"id":"c1","name":"c1","students":2},{"id":"c2","name":"c2","students":2},{"id":"c3","name":"c3","students":2},{"id":"union","name":"union","students":3}]}`},
-			{teacher, `{"forClasses":true,"classes":[{"id":"c1","name":"c1","students":2},{"id":"c2","name":"c2","students":2}]}`},
+			{key, `{"forClasses":false,"minCellSize":0,"classes":[{"id":"c1","name":"c1","students":2},{"id":"c2","name":"c2","students":2},{"id":"c3","name":"c3","students":2},{"id":"union","name":"union","students":3}]}`},
+			{teacher, `{"forClasses":true,"minCellSize":0,"classes":[{"id":"c1","name":"c1","students":2},{"id":"c2","name":"c2","students":2}]}`},
 		} {
 			if resp := e.do("GET", "/api/classes", c.key, ""); resp.status != 200 || strings.TrimSpace(string(resp.body)) != c.want {
 				t.Errorf("GET /api/classes: %d %s, want %s", resp.status, resp.body, c.want)
@@ -298,6 +301,155 @@ func TestTeacherKeys(t *testing.T) {
 		if resp := e.reportRequest("chat", teacher, "", ""); resp.status != 403 {
 			t.Errorf("revoked, the teacher's key gets %d", resp.status)
 		}
+	})
+}
+
+// TestSmallCells: with a minCellSize, a group report (the group's, a
+// class's, a teacher's key's) shows no figure that fewer students make, as
+// null in JSON and an empty field in CSV, and hides more where the hidden
+// one could be worked out: the school less its other classes, a class less
+// the class within it, a key's classes less one. What is shown is exact;
+// student reports are not touched; 0 turns it off.
+func TestSmallCells(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		key := e.school("north", "UTC")
+		token := e.token()
+		// 50 students: bio (14) holds bio-lab (11), chem (12), seminar (2),
+		// and 22 in no class.
+		id := func(i int) string { return fmt.Sprintf("s%02d", i) }
+		span := func(from, to int) string {
+			var ids []string
+			for i := from; i <= to; i++ {
+				ids = append(ids, `"`+id(i)+`"`)
+			}
+			return "[" + strings.Join(ids, ",") + "]"
+		}
+		var events []platform.EventInput
+		at := "2026-03-02T10:00:00Z"
+		for i := range 50 {
+			events = append(events, message("north", id(i), "main", at))
+			if i <= 26 {
+				events = append(events, message("north", id(i), "tutor_me", at))
+			}
+			if i <= 2 {
+				events = append(events, session("north", id(i), at))
+			}
+		}
+		e.send(events...)
+		for class, members := range map[string]string{"bio": span(0, 13), "bio-lab": span(0, 10), "chem": span(14, 25), "seminar": span(26, 27)} {
+			e.mustCall("POST", "/v1/admin/groups/north/classes", token, `{"id": "`+class+`", "name": "`+class+`", "studentIds": `+members+`}`, 201)
+		}
+
+		// Set, shown, refused.
+		if got := e.mustCall("PATCH", "/v1/admin/groups/north", token, `{"minCellSize": 10}`, 200)["minCellSize"]; fmt.Sprint(got) != "10" {
+			t.Errorf("PATCH minCellSize: %v", got)
+		}
+		if got := e.mustCall("GET", "/v1/admin/groups/north", token, "", 200)["minCellSize"]; fmt.Sprint(got) != "10" {
+			t.Errorf("GET group: minCellSize %v", got)
+		}
+		for body, message := range map[string]string{
+			`{"minCellSize": 1}`:   "Invalid minCellSize 1: expected 0 (off) or 2 to 100",
+			`{"minCellSize": 101}`: "Invalid minCellSize 101: expected 0 (off) or 2 to 100",
+			`{"minCellSize": -10}`: "Invalid minCellSize -10: expected 0 (off) or 2 to 100",
+		} {
+			resp := e.call("PATCH", "/v1/admin/groups/north", token, body)
+			if got := resp.json(t)["error"]; resp.status != 400 || got != message {
+				t.Errorf("%s: %d %v, want 400 %q", body, resp.status, got, message)
+			}
+		}
+		if resp := e.call("PATCH", "/v1/admin/groups/north", token, `{"minCellSize": "ten"}`); resp.status != 400 {
+			t.Errorf(`minCellSize "ten": %d %s`, resp.status, resp.body)
+		}
+		if resp := e.do("GET", "/api/classes", key, ""); !strings.Contains(string(resp.body), `"minCellSize":10`) {
+			t.Errorf("GET /api/classes: %s", resp.body)
+		}
+
+		// Each report's figures of the day: numStudentsUsed, then the
+		// metrics; -1 for hidden.
+		figures := func(key, endpoint, query string) []int64 {
+			t.Helper()
+			resp := e.reportRequest(endpoint, key, "startDate=2026-03-02&endDate=2026-03-02&"+query, "")
+			var body struct {
+				Reports []struct {
+					NumStudentsUsed *int64 `json:"numStudentsUsed"`
+					Data            []struct {
+						Value *int64 `json:"value"`
+					} `json:"data"`
+				} `json:"reports"`
+			}
+			if err := json.Unmarshal(resp.body, &body); err != nil || resp.status != 200 || len(body.Reports) != 1 {
+				t.Fatalf("%s %s: %d %s", endpoint, query, resp.status, resp.body)
+			}
+			var out []int64
+			for _, v := range append([]*int64{body.Reports[0].NumStudentsUsed}, func() (vs []*int64) {
+				for _, d := range body.Reports[0].Data {
+					vs = append(vs, d.Value)
+				}
+				return vs
+			}()...) {
+				if v == nil {
+					out = append(out, -1)
+				} else {
+					out = append(out, *v)
+				}
+			}
+			return out
+		}
+		const x = -1
+		check := func(key string, want map[string][2][]int64) {
+			t.Helper()
+			for query, w := range want {
+				if got := figures(key, "live-lecture", query); !reflect.DeepEqual(got, w[0]) {
+					t.Errorf("live-lecture %q: %v, want %v", query, got, w[0])
+				}
+				if got := figures(key, "chat", query); !reflect.DeepEqual(got, w[1]) {
+					t.Errorf("chat %q: %v, want %v", query, got, w[1])
+				}
+			}
+		}
+		// Sessions: 3 students, hidden everywhere they are not 0. Main
+		// chat: bio less bio-lab would be 3 students, so bio-lab is
+		// hidden. Tutor Me: the school less bio, bio-lab and chem would be
+		// 1 of the seminar, so the smallest two are hidden too. A total
+		// goes with its parts.
+		check(key, map[string][2][]int64{
+			"":                {{x, x, 0}, {50, 77, 27, 0, 0, 0, 0, 50}},
+			"classId=bio":     {{x, x, 0}, {14, 28, 14, 0, 0, 0, 0, 14}},
+			"classId=bio-lab": {{x, x, 0}, {x, x, x, 0, 0, 0, 0, x}},
+			"classId=chem":    {{0, 0, 0}, {12, x, x, 0, 0, 0, 0, 12}},
+			"classId=seminar": {{0, 0, 0}, {x, x, x, 0, 0, 0, 0, x}},
+		})
+		// Student reports are each student's own: nothing hidden.
+		if got := e.reports("chat", key, "startDate=2026-03-02&endDate=2026-03-02&students=true&classId=seminar"); len(got) != 2 || got[0].Data[0].Value != 2 {
+			t.Errorf("the seminar's students: %+v", got)
+		}
+		// CSV: an empty field.
+		csv := string(e.reportRequest("chat", key, "startDate=2026-03-02&endDate=2026-03-02&classId=seminar&format=csv", "").body)
+		if want := "2026-03-02T00:00:00.000Z,2026-03-02T23:59:59.999Z,,,,0,0,0,0,\r\n"; !strings.HasSuffix(csv, want) {
+			t.Errorf("CSV:\n%q, want it to end %q", csv, want)
+		}
+
+		// A teacher's key of chem and the seminar: its report less chem's
+		// would give the seminar's, so chem's chat is hidden now; and the
+		// seminar's students being in no other report shown than the
+		// key's, the key's is hidden too.
+		created := e.mustCall("POST", "/v1/admin/groups/north/keys", token, `{"label": "Mr Li", "classIds": ["chem", "seminar"]}`, 201)
+		teacher := created["key"].(string)
+		check(teacher, map[string][2][]int64{
+			"":                {{0, 0, 0}, {x, x, x, 0, 0, 0, 0, x}},
+			"classId=chem":    {{0, 0, 0}, {x, x, x, 0, 0, 0, 0, x}},
+			"classId=seminar": {{0, 0, 0}, {x, x, x, 0, 0, 0, 0, x}},
+		})
+		check(key, map[string][2][]int64{"classId=chem": {{0, 0, 0}, {x, x, x, 0, 0, 0, 0, x}}})
+		e.mustCall("DELETE", "/v1/admin/groups/north/keys/"+created["id"].(string), token, "", 204)
+
+		// Off: every figure as it is.
+		e.mustCall("PATCH", "/v1/admin/groups/north", token, `{"minCellSize": 0}`, 200)
+		check(key, map[string][2][]int64{
+			"":                {{3, 3, 0}, {50, 77, 27, 0, 0, 0, 0, 50}},
+			"classId=bio-lab": {{3, 3, 0}, {11, 22, 11, 0, 0, 0, 0, 11}},
+			"classId=seminar": {{0, 0, 0}, {2, 3, 1, 0, 0, 0, 0, 2}},
+		})
 	})
 }
 

@@ -195,6 +195,34 @@ func TestDigestEqualsTheAPI(t *testing.T) {
 	})
 }
 
+// TestDigestHidesSmallCells: a school with a minCellSize gets its digest
+// with the figures the report API hides said to be hidden, and not
+// compared; a 0 stays a 0.
+func TestDigestHidesSmallCells(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		d := newDigestEnv(t, e, mailtest.Options{})
+		e.school("north", "UTC")
+		token := e.token()
+		if _, err := e.platform.SetMinCellSize(ctx, "north", 10); err != nil {
+			t.Fatal(err)
+		}
+		e.send(message("north", "s01", "main", "2026-11-10T09:00:00Z"), message("north", "s02", "main", "2026-11-04T09:00:00Z"))
+		d.addRecipient(token, "north", "head@north.example")
+		e.clock.Set(at("UTC", "2026-11-16 07:00"))
+		d.round()
+		text := parseDigest(t, d.mail.WaitFor(t, 1, 10*time.Second)[0].Data).Parts["text/plain"]
+		for _, line := range []string{
+			fmt.Sprintf("  %-24s %9s  %s", "Total Messages", "hidden", "not compared (hidden the week before)"),
+			fmt.Sprintf("  %-24s %9s  %s", "Tutor Me Messages", "0", "no change (0 the week before)"),
+			fmt.Sprintf("  %-24s %9s  %s", digest.UsersTitle, "hidden", "not compared (hidden the week before)"),
+		} {
+			if !strings.Contains(text, line+"\n") {
+				t.Errorf("the text part lacks %q:\n%s", line, text)
+			}
+		}
+	})
+}
+
 // TestDigestWeekStartsAtSevenOnMonday: before 07:00 on Monday in the
 // group's zone, the digest due is the week before last's.
 func TestDigestWeekStartsAtSevenOnMonday(t *testing.T) {

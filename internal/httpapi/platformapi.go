@@ -145,6 +145,8 @@ type (
 		Name      string `json:"name"`
 		TimeZone  string `json:"timeZone"`
 		CreatedAt string `json:"createdAt"`
+		// MinCellSize: report figures of fewer students are hidden; 0: off.
+		MinCellSize int `json:"minCellSize"`
 	}
 	planJSON struct {
 		ID          int64   `json:"id"`
@@ -186,7 +188,7 @@ func optionalTime(t *time.Time) *string {
 }
 
 func toGroup(g analytics.Group) groupJSON {
-	return groupJSON{g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created)}
+	return groupJSON{g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created), g.MinCellSize}
 }
 
 // plansOf returns a group's plan converter, which tells the plans' days
@@ -257,14 +259,15 @@ func (s *Server) getGroup(r *http.Request) (int, any, error) {
 // rollups), or both.
 func (s *Server) updateGroup(r *http.Request) (int, any, error) {
 	var in struct {
-		Name     *string `json:"name"`
-		TimeZone *string `json:"timeZone"`
+		Name        *string `json:"name"`
+		TimeZone    *string `json:"timeZone"`
+		MinCellSize *int    `json:"minCellSize"`
 	}
 	if err := decodeBody(r, &in); err != nil {
 		return 0, nil, err
 	}
-	if in.Name == nil && in.TimeZone == nil {
-		return 0, nil, analytics.Errorf(analytics.Invalid, "Invalid body: give name, timeZone or both")
+	if in.Name == nil && in.TimeZone == nil && in.MinCellSize == nil {
+		return 0, nil, analytics.Errorf(analytics.Invalid, "Invalid body: give one or more of name, timeZone and minCellSize")
 	}
 	g, err := s.platform.Group(r.Context(), r.PathValue("groupId"))
 	if err == nil && in.Name != nil {
@@ -272,6 +275,9 @@ func (s *Server) updateGroup(r *http.Request) (int, any, error) {
 	}
 	if err == nil && in.TimeZone != nil {
 		g, err = s.platform.SetTimeZone(r.Context(), g.ID, *in.TimeZone)
+	}
+	if err == nil && in.MinCellSize != nil {
+		g, err = s.platform.SetMinCellSize(r.Context(), g.ID, *in.MinCellSize)
 	}
 	return http.StatusOK, toGroup(g), err
 }

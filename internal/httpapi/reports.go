@@ -450,13 +450,13 @@ func (rw *reportWriter) appendCSV(rep *report.Report) {
 	b := append(rw.buf, rw.periodOf(rep)...)
 	b = append(b, ',')
 	if rep.Student == nil {
-		b = strconv.AppendInt(b, int64(rep.NumStudentsUsed), 10)
+		b = appendFigure(b, int64(rep.NumStudentsUsed), "")
 	} else {
 		b = append(b, rw.studentOf(rep)...)
 	}
 	for _, v := range rep.Values {
 		b = append(b, ',')
-		b = strconv.AppendInt(b, v, 10)
+		b = appendFigure(b, v, "")
 	}
 	rw.buf = append(b, "\r\n"...)
 }
@@ -466,7 +466,7 @@ func (rw *reportWriter) appendJSON(rep *report.Report) {
 	b := append(rw.buf, rw.periodOf(rep)...)
 	if rep.Student == nil {
 		b = append(b, `,"numStudentsUsed":`...)
-		b = strconv.AppendInt(b, int64(rep.NumStudentsUsed), 10)
+		b = appendFigure(b, int64(rep.NumStudentsUsed), "null")
 	} else {
 		b = append(b, rw.studentOf(rep)...)
 	}
@@ -476,10 +476,19 @@ func (rw *reportWriter) appendJSON(rep *report.Report) {
 			b = append(b, ',')
 		}
 		b = append(b, title...)
-		b = strconv.AppendInt(b, rep.Values[i], 10)
+		b = appendFigure(b, rep.Values[i], "null")
 		b = append(b, '}')
 	}
 	rw.buf = append(b, "]}"...)
+}
+
+// appendFigure appends a count, or hidden for one that a small-cell rule
+// hides (docs/decisions.md, small cells): JSON's null, CSV's empty field.
+func appendFigure(b []byte, v int64, hidden string) []byte {
+	if v == report.Suppressed {
+		return append(b, hidden...)
+	}
+	return strconv.AppendInt(b, v, 10)
 }
 
 // appendCSVField appends a CSV field as encoding/csv writes it with CRLF

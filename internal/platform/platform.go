@@ -193,6 +193,25 @@ func (p *Platform) RenameGroup(ctx context.Context, groupID, name string) (analy
 	return g, p.Directory.RenameGroup(ctx, groupID, name)
 }
 
+// MaxMinCellSize bounds a group's minCellSize: above it, hardly a class
+// of a school would show a figure.
+const MaxMinCellSize = 100
+
+// SetMinCellSize sets the group's minCellSize: 0 turns the hiding of its
+// reports' small figures off, else 2 to MaxMinCellSize (1 would hide
+// none).
+func (p *Platform) SetMinCellSize(ctx context.Context, groupID string, size int) (analytics.Group, error) {
+	g, err := p.Group(ctx, groupID)
+	if err != nil {
+		return g, err
+	}
+	if size != 0 && (size < 2 || size > MaxMinCellSize) {
+		return g, invalid("Invalid minCellSize %d: expected 0 (off) or 2 to %d", size, MaxMinCellSize)
+	}
+	g.MinCellSize = size
+	return g, p.Directory.SetMinCellSize(ctx, groupID, size)
+}
+
 // CancelPlan cancels a plan from now on.
 func (p *Platform) CancelPlan(ctx context.Context, groupID string, planID int64) (analytics.Plan, error) {
 	if err := knownGroup(groupID); err != nil {

@@ -83,3 +83,12 @@ func (q Query) Range(now time.Time, loc *time.Location) analytics.DayRange {
 // 2025-01-01 in the group's time zone (for a UTC group, exactly the
 // documented 2025-01-01T00:00:00.000Z).
 var DefaultStart = analytics.DateDay(2025, time.January, 1)
+
+// asked returns the classes whose members the reports cover: the class
+// asked for, or a teacher's key's classes.
+func (q Query) asked() []string {
+	if q.ClassID != "" {
+		return []string{q.ClassID}
+	}
+	return q.Classes
+}

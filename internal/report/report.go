@@ -20,6 +20,7 @@ import (
 type Endpoint struct {
 	Name   string // the last part of its path
 	Titles []string
+	total  bool // the first value adds up the others
 	values func(c *analytics.Counts, into []int64)
 	users  func(r *analytics.GroupRollup) analytics.StudentSet
 }
@@ -36,7 +37,8 @@ var LiveLecture = &Endpoint{
 
 // Chat is POST /api/groups/chat.
 var Chat = &Endpoint{
-	Name: "chat",
+	Name:  "chat",
+	total: true,
 	Titles: []string{"Total Messages", "Tutor Me Messages", "Test Messages", "Flashcard Messages",
 		"Material Messages", "Live Lecture Messages", "Main Chat Messages"},
 	values: func(c *analytics.Counts, into []int64) {
@@ -99,13 +101,24 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	if err := e.Usage.Settle(ctx, group.ID); err != nil {
 		return err
 	}
-	members, restricted, where, err := e.members(ctx, group.ID, q)
+	// A group with a minCellSize hides the small figures of its group
+	// reports (docs/decisions.md, small cells): they are made from its
+	// students' counts, and a class's are decided on all its classes.
+	var classes []analytics.Class
+	var keys [][]string
+	cellsRule := group.MinCellSize > 0 && !q.Students
+	if cellsRule {
+		if classes, keys, err = e.reportsShown(ctx, group.ID); err != nil {
+			return err
+		}
+	}
+	members, restricted, where, err := e.members(ctx, group.ID, q, classes)
 	if err != nil {
 		return err
 	}
 	var students []analytics.Student
 	var ordinals map[string]int
-	if q.Students || restricted {
+	if q.Students || restricted || cellsRule {
 		err := inParallel(2, func(i int) (err error) {
 			if i == 0 && q.Students {
 				students, err = e.Directory.Students(ctx, group.ID)
@@ -134,8 +147,11 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	switch {
 	case q.Students:
 		return e.studentReports(ctx, group.ID, loc, ep, periods, students, ordinals, emit)
+	case cellsRule:
+		cells := newSmallCells(group.MinCellSize, classes, keys, q.asked(), !restricted, ordinals, len(ep.Titles), ep.total)
+		return e.classReports(ctx, group.ID, loc, ep, periods, members, !restricted, ordinals, cells, emit)
 	case restricted:
-		return e.classReports(ctx, group.ID, loc, ep, periods, members, ordinals, emit)
+		return e.classReports(ctx, group.ID, loc, ep, periods, members, false, ordinals, nil, emit)
 	}
 	return e.groupReports(ctx, group.ID, loc, ep, periods, emit)
 }
@@ -144,19 +160,29 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 // (not the whole group): the class asked for, or the classes of a
 // teacher's key together, perhaps none. where says, for an error, where a
 // student was looked for. A class outside a teacher's key is as unknown
-// as one that does not exist.
-func (e *Engine) members(ctx context.Context, groupID string, q Query) (members []string, restricted bool, where string, err error) {
-	classes, where := q.Classes, "this group"
+// as one that does not exist. The classes are read from the directory
+// one by one, or found in all, the group's classes, when given.
+func (e *Engine) members(ctx context.Context, groupID string, q Query, all []analytics.Class) (members []string, restricted bool, where string, err error) {
+	where = "this group"
 	if q.ClassID != "" {
 		if q.Scoped && !slices.Contains(q.Classes, q.ClassID) {
 			return nil, false, "", analytics.Errorf(analytics.Invalid, "Invalid classId: no class %q in this group", q.ClassID)
 		}
-		classes, where = []string{q.ClassID}, "this class"
+		where = "this class"
 	} else if !q.Scoped {
 		return nil, false, where, nil
 	}
-	for _, id := range classes {
-		c, err := e.Directory.Class(ctx, groupID, id)
+	class := func(id string) (analytics.Class, error) { return e.Directory.Class(ctx, groupID, id) }
+	if all != nil {
+		class = func(id string) (analytics.Class, error) {
+			if i := slices.IndexFunc(all, func(c analytics.Class) bool { return c.ID == id }); i >= 0 {
+				return all[i], nil
+			}
+			return analytics.Class{}, analytics.Errorf(analytics.NotFound, "Class %q not found", id)
+		}
+	}
+	for _, id := range q.asked() {
+		c, err := class(id)
 		switch {
 		case analytics.ErrorCode(err) == analytics.NotFound && q.ClassID != "":
 			return nil, false, "", analytics.Errorf(analytics.Invalid, "Invalid classId: no class %q in this group", q.ClassID)
@@ -168,6 +194,26 @@ func (e *Engine) members(ctx context.Context, groupID string, q Query) (members 
 		members = append(members, c.Members...)
 	}
 	return slices.Compact(slices.Sorted(slices.Values(members))), true, where, nil
+}
+
+// reportsShown returns what a group shows group reports of, besides the
+// whole group: its classes, and the classes of its teachers' keys of more
+// than one.
+func (e *Engine) reportsShown(ctx context.Context, groupID string) (classes []analytics.Class, keys [][]string, err error) {
+	err = inParallel(2, func(i int) (err error) {
+		if i == 0 {
+			classes, err = e.Directory.Classes(ctx, groupID)
+			return err
+		}
+		all, err := e.Directory.Keys(ctx, groupID)
+		for _, k := range all {
+			if k.ForClasses && k.Revoked == nil && len(k.Classes) > 1 {
+				keys = append(keys, k.Classes)
+			}
+		}
+		return err
+	})
+	return classes, keys, err
 }
 
 // pickAll keeps the students whose ids are given; an id of none of them
@@ -358,11 +404,12 @@ func (e *Engine) studentReports(ctx context.Context, groupID string, loc *time.L
 	})
 }
 
-// classReports emits a class's group reports: in each period, its
-// members' counts added up, and how many of them used the endpoint (had
-// any of its counts).
+// classReports emits a class's group reports (the whole group's when
+// whole): in each period, its members' counts added up, and how many of
+// them used the endpoint (had any of its counts). cells, if not nil,
+// hides the figures of too few students.
 func (e *Engine) classReports(ctx context.Context, groupID string, loc *time.Location, ep *Endpoint,
-	periods []analytics.DayRange, members []string, ordinals map[string]int, emit func(*Report) error) error {
+	periods []analytics.DayRange, members []string, whole bool, ordinals map[string]int, cells *smallCells, emit func(*Report) error) error {
 	places := make([]int, 0, len(members))
 	for _, id := range members {
 		if n := placeOf(ordinals, id); n >= 0 {
@@ -374,18 +421,28 @@ func (e *Engine) classReports(ctx context.Context, groupID string, loc *time.Loc
 	return e.eachPeriodTotals(ctx, groupID, periods, func(p analytics.DayRange, sum []analytics.Counts) error {
 		var counts analytics.Counts
 		rep.NumStudentsUsed = 0
-		for _, n := range places {
-			if n >= len(sum) {
-				continue
-			}
-			counts.Add(&sum[n])
-			ep.values(&sum[n], one)
+		add := func(c *analytics.Counts) {
+			counts.Add(c)
+			ep.values(c, one)
 			if slices.ContainsFunc(one, func(v int64) bool { return v != 0 }) {
 				rep.NumStudentsUsed++
 			}
 		}
+		if whole {
+			for n := range sum {
+				add(&sum[n])
+			}
+		}
+		for _, n := range places {
+			if n < len(sum) {
+				add(&sum[n])
+			}
+		}
 		rep.Start, rep.End = p.First.Start(loc), p.Last.End(loc)
 		ep.values(&counts, rep.Values)
+		if cells != nil {
+			cells.apply(ep, sum, rep)
+		}
 		return emit(rep)
 	})
 }

@@ -27,12 +27,12 @@ func (s *Store) CreateGroup(ctx context.Context, g analytics.Group) error {
 	})
 }
 
-const groupColumns = `group_id, name, time_zone, created_at`
+const groupColumns = `group_id, name, time_zone, created_at, min_cell_size`
 
 func scanGroup(row interface{ Scan(...any) error }) (analytics.Group, error) {
 	var g analytics.Group
 	var created int64
-	err := row.Scan(&g.ID, &g.Name, &g.TimeZone, &created)
+	err := row.Scan(&g.ID, &g.Name, &g.TimeZone, &created, &g.MinCellSize)
 	g.Created = fromMillis(created)
 	return g, err
 }
@@ -70,8 +70,18 @@ func (s *Store) Groups(ctx context.Context) ([]analytics.Group, error) {
 
 // RenameGroup changes a group's display name, or answers NotFound.
 func (s *Store) RenameGroup(ctx context.Context, groupID, name string) error {
-	return s.transact(ctx, "RenameGroup", func(tx *txn) error {
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE groups SET name = ? WHERE group_id = ?`), name, groupID)
+	return s.updateGroup(ctx, "RenameGroup", `name`, groupID, name)
+}
+
+// SetMinCellSize sets a group's minCellSize (0: off), or answers NotFound.
+func (s *Store) SetMinCellSize(ctx context.Context, groupID string, size int) error {
+	return s.updateGroup(ctx, "SetMinCellSize", `min_cell_size`, groupID, size)
+}
+
+// updateGroup sets one column of a group's row, or answers NotFound.
+func (s *Store) updateGroup(ctx context.Context, op, column, groupID string, value any) error {
+	return s.transact(ctx, op, func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE groups SET `+column+` = ? WHERE group_id = ?`), value, groupID)
 		if err != nil {
 			return err
 		}
@@ -243,20 +253,20 @@ func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (a
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var (
-		groupID, keyID, name, zone sql.NullString
-		created, revoked, used     sql.NullInt64
-		forClasses                 sql.NullBool
-		planValid                  bool
+		groupID, keyID, name, zone       sql.NullString
+		created, revoked, used, minCells sql.NullInt64
+		forClasses                       sql.NullBool
+		planValid                        bool
 	)
 	at := millis(now)
 	err := s.read.QueryRowContext(ctx, s.q(`SELECT k.group_id, k.key_id, k.revoked_at, k.last_used_at, k.for_classes,
-			g.name, g.time_zone, g.created_at,
+			g.name, g.time_zone, g.created_at, g.min_cell_size,
 			EXISTS (SELECT 1 FROM plans p WHERE p.group_id = k.group_id AND p.starts_at <= ?
 				AND (p.ends_at IS NULL OR p.ends_at > ?) AND (p.cancelled_at IS NULL OR p.cancelled_at > ?))
 		FROM (SELECT 1 AS one) AS probe
 		LEFT JOIN api_keys k ON k.key_hash = ?
 		LEFT JOIN groups g ON g.group_id = k.group_id`), at, at, at, keyHash).
-		Scan(&groupID, &keyID, &revoked, &used, &forClasses, &name, &zone, &created, &planValid)
+		Scan(&groupID, &keyID, &revoked, &used, &forClasses, &name, &zone, &created, &minCells, &planValid)
 	if err != nil {
 		return analytics.Access{}, s.wrap("Authorize", err)
 	}
@@ -264,7 +274,7 @@ func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (a
 		return analytics.Access{}, errUnauthorized
 	}
 	access := analytics.Access{Group: analytics.Group{ID: groupID.String, Name: name.String, TimeZone: zone.String,
-		Created: fromMillis(created.Int64)}, ForClasses: forClasses.Bool}
+		Created: fromMillis(created.Int64), MinCellSize: int(minCells.Int64)}, ForClasses: forClasses.Bool}
 	if access.ForClasses {
 		rows, err := s.read.QueryContext(ctx, s.q(`SELECT class_id FROM api_key_classes WHERE group_id = ? AND key_id = ?`),
 			groupID.String, keyID.String)

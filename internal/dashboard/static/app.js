@@ -16,6 +16,7 @@ let columns = []; // the table's value columns: {endpoint, title}
 let sort = { column: -1, ascending: true }; // -1: the API's order (by name)
 let loaded = null; // what the school view shows: {period, interval, labels, series by endpoint}
 let page = 0; // the page of the table shown, of pageSize rows
+let minCellSize = 0; // the school's: its reports' figures of fewer students come as null
 const collator = new Intl.Collator("en"); // for sorting names and ids: compare is fast
 // pageSize keeps the table's DOM small for a school of 10,000 students.
 const pageSize = 200;
@@ -221,9 +222,24 @@ function value(r, title) {
 }
 
 // averagePerStudent is the school's average per student who used the
-// endpoint in the period, to a tenth: 0 when nobody did.
+// endpoint in the period, to a tenth: 0 when nobody did, null when either
+// figure is hidden.
 function averagePerStudent(total, students) {
+  if (total === null || students === null) {
+    return null;
+  }
   return students ? Math.round((total / students) * 10) / 10 : 0;
+}
+
+// showCount writes a count, or "hidden" for a figure the school's
+// minCellSize hides.
+function showCount(n) {
+  return n === null ? "hidden" : n.toLocaleString("en-US");
+}
+
+// hiddenNote says why a figure is hidden.
+function hiddenNote() {
+  return `Hidden: fewer than ${minCellSize} students make it, or it would tell what such a figure is.`;
 }
 
 // previousRange is the range of the same number of days just before
@@ -237,8 +253,12 @@ function previousRange(period) {
 }
 
 // change tells how now compares with before, as [text, trend]: "▲ 12%"
-// or "new" (from nothing) going "up", "▼ 5%" going "down", "no change".
+// or "new" (from nothing) going "up", "▼ 5%" going "down", "no change";
+// "not compared" when either is hidden.
 function change(now, before) {
+  if (now === null || before === null) {
+    return ["not compared", ""];
+  }
   if (before === 0) {
     return now === 0 ? ["no change", ""] : ["new", "up"];
   }
@@ -255,8 +275,9 @@ function change(now, before) {
 function drawTotals(totals, before, period, previous) {
   const days = daysBetween(period.startDate, period.endDate);
   const versus = `vs ${days === 1 ? "the day" : `${days.toLocaleString("en-US")} days`} before`;
+  const hiding = minCellSize ? `Figures of fewer than ${minCellSize} students are hidden.` : "";
   $("totals-caption").textContent =
-    `Each change is ${versus}: ${showRange(previous.startDate, previous.endDate)}. ${rangeNote(period)}`.trim();
+    `Each change is ${versus}: ${showRange(previous.startDate, previous.endDate)}. ${rangeNote(period)} ${hiding}`.trim();
   const tiles = [];
   for (const endpoint of endpoints) {
     const r = totals[endpoint];
@@ -271,7 +292,11 @@ function drawTotals(totals, before, period, previous) {
       tile.dataset.title = t.title;
       const value = document.createElement("div");
       value.className = "value";
-      value.textContent = t.value.toLocaleString("en-US");
+      value.textContent = showCount(t.value);
+      if (t.value === null) {
+        tile.classList.add("hidden-figure");
+        tile.title = hiddenNote();
+      }
       const label = document.createElement("div");
       label.className = "label";
       label.textContent = `${names[t.endpoint]}: ${t.title}`;
@@ -281,7 +306,7 @@ function drawTotals(totals, before, period, previous) {
       delta.textContent = text;
       const compared = Object.assign(document.createElement("span"), { className: "versus", textContent: ` ${versus}` });
       delta.append(compared);
-      delta.title = `${t.before.toLocaleString("en-US")} in ${showRange(previous.startDate, previous.endDate)}`;
+      delta.title = `${showCount(t.before)} in ${showRange(previous.startDate, previous.endDate)}`;
       tile.append(value, label, delta);
       return tile;
     }),
@@ -414,7 +439,9 @@ async function loadClasses() {
   if ($("class-picker").dataset.loaded) {
     return;
   }
-  const { forClasses, classes } = await (await call("GET", "/api/classes")).json();
+  const answer = await (await call("GET", "/api/classes")).json();
+  const { forClasses, classes } = answer;
+  minCellSize = answer.minCellSize;
   const options = classes.map((c) =>
     Object.assign(document.createElement("option"), { value: c.id, textContent: `${c.name} (${c.students.toLocaleString("en-US")} students)` }),
   );
@@ -567,7 +594,7 @@ function drawStudentTotals(reports, totals) {
         Object.assign(document.createElement("div"), { className: "label", textContent: `${names[endpoint]}: ${m.title}` }),
         Object.assign(document.createElement("div"), {
           className: "average",
-          textContent: `school average ${averagePerStudent(m.value, school.numStudentsUsed).toLocaleString("en-US")}`,
+          textContent: `school average ${showCount(averagePerStudent(m.value, school.numStudentsUsed))}`,
         }),
       );
       tiles.push(tile);
