@@ -11,8 +11,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/cache"
 )
 
 // Endpoint is one report endpoint: its metric titles, how to read their
@@ -75,14 +77,22 @@ type Engine struct {
 	Usage     analytics.UsageStore
 	// MaxReports caps the reports of one response (docs/decisions.md, R2).
 	MaxReports int
+	// rosters keeps each group's students in report order under the
+	// directory's roster version, so that student reports read only the
+	// counts while no student is enrolled, renamed or erased.
+	rosters *cache.Versioned[[]analytics.Student]
 }
+
+// maxKeptRosters bounds the bytes of the students an engine keeps: 2,000
+// schools of 150 students take about 25 MB, one of 10,000 about 1 MB.
+const maxKeptRosters = 64 << 20
 
 // DefaultMaxReports is the documented cap on reports per response.
 const DefaultMaxReports = 200_000
 
 // NewEngine returns an engine on the stores, with the documented cap.
 func NewEngine(dir analytics.Directory, usage analytics.UsageStore) *Engine {
-	return &Engine{Directory: dir, Usage: usage, MaxReports: DefaultMaxReports}
+	return &Engine{Directory: dir, Usage: usage, MaxReports: DefaultMaxReports, rosters: cache.New[[]analytics.Student](maxKeptRosters)}
 }
 
 // Run computes the reports q asks of group at time now and passes them to
@@ -121,8 +131,7 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	if q.Students || restricted || cellsRule {
 		err := inParallel(2, func(i int) (err error) {
 			if i == 0 && q.Students {
-				students, err = e.Directory.Students(ctx, group.ID)
-				analytics.SortStudents(students)
+				students, err = e.students(ctx, group.ID)
 			} else if i == 1 {
 				ordinals, err = e.Usage.Ordinals(ctx, group.ID)
 			}
@@ -155,6 +164,35 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	}
 	return e.groupReports(ctx, group.ID, loc, ep, periods, emit)
 }
+
+// students returns the group's students in report order, kept from an
+// answer before while the group's roster version is the same. The slice
+// is shared: callers pick from it, never change it.
+func (e *Engine) students(ctx context.Context, groupID string) ([]analytics.Student, error) {
+	// The version is read first: students read after it are at least as
+	// new, so they are never kept under a version they are older than.
+	version, err := e.Directory.RosterVersion(ctx, groupID)
+	if err != nil {
+		return nil, err
+	}
+	if students, ok := e.rosters.Get(groupID, version); ok {
+		return students, nil
+	}
+	students, err := e.Directory.Students(ctx, groupID)
+	if err != nil {
+		return nil, err
+	}
+	analytics.SortStudents(students)
+	cost := 0
+	for _, s := range students {
+		cost += len(s.ID) + len(s.Name) + studentCost
+	}
+	e.rosters.Put(groupID, version, students, cost)
+	return students, nil
+}
+
+// studentCost is what a Student costs beside its id's and name's bytes.
+const studentCost = int(unsafe.Sizeof(analytics.Student{}))
 
 // members returns the students the answer may cover when restricted
 // (not the whole group): the class asked for, or the classes of a

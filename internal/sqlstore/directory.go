@@ -7,6 +7,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -456,6 +457,20 @@ func (s *Store) Students(ctx context.Context, groupID string) ([]analytics.Stude
 		students = append(students, st)
 	}
 	return students, s.wrap("Students", rows.Err())
+}
+
+// RosterVersion reads the group's creation and the count of changes to
+// its students and ordinals that the triggers of roster_versions keep.
+func (s *Store) RosterVersion(ctx context.Context, groupID string) (string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var created, version int64
+	err := s.read.QueryRowContext(ctx, s.q(`SELECT g.created_at, COALESCE(v.version, 0) FROM groups g
+		LEFT JOIN roster_versions v ON v.group_id = g.group_id WHERE g.group_id = ?`), groupID).Scan(&created, &version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", analytics.Errorf(analytics.NotFound, "Group %q not found", groupID)
+	}
+	return strconv.FormatInt(created, 10) + "." + strconv.FormatInt(version, 10), s.wrap("RosterVersion", err)
 }
 
 // AddToken stores a platform token (its hash, never the secret).

@@ -23,6 +23,7 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/cache"
 	"groupanalytics/internal/rollup"
 )
 
@@ -52,6 +53,8 @@ type Store struct {
 	appends     []chan *rollup.Call // to the writers of AppendEvents, by group
 
 	touches chan keyTouch // to the writer of keys' last use
+
+	keptOrdinals *cache.Versioned[map[string]int] // by group, under its roster version
 
 	leadMu  sync.Mutex
 	lead    *pgx.Conn // PostgreSQL only: the connection of LeadApplier
@@ -113,6 +116,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	s.timeout, s.observer = opts.CallTimeout, opts.Observer
 	s.touches = make(chan keyTouch, 1024)
+	s.keptOrdinals = cache.New[map[string]int](maxKeptOrdinals)
 	s.writers.Add(1)
 	go s.writeTouches()
 	return s, nil
