@@ -51,6 +51,7 @@ type smallCells struct {
 	made    [][]int32 // made[m][a]: the students of atom a with figure m not 0
 	hidden  []bool    // per report, for the figure being decided
 	target  []bool    // per report: hidden for its few students, not to be worked out
+	makers  []int     // per report: its students making the figure
 	covered []int32   // per atom: the reports shown but the group's holding it
 }
 
@@ -153,6 +154,7 @@ func newSmallCells(min int, classes []analytics.Class, keys [][]string, asked []
 	}
 	sc.hidden = make([]bool, len(sc.reports))
 	sc.target = make([]bool, len(sc.reports))
+	sc.makers = make([]int, len(sc.reports))
 	sc.covered = make([]int32, sc.atoms)
 	return sc
 }
@@ -220,44 +222,35 @@ func (sc *smallCells) apply(ep *Endpoint, sum []analytics.Counts, rep *Report) {
 // decide marks the reports whose figure m is hidden.
 func (sc *smallCells) decide(m int) {
 	made := sc.made[m]
-	students := func(atoms []int32) (n int) {
+	for r, atoms := range sc.reports {
+		n := 0
 		for _, a := range atoms {
 			n += int(made[a])
 		}
-		return n
-	}
-	for r, atoms := range sc.reports {
-		n := students(atoms)
+		sc.makers[r] = n
 		sc.hidden[r] = n > 0 && n < sc.min
 		sc.target[r] = sc.hidden[r]
 	}
-	for sc.guardPools(made, students) || sc.guardTargets(made) {
+	for sc.guardPools(made) || sc.guardTargets(made) {
 	}
 }
 
-// guardPools hides, in a report shown with reports shown inside it whose
-// pool (its students in none of them) holds 1 to min-1 students making
-// the figure, the smallest of those, and reports whether it hid one.
-func (sc *smallCells) guardPools(made []int32, students func([]int32) int) bool {
+// guardPools hides, in each report shown with reports shown inside it
+// whose pool (its students in none of them) holds 1 to min-1 students
+// making the figure, the smallest of those until the pool holds none or
+// enough, and reports whether it hid any.
+func (sc *smallCells) guardPools(made []int32) (hid bool) {
 	for outer, inside := range sc.inside {
-		if sc.hidden[outer] {
+		if sc.hidden[outer] || len(inside) == 0 {
 			continue
 		}
 		clear(sc.covered)
-		smallest, fewest := -1, 0
 		for _, r := range inside {
-			if sc.hidden[r] {
-				continue
+			if !sc.hidden[r] {
+				for _, a := range sc.reports[r] {
+					sc.covered[a]++
+				}
 			}
-			for _, a := range sc.reports[r] {
-				sc.covered[a] = 1
-			}
-			if n := students(sc.reports[r]); n > 0 && (smallest < 0 || n < fewest) {
-				smallest, fewest = int(r), n
-			}
-		}
-		if smallest < 0 {
-			continue
 		}
 		pool := 0
 		for _, a := range sc.reports[outer] {
@@ -265,19 +258,32 @@ func (sc *smallCells) guardPools(made []int32, students func([]int32) int) bool 
 				pool += int(made[a])
 			}
 		}
-		if pool > 0 && pool < sc.min {
-			sc.hidden[smallest] = true
-			return true
+		for pool > 0 && pool < sc.min {
+			smallest := -1
+			for _, r := range inside {
+				if !sc.hidden[r] && sc.makers[r] > 0 && (smallest < 0 || sc.makers[r] < sc.makers[smallest]) {
+					smallest = int(r)
+				}
+			}
+			if smallest < 0 {
+				break
+			}
+			sc.hidden[smallest], hid = true, true
+			for _, a := range sc.reports[smallest] {
+				if sc.covered[a]--; sc.covered[a] == 0 {
+					pool += int(made[a])
+				}
+			}
 		}
 	}
-	return false
+	return hid
 }
 
-// guardTargets makes sure that each report hidden so far holds students
-// making the figure in no report shown but the group's; where not, it
-// hides the reports shown that hold the atom of such students covered by
-// the fewest, and reports whether it hid any.
-func (sc *smallCells) guardTargets(made []int32) bool {
+// guardTargets makes sure that each report hidden for its few students
+// holds students making the figure in no report shown but the group's;
+// where not, it hides the reports shown that hold the atom of such
+// students covered by the fewest, and reports whether it hid any.
+func (sc *smallCells) guardTargets(made []int32) (hid bool) {
 	clear(sc.covered)
 	for r, atoms := range sc.reports[1:] {
 		if !sc.hidden[r+1] {
@@ -287,13 +293,18 @@ func (sc *smallCells) guardTargets(made []int32) bool {
 		}
 	}
 	for r, target := range sc.target {
-		in := sc.reports[r]
-		if a := sc.leastCovered(made, in); target && a >= 0 && sc.covered[a] > 0 {
-			sc.uncover(a)
-			return true
+		if a := sc.leastCovered(made, sc.reports[r]); target && a >= 0 && sc.covered[a] > 0 {
+			for _, r := range sc.inReport[a] {
+				if !sc.hidden[r] {
+					sc.hidden[r], hid = true, true
+					for _, b := range sc.reports[r] {
+						sc.covered[b]--
+					}
+				}
+			}
 		}
 	}
-	return false
+	return hid
 }
 
 // leastCovered returns, of the atoms with students making the figure,
@@ -310,11 +321,4 @@ func (sc *smallCells) leastCovered(made []int32, atoms []int32) int32 {
 		}
 	}
 	return best
-}
-
-// uncover hides the reports shown but the group's that hold atom a.
-func (sc *smallCells) uncover(a int32) {
-	for _, r := range sc.inReport[a] {
-		sc.hidden[r] = true
-	}
 }
