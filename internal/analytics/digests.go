@@ -15,6 +15,10 @@ type Recipient struct {
 	// this recipient, and nothing else, without a key.
 	Token   string
 	Created time.Time
+	// ClassID, if set, makes the recipient a class's teacher: the digest
+	// is the class's (its members' figures and students), not the
+	// school's. The class's deletion removes the recipient.
+	ClassID string
 }
 
 // ErrUnknownUnsubscribeToken is the answer to an unsubscribe link whose

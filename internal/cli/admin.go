@@ -554,9 +554,14 @@ func recipientAdd(e *env, args []string) error {
 	fs, db := flags(e, "recipient add")
 	group := fs.String("group", "", "group id")
 	address := fs.String("address", "", "email address")
+	class := fs.String("class", "", "a class of the group: its teacher gets the class's digest (default: the school's)")
 	return withPlatform(e, fs, db, args, false, []string{"group", "address"}, func(p *platform.Platform) error {
-		r, err := p.AddRecipient(e.ctx, *group, *address)
-		if err == nil {
+		r, err := p.AddRecipient(e.ctx, *group, *address, *class)
+		switch {
+		case err != nil:
+		case r.ClassID != "":
+			fmt.Fprintf(e.stdout, "%s will receive the weekly digest of class %s of group %s\n", r.Address, r.ClassID, r.GroupID)
+		default:
 			fmt.Fprintf(e.stdout, "%s will receive the weekly digest of group %s\n", r.Address, r.GroupID)
 		}
 		return err
@@ -568,9 +573,9 @@ func recipientList(e *env, args []string) error {
 	group := fs.String("group", "", "group id")
 	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
 		recipients, err := p.Recipients(e.ctx, *group)
-		table(e, "ADDRESS\tADDED", func(w io.Writer) {
+		table(e, "ADDRESS\tADDED\tCLASS", func(w io.Writer) {
 			for _, r := range recipients {
-				fmt.Fprintf(w, "%s\t%s\n", r.Address, analytics.FormatTime(r.Created))
+				fmt.Fprintf(w, "%s\t%s\t%s\n", r.Address, analytics.FormatTime(r.Created), cmp.Or(r.ClassID, "-"))
 			}
 		})
 		return err

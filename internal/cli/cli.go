@@ -67,7 +67,7 @@ func init() {
 		{"class members", "--group ID --id CLASS_ID [STUDENT_ID ...]", "make these students the class's members (none: empty it)", classMembers},
 		{"class delete", "--group ID --id CLASS_ID", "delete a class (its students stay in the group)", classDelete},
 		{"roster import", "--group ID [--org ORG_ID] [--dry-run] FILE.zip", "take a group's students and classes from a OneRoster 1.2 CSV bundle, all or nothing", rosterImport},
-		{"recipient add", "--group ID --address EMAIL", "send a group's weekly digest to an address", recipientAdd},
+		{"recipient add", "--group ID --address EMAIL [--class CLASS_ID]", "send a group's weekly digest to an address (a class's, to its teacher, with --class)", recipientAdd},
 		{"recipient list", "--group ID", "list a group's digest recipients", recipientList},
 		{"recipient remove", "--group ID --address EMAIL", "stop a group's weekly digest to an address", recipientRemove},
 		{"digest send", "--group ID --to EMAIL [--week 2026-W46] --smtp-url URL --public-url URL", "send a group's weekly digest now, to try it (not recorded)", digestSend},

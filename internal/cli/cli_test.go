@@ -404,9 +404,14 @@ func TestDigestCommands(t *testing.T) {
 	}
 	mustRun(t, "recipient", "add", "--db", db, "--group", "north", "--address", "staff@north.example")
 	mustRun(t, "recipient", "remove", "--db", db, "--group", "north", "--address", "staff@north.example")
-	if list := mustRun(t, "recipient", "list", "--db", db, "--group", "north"); !regexp.MustCompile(`^ADDRESS +ADDED\nHead@north\.example +\d{4}-`).MatchString(list) || strings.Contains(list, "staff") {
+	mustRun(t, "class", "create", "--db", db, "--group", "north", "--id", "bio", "--name", "Biology")
+	if out := mustRun(t, "recipient", "add", "--db", db, "--group", "north", "--address", "ortiz@north.example", "--class", "bio"); out != "ortiz@north.example will receive the weekly digest of class bio of group north\n" {
+		t.Errorf("recipient add --class: %q", out)
+	}
+	if list := mustRun(t, "recipient", "list", "--db", db, "--group", "north"); !regexp.MustCompile(`^ADDRESS +ADDED +CLASS\nHead@north\.example +\d{4}-\S+ +-\nortiz@north\.example +\S+ +bio\n$`).MatchString(list) || strings.Contains(list, "staff") {
 		t.Errorf("recipient list:\n%s", list)
 	}
+	mustRun(t, "recipient", "remove", "--db", db, "--group", "north", "--address", "ortiz@north.example")
 
 	public := []string{"--smtp-url", mail.URL(), "--public-url", "https://analytics.example"}
 	if code, _, errOut := run(t, "", "digest", "send", "--db", db, "--group", "north", "--to", "x@north.example"); code != 1 || !strings.Contains(errOut, "needs --smtp-url") {

@@ -13,10 +13,13 @@ import (
 	"groupanalytics/internal/report"
 )
 
-// Digest is one group's week: both endpoints' totals beside the week
-// before's, and the students inactive all week.
+// Digest is one group's week, or one class's: both endpoints' totals
+// beside the week before's, and the students inactive all week.
 type Digest struct {
-	Group    analytics.Group
+	Group analytics.Group
+	// Class, if set, is the class the digest is of: its members' figures
+	// and students, for its teacher.
+	Class    *analytics.Class
 	Week     analytics.Week
 	Days     analytics.DayRange
 	Sections []Section
@@ -53,10 +56,11 @@ var sections = []struct {
 // numStudentsUsed.
 const UsersTitle = "Students who used it"
 
-// Compose makes group's digest of week from the report engine: the same
-// numbers as the report API's answers for the week's seven days.
-func Compose(ctx context.Context, engine *report.Engine, group analytics.Group, week analytics.Week, now time.Time) (Digest, error) {
-	d := Digest{Group: group, Week: week, Days: week.Days()}
+// Compose makes group's digest of week from the report engine, or its
+// class's when class is set: the same numbers as the report API's answers
+// for the week's seven days (with classId).
+func Compose(ctx context.Context, engine *report.Engine, group analytics.Group, class *analytics.Class, week analytics.Week, now time.Time) (Digest, error) {
+	d := Digest{Group: group, Class: class, Week: week, Days: week.Days()}
 	active := map[string]bool{}
 	var students []analytics.Student
 	for _, sec := range sections {
@@ -66,7 +70,7 @@ func Compose(ctx context.Context, engine *report.Engine, group analytics.Group, 
 		}
 		section.Rows = append(section.Rows, Row{Title: UsersTitle})
 		for _, w := range []analytics.Week{week, week.Previous()} {
-			err := run(ctx, engine, group, sec.endpoint, w, false, now, func(r *report.Report) {
+			err := run(ctx, engine, group, class, sec.endpoint, w, false, now, func(r *report.Report) {
 				for i := range section.Rows {
 					v := int64(r.NumStudentsUsed)
 					if i < len(r.Values) {
@@ -86,7 +90,7 @@ func Compose(ctx context.Context, engine *report.Engine, group analytics.Group, 
 		d.Sections = append(d.Sections, section)
 
 		students = students[:0]
-		err := run(ctx, engine, group, sec.endpoint, week, true, now, func(r *report.Report) {
+		err := run(ctx, engine, group, class, sec.endpoint, week, true, now, func(r *report.Report) {
 			students = append(students, *r.Student)
 			for _, v := range r.Values {
 				if v != 0 {
@@ -108,8 +112,8 @@ func Compose(ctx context.Context, engine *report.Engine, group analytics.Group, 
 }
 
 // run asks the engine for the week's whole-range report of ep: the
-// group's, or each student's.
-func run(ctx context.Context, engine *report.Engine, group analytics.Group, ep *report.Endpoint, w analytics.Week,
+// group's (or class's), or each student's.
+func run(ctx context.Context, engine *report.Engine, group analytics.Group, class *analytics.Class, ep *report.Endpoint, w analytics.Week,
 	students bool, now time.Time, emit func(*report.Report)) error {
 	days := w.Days()
 	start, err := analytics.ParseDate("startDate", days.First.String())
@@ -121,6 +125,9 @@ func run(ctx context.Context, engine *report.Engine, group analytics.Group, ep *
 		return err
 	}
 	q := report.Query{Start: &start, End: &end, Students: students, Interval: analytics.Whole}
+	if class != nil {
+		q.ClassID = class.ID
+	}
 	err = engine.Run(ctx, group, ep, q, now, func(r *report.Report) error { emit(r); return nil })
 	if err != nil {
 		return fmt.Errorf("digest %s %s: %w", group.ID, w, err)

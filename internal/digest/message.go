@@ -44,7 +44,15 @@ func LinksFor(publicURL string, d Digest, token string) Links {
 
 // Subject is the digest's subject line.
 func (d Digest) Subject() string {
-	return fmt.Sprintf("%s: the week of %s", d.Group.Name, d.Span())
+	return fmt.Sprintf("%s: the week of %s", d.Audience(), d.Span())
+}
+
+// Audience names whose digest it is: the school, or a class of it.
+func (d Digest) Audience() string {
+	if d.Class != nil {
+		return fmt.Sprintf("%s (%s)", d.Class.Name, d.Group.Name)
+	}
+	return d.Group.Name
 }
 
 // Span names the week's days: "9-15 November 2026", or across months
@@ -121,7 +129,7 @@ func messageID(d Digest, to, from string) string {
 }
 
 func (d Digest) writeText(w *bytes.Buffer, links Links) {
-	fmt.Fprintf(w, "Weekly digest of %s, %s (%s)\n", d.Group.Name, d.Span(), d.Group.TimeZone)
+	fmt.Fprintf(w, "Weekly digest of %s, %s (%s)\n", d.Audience(), d.Span(), d.Group.TimeZone)
 	for _, s := range d.Sections {
 		fmt.Fprintf(w, "\n%s\n", s.Title)
 		for _, r := range s.Rows {
@@ -135,7 +143,7 @@ func (d Digest) writeText(w *bytes.Buffer, links Links) {
 	}
 	fmt.Fprintf(w, "\nThe dashboard on this week: %s\n", links.Dashboard)
 	if links.Unsubscribe != "" {
-		fmt.Fprintf(w, "\nYou receive this digest as a recipient of %s's. To stop it: %s\n", d.Group.Name, links.Unsubscribe)
+		fmt.Fprintf(w, "\nYou receive this digest as a recipient of %s's. To stop it: %s\n", d.Audience(), links.Unsubscribe)
 	}
 }
 
@@ -198,7 +206,7 @@ var htmlTemplate = template.Must(template.New("digest").Funcs(template.FuncMap{
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Subject}}</title></head>
 <body style="font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#1f2328;max-width:40em;margin:0 auto;padding:1em">
-<h1 style="font-size:1.3em">Weekly digest of {{.Group.Name}}</h1>
+<h1 style="font-size:1.3em">Weekly digest of {{.Audience}}</h1>
 <p style="color:#57606a">{{.Span}} ({{.Group.TimeZone}})</p>
 {{range .Sections}}<h2 style="font-size:1.1em;margin-top:1.5em">{{.Title}}</h2>
 <table style="border-collapse:collapse;width:100%;table-layout:fixed">
@@ -208,6 +216,6 @@ var htmlTemplate = template.Must(template.New("digest").Funcs(template.FuncMap{
 {{end}}<h2 style="font-size:1.1em;margin-top:1.5em">Inactive students</h2>
 <p>{{.InactiveLine}}{{with .InactiveNames}}<br>{{.}}{{end}}</p>
 <p style="margin-top:1.5em"><a href="{{.Links.Dashboard}}">Open the dashboard on this week</a></p>
-{{with .Links.Unsubscribe}}<p style="color:#57606a;font-size:0.9em">You receive this digest as a recipient of {{$.Group.Name}}'s. <a href="{{.}}">Unsubscribe</a></p>{{end}}
+{{with .Links.Unsubscribe}}<p style="color:#57606a;font-size:0.9em">You receive this digest as a recipient of {{$.Audience}}'s. <a href="{{.}}">Unsubscribe</a></p>{{end}}
 </body></html>
 `))

@@ -124,7 +124,7 @@ func (s *Sender) sendGroup(ctx context.Context, recipients []analytics.Recipient
 	if err != nil {
 		return err
 	}
-	var digest *Digest // made for the first recipient claimed
+	digests := map[string]*Digest{} // by class (none: ""), made for the first recipient claimed
 	for _, r := range recipients {
 		if slices.Contains(sent, r.Address) {
 			continue // the usual case after Monday: no write to find it so
@@ -137,13 +137,15 @@ func (s *Sender) sendGroup(ctx context.Context, recipients []analytics.Recipient
 		if !claimed {
 			continue // another process's, or given up
 		}
+		digest := digests[r.ClassID]
 		if digest == nil {
-			d, err := Compose(ctx, s.Engine, group, week, now)
+			d, err := s.compose(ctx, group, r.ClassID, week, now)
 			if err != nil {
 				s.failed(ctx, send, err, now.Add(s.RetryAfter))
 				return err
 			}
 			digest = &d
+			digests[r.ClassID] = digest
 		}
 		msg, err := Message(*digest, s.Mailer.From, r.Address, LinksFor(s.PublicURL, *digest, r.Token), now)
 		if err == nil {
@@ -166,6 +168,19 @@ func (s *Sender) sendGroup(ctx context.Context, recipients []analytics.Recipient
 		}
 	}
 	return nil
+}
+
+// compose makes the digest of the group, or of its class classID.
+func (s *Sender) compose(ctx context.Context, group analytics.Group, classID string, week analytics.Week, now time.Time) (Digest, error) {
+	var class *analytics.Class
+	if classID != "" {
+		c, err := s.Directory.Class(ctx, group.ID, classID)
+		if err != nil {
+			return Digest{}, err
+		}
+		class = &c
+	}
+	return Compose(ctx, s.Engine, group, class, week, now)
 }
 
 // failed records why a digest was not sent and when it may be tried again
@@ -203,8 +218,9 @@ func (s *Sender) deliver(ctx context.Context, to string, msg []byte) error {
 
 // SendTrial sends group's digest of week to an address now, for an
 // operator to see it: not recorded, and sent whether or not it was sent
-// before. The unsubscribe link is the recipient's when the address is
-// one, else there is none.
+// before. When the address is a recipient's, the digest is what they get
+// (a class's, for a class's teacher) with their unsubscribe link; else it
+// is the school's, without one.
 func (s *Sender) SendTrial(ctx context.Context, groupID string, week analytics.Week, to string) error {
 	now := s.Now()
 	group, err := s.Directory.Group(ctx, groupID)
@@ -215,11 +231,11 @@ func (s *Sender) SendTrial(ctx context.Context, groupID string, week analytics.W
 	if err != nil {
 		return err
 	}
-	var token string
+	var token, classID string
 	if i := slices.IndexFunc(recipients, func(r analytics.Recipient) bool { return r.Address == to }); i >= 0 {
-		token = recipients[i].Token
+		token, classID = recipients[i].Token, recipients[i].ClassID
 	}
-	d, err := Compose(ctx, s.Engine, group, week, now)
+	d, err := s.compose(ctx, group, classID, week, now)
 	if err != nil {
 		return err
 	}

@@ -10,20 +10,23 @@ import (
 type recipientJSON struct {
 	Address   string `json:"address"`
 	CreatedAt string `json:"createdAt"`
+	// ClassID: a class's teacher, who gets the class's digest.
+	ClassID string `json:"classId,omitempty"`
 }
 
 func toRecipient(r analytics.Recipient) recipientJSON {
-	return recipientJSON{r.Address, analytics.FormatTime(r.Created)}
+	return recipientJSON{r.Address, analytics.FormatTime(r.Created), r.ClassID}
 }
 
 func (s *Server) addRecipient(r *http.Request) (int, any, error) {
 	var in struct {
 		Address string `json:"address"`
+		ClassID string `json:"classId"`
 	}
 	if err := decodeBody(r, &in); err != nil {
 		return 0, nil, err
 	}
-	rcpt, err := s.platform.AddRecipient(r.Context(), r.PathValue("groupId"), in.Address)
+	rcpt, err := s.platform.AddRecipient(r.Context(), r.PathValue("groupId"), in.Address, in.ClassID)
 	return http.StatusCreated, toRecipient(rcpt), err
 }
 

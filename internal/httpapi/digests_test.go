@@ -195,6 +195,61 @@ func TestDigestEqualsTheAPI(t *testing.T) {
 	})
 }
 
+// TestDigestOfAClass: a recipient added with a class (its teacher) gets
+// the class's digest: its figures as the report API gives them with
+// classId, its inactive members only, under its name; the school's
+// recipient gets the school's. An unknown class is refused; the class
+// deleted, its recipient goes too.
+func TestDigestOfAClass(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		d := newDigestEnv(t, e, mailtest.Options{})
+		key := e.school("north", "UTC")
+		token := e.token()
+		for i, name := range []string{"Ada", "Ben", "Cy", "Dee"} {
+			e.enrol("north", fmt.Sprintf("s%d", i), name)
+		}
+		e.send(message("north", "s0", "main", "2026-11-10T09:00:00Z"), message("north", "s2", "test", "2026-11-11T09:00:00Z"),
+			session("north", "s3", "2026-11-12T09:00:00Z"))
+		e.mustCall("POST", "/v1/admin/groups/north/classes", token, `{"id": "bio", "name": "Biology", "studentIds": ["s0", "s1"]}`, 201)
+		if got := e.mustCall("POST", "/v1/admin/groups/north/digest-recipients", token, `{"address": "ortiz@north.example", "classId": "bio"}`, 201); got["classId"] != "bio" {
+			t.Errorf("added %v", got)
+		}
+		if resp := e.call("POST", "/v1/admin/groups/north/digest-recipients", token, `{"address": "li@north.example", "classId": "chem"}`); resp.status != 400 ||
+			resp.json(t)["error"] != `Invalid classId: no class "chem" in group "north"` {
+			t.Errorf("an unknown class: %d %s", resp.status, resp.body)
+		}
+		d.addRecipient(token, "north", "head@north.example")
+		e.clock.Set(at("UTC", "2026-11-16 07:00"))
+		d.round()
+		texts := map[string]string{}
+		for _, m := range d.mail.WaitFor(t, 2, 10*time.Second) {
+			texts[m.To[0]] = parseDigest(t, m.Data).Parts["text/plain"]
+		}
+		class, school := texts["ortiz@north.example"], texts["head@north.example"]
+		const week = "startDate=2026-11-09&endDate=2026-11-15"
+		for _, c := range []struct {
+			text, query, heading, inactive string
+		}{
+			{class, week + "&classId=bio", "Weekly digest of Biology (School north), 9–15 November 2026", "Inactive all week: 1 of 2 students.\n  Ben\n"},
+			{school, week, "Weekly digest of School north, 9–15 November 2026", "Inactive all week: 1 of 4 students.\n  Ben\n"},
+		} {
+			if !strings.Contains(c.text, c.heading) || !strings.Contains(c.text, c.inactive) {
+				t.Errorf("a digest lacks %q or %q:\n%s", c.heading, c.inactive, c.text)
+			}
+			r := e.reports("chat", key, c.query)[0]
+			line := fmt.Sprintf("  %-24s %9d", "Total Messages", r.Data[0].Value)
+			if !strings.Contains(c.text, line) {
+				t.Errorf("%s: the digest lacks %q:\n%s", c.query, line, c.text)
+			}
+		}
+		e.mustCall("DELETE", "/v1/admin/groups/north/classes/bio", token, "", 204)
+		got := e.mustCall("GET", "/v1/admin/groups/north/digest-recipients", token, "", 200)["recipients"].([]any)
+		if len(got) != 1 || got[0].(map[string]any)["address"] != "head@north.example" {
+			t.Errorf("after the class's deletion, recipients %v", got)
+		}
+	})
+}
+
 // TestDigestHidesSmallCells: a school with a minCellSize gets its digest
 // with the figures the report API hides said to be hidden, and not
 // compared; a 0 stays a 0.

@@ -10,9 +10,10 @@ import (
 	"groupanalytics/internal/analytics"
 )
 
-// AddRecipient gives a group's weekly digest to an email address.
-func (p *Platform) AddRecipient(ctx context.Context, groupID, address string) (analytics.Recipient, error) {
-	r := analytics.Recipient{GroupID: groupID}
+// AddRecipient gives a group's weekly digest to an email address: the
+// school's, or a class's when classID is set (a class of the group).
+func (p *Platform) AddRecipient(ctx context.Context, groupID, address, classID string) (analytics.Recipient, error) {
+	r := analytics.Recipient{GroupID: groupID, ClassID: classID}
 	if _, err := p.Group(ctx, groupID); err != nil {
 		return r, err
 	}

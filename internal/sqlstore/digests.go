@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -17,8 +18,13 @@ func (s *Store) AddRecipient(ctx context.Context, r analytics.Recipient) error {
 		if err := s.lockGroup(ctx, tx, r.GroupID); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO digest_recipients (group_id, address, token, created_at)
-			VALUES (?, ?, ?, ?) ON CONFLICT (group_id, address) DO NOTHING`), r.GroupID, r.Address, r.Token, millis(r.Created))
+		if r.ClassID != "" {
+			if missing, err := s.firstMissing(ctx, tx, "classes", "class_id", r.GroupID, []string{r.ClassID}); err != nil || missing != "" {
+				return cmp.Or(err, analytics.Errorf(analytics.Invalid, "Invalid classId: no class %q in group %q", r.ClassID, r.GroupID))
+			}
+		}
+		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO digest_recipients (group_id, address, token, created_at, class_id)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (group_id, address) DO NOTHING`), r.GroupID, r.Address, r.Token, millis(r.Created), nullable(r.ClassID))
 		if err != nil {
 			return err
 		}
@@ -34,7 +40,7 @@ func (s *Store) AddRecipient(ctx context.Context, r analytics.Recipient) error {
 func (s *Store) Recipients(ctx context.Context, groupID string) ([]analytics.Recipient, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.read.QueryContext(ctx, s.q(`SELECT group_id, address, token, created_at FROM digest_recipients
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT group_id, address, token, created_at, COALESCE(class_id, '') FROM digest_recipients
 		WHERE group_id = ? OR ? = '' ORDER BY group_id, address`), groupID, groupID)
 	if err != nil {
 		return nil, s.wrap("Recipients", err)
@@ -44,7 +50,7 @@ func (s *Store) Recipients(ctx context.Context, groupID string) ([]analytics.Rec
 	for rows.Next() {
 		var r analytics.Recipient
 		var created int64
-		if err := rows.Scan(&r.GroupID, &r.Address, &r.Token, &created); err != nil {
+		if err := rows.Scan(&r.GroupID, &r.Address, &r.Token, &created, &r.ClassID); err != nil {
 			return nil, s.wrap("Recipients", err)
 		}
 		r.Created = fromMillis(created)
@@ -75,7 +81,7 @@ func (s *Store) Unsubscribe(ctx context.Context, token string) (analytics.Recipi
 	err := s.transact(ctx, "Unsubscribe", func(tx *txn) error {
 		var created int64
 		err := tx.QueryRowContext(ctx, s.q(`DELETE FROM digest_recipients WHERE token = ?
-			RETURNING group_id, address, created_at`), token).Scan(&r.GroupID, &r.Address, &created)
+			RETURNING group_id, address, created_at, COALESCE(class_id, '')`), token).Scan(&r.GroupID, &r.Address, &created, &r.ClassID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return analytics.ErrUnknownUnsubscribeToken
 		}
