@@ -50,7 +50,6 @@ type smallCells struct {
 
 	made    [][]int32 // made[m][a]: the students of atom a with figure m not 0
 	hidden  []bool    // per report, for the figure being decided
-	target  []bool    // per report: hidden for its few students, not to be worked out
 	makers  []int     // per report: its students making the figure
 	covered []int32   // per atom: the reports shown but the group's holding it
 }
@@ -153,7 +152,6 @@ func newSmallCells(min int, classes []analytics.Class, keys [][]string, asked []
 		sc.made[m] = make([]int32, sc.atoms)
 	}
 	sc.hidden = make([]bool, len(sc.reports))
-	sc.target = make([]bool, len(sc.reports))
 	sc.makers = make([]int, len(sc.reports))
 	sc.covered = make([]int32, sc.atoms)
 	return sc
@@ -228,8 +226,7 @@ func (sc *smallCells) decide(m int) {
 			n += int(made[a])
 		}
 		sc.makers[r] = n
-		sc.hidden[r] = n > 0 && n < sc.min
-		sc.target[r] = sc.hidden[r]
+		sc.hidden[r] = sc.fewMakers(r)
 	}
 	for sc.guardPools(made) || sc.guardTargets(made) {
 	}
@@ -292,8 +289,11 @@ func (sc *smallCells) guardTargets(made []int32) (hid bool) {
 			}
 		}
 	}
-	for r, target := range sc.target {
-		if a := sc.leastCovered(made, sc.reports[r]); target && a >= 0 && sc.covered[a] > 0 {
+	for r := range sc.reports {
+		if !sc.fewMakers(r) {
+			continue
+		}
+		if a := sc.leastCovered(made, sc.reports[r]); a >= 0 && sc.covered[a] > 0 {
 			for _, r := range sc.inReport[a] {
 				if !sc.hidden[r] {
 					sc.hidden[r], hid = true, true
@@ -305,6 +305,12 @@ func (sc *smallCells) guardTargets(made []int32) (hid bool) {
 		}
 	}
 	return hid
+}
+
+// fewMakers reports whether 1 to min-1 students make report r's figure:
+// the reports the rule hides first, and keeps from being worked out.
+func (sc *smallCells) fewMakers(r int) bool {
+	return sc.makers[r] > 0 && sc.makers[r] < sc.min
 }
 
 // leastCovered returns, of the atoms with students making the figure,

@@ -84,6 +84,13 @@ func TestSmallCellsCannotBeWorkedOut(t *testing.T) {
 				want := exactFigures(ep, sum, ordinals, members)
 				rep := &Report{Values: slices.Clone(want[:len(ep.Titles)]), NumStudentsUsed: int(want[len(ep.Titles)])}
 				sc.apply(ep, sum, rep)
+				if i == 0 { // the group's report is decided the same without its classes
+					alone := &Report{Values: slices.Clone(want[:len(ep.Titles)]), NumStudentsUsed: int(want[len(ep.Titles)])}
+					newSmallCells(min, nil, nil, nil, true, ordinals, len(ep.Titles), ep.total).apply(ep, sum, alone)
+					if !slices.Equal(alone.Values, rep.Values) || alone.NumStudentsUsed != rep.NumStudentsUsed {
+						t.Fatalf("round %d %s: the group's report %+v with its classes, %+v without", round, ep.Name, rep, alone)
+					}
+				}
 				for m := range want {
 					got := int64(rep.NumStudentsUsed)
 					if m < len(ep.Titles) {

@@ -113,11 +113,13 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	}
 	// A group with a minCellSize hides the small figures of its group
 	// reports (docs/decisions.md, small cells): they are made from its
-	// students' counts, and a class's are decided on all its classes.
+	// students' counts, and a class's are decided on all the reports of
+	// its classes. The group's own is hidden for its few makers only, so
+	// it needs no classes.
 	var classes []analytics.Class
 	var keys [][]string
 	cellsRule := group.MinCellSize > 0 && !q.Students
-	if cellsRule {
+	if cellsRule && (q.ClassID != "" || q.Scoped) {
 		if classes, keys, err = e.reportsShown(ctx, group.ID); err != nil {
 			return err
 		}
