@@ -263,8 +263,9 @@ type groupWrite struct {
 	loc      *time.Location
 	sh       *shard
 	p        Placement
-	ids      []string // of the events, each once
-	students []string // of the events, each once
+	ids      []string                  // of the events, each once
+	students []string                  // of the events, each once
+	enrol    []analytics.StudentUpdate // of the events, each event's
 	st       *state
 	ords     map[string]int
 	in       intent
@@ -329,6 +330,7 @@ func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[strin
 				seenStudent[e.StudentID] = true
 				w.students = append(w.students, e.StudentID)
 			}
+			w.enrol = append(w.enrol, analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
 		}
 	}
 	// The shards at once: what each write needs to know, and its rows.
@@ -366,15 +368,18 @@ func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[strin
 		return inserts.Wait()
 	})
 	// Enrolment and the end of each intent, with the commit. Every student
-	// of the new events, though most are enrolled already: an ordinal
-	// does not tell, since a write that died may have numbered a student
-	// whose events never landed.
+	// of the events, new or not, though most are enrolled already: an
+	// ordinal does not tell, since a write that died may have numbered a
+	// student whose events never landed; and an event stored by an apply
+	// whose commit failed is still in the log, stored, so not new, while
+	// the intent that would have enrolled its student may have been
+	// replaced since by the intent of a write that failed too.
 	var written []string
 	students := map[string][]analytics.StudentUpdate{}
 	for _, g := range slices.Sorted(maps.Keys(writes)) {
 		if w := writes[g]; w.err == nil {
 			written = append(written, g)
-			students[g] = w.in.Students
+			students[g] = w.enrol
 		}
 	}
 	if len(written) == 0 {

@@ -139,3 +139,31 @@ func SetDirectEvents(t interface{ Cleanup(func()) }, n int) {
 	directEvents = n
 	t.Cleanup(func() { directEvents = old })
 }
+
+// ApplyDying writes what the log holds of the group to ClickHouse, as an
+// apply does, then stops before its commit as if its process died there:
+// the events stored and an intent recorded, the log and the enrolments as
+// they were.
+func (s *Store) ApplyDying(ctx context.Context, groupID string) error {
+	err := s.dir.WithGroupsLock(ctx, []string{groupID}, WaitApply, func(tx GroupsLock) error {
+		logged, err := tx.Logged(ctx, maxApplied)
+		if err != nil {
+			return err
+		}
+		writes := map[string]*groupWrite{}
+		for _, lock := range tx.Locked() {
+			writes[lock.GroupID()] = &groupWrite{tx: lock, events: logged[lock.GroupID()]}
+		}
+		if err := s.writeGroups(ctx, tx, writes, maxApplied); err != nil {
+			return err
+		}
+		if w := writes[groupID]; w != nil && w.err != nil {
+			return w.err
+		}
+		return errDied
+	})
+	if errors.Is(err, errDied) {
+		return nil
+	}
+	return err
+}

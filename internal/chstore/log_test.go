@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,6 +76,41 @@ func TestWriteBehindLog(t *testing.T) {
 	start := time.Now()
 	if _, err := f.usage.AppendEvents(ctx, []analytics.Event{msg("e5", "s1")}); analytics.ErrorCode(err) != analytics.Unavailable || time.Since(start) > time.Second {
 		t.Errorf("a call past the log's bound: %v after %v, want unavailable at once", err, time.Since(start))
+	}
+}
+
+// TestAppliesDyingBeforeTheirCommits: an apply that stores the logged
+// events and dies before its commit leaves them in the log; a second that
+// dies too, after storing newer events, replaces the first one's intent
+// with its own; the apply that commits enrols every student of the events
+// it takes out of the log, stored before or not, and each counts once.
+func TestAppliesDyingBeforeTheirCommits(t *testing.T) {
+	chstore.SetApplyEvery(t, time.Hour) // only the test applies
+	f := newFixture(t)
+	f.group("north")
+	for i, student := range []string{"s1", "s2"} {
+		ev := event("north", fmt.Sprintf("e%d", i+1), student, day, analytics.MainChatMessages)
+		ev.StudentName = strings.ToUpper(student)
+		if _, err := f.usage.AppendEvents(ctx, []analytics.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.usage.ApplyDying(ctx, "north"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := f.usage.LogStats(); n != 2 {
+		t.Errorf("log depth %d after two applies that died, want 2", n)
+	}
+	if err := f.usage.Settle(ctx, "north"); err != nil {
+		t.Fatal(err)
+	}
+	students, err := f.dir.Students(ctx, "north")
+	slices.SortFunc(students, func(a, b analytics.Student) int { return strings.Compare(a.ID, b.ID) })
+	if err != nil || fmt.Sprint(students) != "[{north s1 S1} {north s2 S2}]" {
+		t.Errorf("students %v %v, want s1 and s2", students, err)
+	}
+	if r := f.dayRollup("north"); r.Counts[analytics.MainChatMessages] != 2 || r.ChatUsers.Len() != 2 {
+		t.Errorf("day rollup %+v, want 2 messages of 2 chat users", r)
 	}
 }
 
