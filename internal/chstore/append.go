@@ -35,6 +35,27 @@ type intent struct {
 	All bool `json:"all,omitempty"`
 	// Move: it moves the group to another shard.
 	Move *move `json:"move,omitempty"`
+	// Whole is the write number as of which the group's rows are whole
+	// while the intent is unfinished: its write's rows are newer, and so
+	// are those of every attempt to repair it, each numbered anew.
+	Whole *int64 `json:"whole,omitempty"`
+}
+
+// wholeAsOf returns the write number as of which the rows of the group
+// placed as p are whole, p as read, not settled: p's own number when no
+// write is unfinished; otherwise the number its intent recorded, or, for an
+// intent recorded before intents did, the number before the intent's
+// (then exact unless a repair of it was attempted).
+func wholeAsOf(p Placement) int64 {
+	var in intent
+	switch {
+	case p.Intent == nil:
+		return p.Seq
+	case json.Unmarshal(p.Intent, &in) == nil && in.Whole != nil:
+		return *in.Whole
+	default:
+		return p.Seq - 1
+	}
 }
 
 // AppendEvents queues each group's events for the process's flushers,
@@ -339,6 +360,7 @@ func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[strin
 	intents := map[string][]byte{}
 	for g, w := range writes {
 		if w.err == nil && len(w.rows.events) > 0 {
+			w.in.Whole = &w.p.Seq // settled: whole as of its number
 			if intents[g], w.err = json.Marshal(w.in); w.err != nil {
 				delete(intents, g)
 			}
@@ -551,7 +573,10 @@ func (s *Store) locked(ctx context.Context, groupID string, fn func(tx GroupLock
 	})
 }
 
-func markIntent(ctx context.Context, tx GroupLock, in intent) (int64, error) {
+// markIntent records in, the intent of a write on the rows whole as of
+// write number whole, and returns the write's number.
+func markIntent(ctx context.Context, tx GroupLock, in intent, whole int64) (int64, error) {
+	in.Whole = &whole
 	b, err := json.Marshal(in)
 	if err != nil {
 		return 0, err

@@ -162,6 +162,57 @@ func TestUnfinishedWriteIsRepaired(t *testing.T) {
 	}
 }
 
+// TestReadWhileAWriteIsUnfinished: a read that cannot repair an
+// unfinished write in time reads as of the write before it, also after an
+// attempt to repair it died too (which numbered it anew): the dead write's
+// rows are not counted until it is repaired, and then from the raw events.
+func TestReadWhileAWriteIsUnfinished(t *testing.T) {
+	f := newFixture(t)
+	f.group("north")
+	if _, err := f.appendEvents([]analytics.Event{event("north", "e1", "s1", day, analytics.MainChatMessages)}); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := f.locks.Placement(ctx, "north")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The dead write: intent recorded, group rows of e2 stored, then
+	// nothing; then a repair that died after numbering it anew.
+	died := errors.New("died")
+	err = f.locks.WithGroupLock(ctx, "north", func(tx chstore.GroupLock) error {
+		intent := fmt.Sprintf(`{"months":[%d],"whole":%d}`, analytics.DayOf(day, time.UTC).MonthStart(), p.Seq)
+		seq, err := tx.MarkIntent(ctx, []byte(intent))
+		if err != nil {
+			return err
+		}
+		err = f.usage.InsertGroupRows(ctx, p, seq, []analytics.Event{event("north", "e2", "s2", day, analytics.MainChatMessages)})
+		return errors.Join(err, died)
+	})
+	if !errors.Is(err, died) {
+		t.Fatal(err)
+	}
+	err = f.locks.WithGroupLock(ctx, "north", func(tx chstore.GroupLock) error {
+		dead, _, err := tx.Placement(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = tx.MarkIntent(ctx, dead.Intent)
+		return errors.Join(err, died)
+	})
+	if !errors.Is(err, died) {
+		t.Fatal(err)
+	}
+
+	chstore.SetReadRepairWait(t, 0) // no time to repair
+	if r := f.dayRollup("north"); r.Counts[analytics.MainChatMessages] != 1 || r.ChatUsers.Len() != 1 {
+		t.Errorf("read without repair: %+v, want 1 message of 1 chat user (the dead write's rows not counted)", r)
+	}
+	chstore.SetReadRepairWait(t, 2*time.Second)
+	if r := f.dayRollup("north"); r.Counts[analytics.MainChatMessages] != 1 || r.ChatUsers.Len() != 1 {
+		t.Errorf("read after repair: %+v, want 1 message of 1 chat user (e2 never stored)", r)
+	}
+}
+
 // TestStudentNumberedByADeadWriteIsEnrolled: a write that died after
 // numbering a new student, before storing their events, leaves an ordinal
 // and no enrolment; the student's events, sent again, enrol them.

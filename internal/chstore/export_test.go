@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/rollup"
 )
 
 // InsertRawEvents stores events on the group's shard and nothing else, as
@@ -43,7 +44,7 @@ func (s *Store) MoveHalfway(ctx context.Context, groupID, to string, flip bool) 
 		if err != nil {
 			return err
 		}
-		if _, err := markIntent(ctx, tx, intent{Move: &move{From: p.Shard, To: to}}); err != nil {
+		if _, err := markIntent(ctx, tx, intent{Move: &move{From: p.Shard, To: to}}, wholeAsOf(p)); err != nil {
 			return err
 		}
 		if _, err := s.copyGroup(ctx, s.shardNamed(p.Shard), s.shardNamed(to), groupID); err != nil {
@@ -108,36 +109,59 @@ func (s *Store) RawEvents(ctx context.Context, groupID string) (map[string]strin
 	return events, nil
 }
 
+// setForTest sets *v to value until the test ends.
+func setForTest[T any](t interface{ Cleanup(func()) }, v *T, value T) {
+	old := *v
+	*v = value
+	t.Cleanup(func() { *v = old })
+}
+
 // SetMaxQueuedEvents sets the bound of the events waiting for a flush,
 // until the test ends.
-func SetMaxQueuedEvents(t interface{ Cleanup(func()) }, n int) {
-	old := maxQueuedEvents
-	maxQueuedEvents = n
-	t.Cleanup(func() { maxQueuedEvents = old })
-}
+func SetMaxQueuedEvents(t interface{ Cleanup(func()) }, n int) { setForTest(t, &maxQueuedEvents, n) }
 
 // SetApplyEvery sets how often the applier of stores opened after it
 // applies the log, until the test ends.
-func SetApplyEvery(t interface{ Cleanup(func()) }, d time.Duration) {
-	old := applyEvery
-	applyEvery = d
-	t.Cleanup(func() { applyEvery = old })
-}
+func SetApplyEvery(t interface{ Cleanup(func()) }, d time.Duration) { setForTest(t, &applyEvery, d) }
 
 // SetMaxLogged sets the log's depth past which calls are refused, until
 // the test ends.
-func SetMaxLogged(t interface{ Cleanup(func()) }, n int) {
-	old := maxLogged
-	maxLogged = n
-	t.Cleanup(func() { maxLogged = old })
-}
+func SetMaxLogged(t interface{ Cleanup(func()) }, n int) { setForTest(t, &maxLogged, n) }
 
 // SetDirectEvents sets the size from which a group's events in one call
 // are written at once, until the test ends.
-func SetDirectEvents(t interface{ Cleanup(func()) }, n int) {
-	old := directEvents
-	directEvents = n
-	t.Cleanup(func() { directEvents = old })
+func SetDirectEvents(t interface{ Cleanup(func()) }, n int) { setForTest(t, &directEvents, n) }
+
+// SetReadRepairWait sets how long a read tries to repair an unfinished
+// write before it reads as of the write before it, until the test ends.
+func SetReadRepairWait(t interface{ Cleanup(func()) }, d time.Duration) {
+	setForTest(t, &readRepairWait, d)
+}
+
+// InsertGroupRows stores the group rows that events make on the group's
+// rows as of p.Seq, numbered seq, and nothing else, as a write that died
+// after that INSERT leaves them.
+func (s *Store) InsertGroupRows(ctx context.Context, p Placement, seq int64, events []analytics.Event) error {
+	sh, err := s.shardOf(p)
+	if err != nil {
+		return err
+	}
+	st, err := s.stateAt(ctx, sh, p)
+	if err != nil {
+		return err
+	}
+	delta, students := rollup.NewDelta(), []string{}
+	for _, e := range events {
+		delta.Add(e)
+		students = append(students, e.StudentID)
+	}
+	ords, err := s.ordinals(ctx, sh, p.GroupID, students)
+	if err != nil {
+		return err
+	}
+	w := written{seq: seq}
+	w.gkeys, w.grows = newGroupRows(delta, st, ords)
+	return s.insertGroupRows(ctx, sh, w)
 }
 
 // ApplyDying writes what the log holds of the group to ClickHouse, as an

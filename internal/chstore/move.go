@@ -76,7 +76,7 @@ func (s *Store) MoveGroup(ctx context.Context, groupID, to string) (MoveResult, 
 			_, err := tx.Place(ctx, to)
 			return err
 		}
-		source, _, err := s.placeForWrite(ctx, tx)
+		source, p, err := s.placeForWrite(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -84,7 +84,7 @@ func (s *Store) MoveGroup(ctx context.Context, groupID, to string) (MoveResult, 
 		if source == target {
 			return nil
 		}
-		if _, err := markIntent(ctx, tx, intent{Move: &move{From: source.name, To: to}}); err != nil {
+		if _, err := markIntent(ctx, tx, intent{Move: &move{From: source.name, To: to}}, p.Seq); err != nil {
 			return err
 		}
 		if err := s.dropGroup(ctx, target, groupID); err != nil {
@@ -248,11 +248,11 @@ func (s *Store) EraseGroup(ctx context.Context, groupID string) error {
 		}
 		if placed {
 			// Settle what an unfinished write (or move) left first.
-			sh, _, err := s.placeForWrite(ctx, tx)
+			sh, p, err := s.placeForWrite(ctx, tx)
 			if err != nil {
 				return err
 			}
-			if _, err := markIntent(ctx, tx, intent{All: true}); err != nil {
+			if _, err := markIntent(ctx, tx, intent{All: true}, p.Seq); err != nil {
 				return err
 			}
 			if err := s.dropGroup(ctx, sh, groupID); err != nil {

@@ -101,7 +101,7 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Place
 	slices.SortFunc(keys, func(a, b rollup.GroupKey) int {
 		return cmp.Or(cmp.Compare(a.Span, b.Span), cmp.Compare(a.Key, b.Key))
 	})
-	seq, err := markIntent(ctx, tx, in)
+	seq, err := markIntent(ctx, tx, in, p.Seq)
 	if err != nil {
 		return false, err
 	}
@@ -225,7 +225,7 @@ func (s *Store) Rebuild(ctx context.Context, groupID, zone string) error {
 		if err != nil {
 			return err
 		}
-		seq, err := markIntent(ctx, tx, intent{All: true})
+		seq, err := markIntent(ctx, tx, intent{All: true}, wholeAsOf(p))
 		if err != nil {
 			return err
 		}

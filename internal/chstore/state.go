@@ -96,7 +96,7 @@ func (c *stateCache) put(groupID string, st *state) {
 }
 
 // readRepairWait bounds the repair a read attempts before it reads.
-const readRepairWait = 2 * time.Second
+var readRepairWait = 2 * time.Second
 
 // readState returns the group's current rows, after settling a write the
 // group's placement shows unfinished, or nil when the group holds no
@@ -111,7 +111,7 @@ func (s *Store) readState(ctx context.Context, groupID string) (*state, error) {
 		// number it leaves: rows of later writes are not looked at. A
 		// repair that cannot end soon (the shard takes no writes while a
 		// replica or ZooKeeper is down) is left to the next write, and the
-		// read reads as of the write before the unfinished one: whole.
+		// read reads as of the number the intent says is whole.
 		repairCtx, cancel := context.WithTimeout(ctx, readRepairWait)
 		err := s.locked(repairCtx, groupID, func(tx GroupLock) (err error) {
 			var sh *shard
@@ -125,7 +125,7 @@ func (s *Store) readState(ctx context.Context, groupID string) (*state, error) {
 		switch {
 		case err == nil:
 		case ctx.Err() == nil && (repairCtx.Err() != nil || tryNext(err) || errors.Is(err, analytics.ErrUnavailable)):
-			p.Seq--
+			p.Seq = wholeAsOf(p)
 		default:
 			return nil, err
 		}
