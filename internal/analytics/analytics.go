@@ -82,6 +82,7 @@ type APIKey struct {
 // teacher's key (APIKey.ForClasses).
 type Access struct {
 	Group      Group
+	KeyID      string
 	ForClasses bool
 	Classes    []string
 }

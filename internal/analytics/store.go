@@ -83,6 +83,14 @@ type Directory interface {
 	DigestSent(ctx context.Context, d DigestSend, at time.Time) error
 	DigestFailed(ctx context.Context, d DigestSend, reason string, retryAt time.Time) error
 
+	// The access log: RecordAccess adds an entry (its ID and key's prefix
+	// and label are the store's); AccessLog lists a group's, as f picks;
+	// PruneAccessLog deletes every group's entries from before a time and
+	// returns how many.
+	RecordAccess(ctx context.Context, e AccessEntry) error
+	AccessLog(ctx context.Context, groupID string, f AccessFilter) ([]AccessEntry, error)
+	PruneAccessLog(ctx context.Context, before time.Time) (int64, error)
+
 	AddToken(ctx context.Context, t PlatformToken) error
 	Tokens(ctx context.Context) ([]PlatformToken, error)
 	RevokeToken(ctx context.Context, tokenID string, at time.Time) error

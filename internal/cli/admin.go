@@ -582,6 +582,42 @@ func recipientList(e *env, args []string) error {
 	})
 }
 
+func accessLogList(e *env, args []string) error {
+	fs, db := flags(e, "access-log")
+	group := fs.String("group", "", "group id")
+	student := fs.String("student", "", "only the entries about this student")
+	since := fs.String("since", "", "only the entries from this day on (YYYY-MM-DD, UTC)")
+	limit := fs.Int("limit", 100, "at most this many entries")
+	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
+		f := analytics.AccessFilter{StudentID: *student, Limit: *limit}
+		if *since != "" {
+			t, err := time.Parse(time.DateOnly, *since)
+			if err != nil {
+				return analytics.Errorf(analytics.Invalid, "Invalid --since: expected YYYY-MM-DD, got %q", *since)
+			}
+			f.Since = t
+		}
+		entries, _, err := p.AccessLog(e.ctx, *group, f)
+		table(e, "AT\tKEY\tCLIENT\tENDPOINT\tDAYS\tINTERVAL\tSTUDENTS", func(w io.Writer) {
+			for _, a := range entries {
+				students := "all"
+				if a.StudentsAsked > 0 {
+					students = strings.Join(a.StudentIDs, " ")
+					if a.ErasedStudents > 0 {
+						students = strings.TrimSpace(fmt.Sprintf("%s (+%d erased)", students, a.ErasedStudents))
+					}
+				}
+				if len(a.ClassIDs) > 0 {
+					students += " of class " + strings.Join(a.ClassIDs, " ")
+				}
+				fmt.Fprintf(w, "%s\t%s %s\t%s\t%s %s\t%s to %s\t%s\t%s\n", analytics.FormatTime(a.At), a.KeyPrefix, cmp.Or(a.KeyLabel, "-"),
+					a.Client, a.Endpoint, a.Format, a.StartDate, a.EndDate, a.Interval, students)
+			}
+		})
+		return err
+	})
+}
+
 func recipientRemove(e *env, args []string) error {
 	fs, db := flags(e, "recipient remove")
 	group := fs.String("group", "", "group id")

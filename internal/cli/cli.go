@@ -70,6 +70,7 @@ func init() {
 		{"recipient add", "--group ID --address EMAIL [--class CLASS_ID]", "send a group's weekly digest to an address (a class's, to its teacher, with --class)", recipientAdd},
 		{"recipient list", "--group ID", "list a group's digest recipients", recipientList},
 		{"recipient remove", "--group ID --address EMAIL", "stop a group's weekly digest to an address", recipientRemove},
+		{"access-log", "--group ID [--student STUDENT_ID] [--since DATE] [--limit N]", "list a group's access log: who read which students' reports, newest first", accessLogList},
 		{"digest send", "--group ID --to EMAIL [--week 2026-W46] --smtp-url URL --public-url URL", "send a group's weekly digest now, to try it (not recorded)", digestSend},
 		{"token create", "[--label TEXT]", "create a platform API token; it is shown once", tokenCreate},
 		{"token list", "", "list platform tokens", tokenList},

@@ -598,3 +598,18 @@ func TestGroupSetMinCellSize(t *testing.T) {
 		t.Errorf("without --size: exit %d, want 2", code)
 	}
 }
+
+// TestAccessLogCommand: access-log lists a group's entries (none yet: the
+// header alone), and refuses an unknown group or a bad day.
+func TestAccessLogCommand(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "group", "create", "--db", db, "--id", "north", "--name", "Northside")
+	if out := mustRun(t, "access-log", "--db", db, "--group", "north"); !regexp.MustCompile(`^AT +KEY +CLIENT +ENDPOINT +DAYS +INTERVAL +STUDENTS\n$`).MatchString(out) {
+		t.Errorf("access-log of a group nobody asked about: %q", out)
+	}
+	for _, args := range [][]string{{"--group", "nowhere"}, {"--group", "north", "--since", "yesterday"}} {
+		if code, _, _ := run(t, "", append([]string{"access-log", "--db", db}, args...)...); code == 0 {
+			t.Errorf("access-log %v: exit 0, want a failure", args)
+		}
+	}
+}

@@ -38,6 +38,7 @@ type serveFlags struct {
 	limits                   httpapi.Limits
 	mail                     *mailFlags
 	digestEvery              time.Duration
+	accessLogKept            analytics.Days
 }
 
 func addServeFlags(fs *flag.FlagSet) *serveFlags {
@@ -52,6 +53,8 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.StringVar(&sf.limits.ClientIPHeader, "client-ip-header", "", "header a trusted proxy sets to the client's address, e.g. X-Forwarded-For (empty: the connection's peer)")
 	sf.mail = addMailFlags(fs)
 	fs.DurationVar(&sf.digestEvery, "digest-interval", time.Minute, "how often to look for weekly digests due (with --smtp-url)")
+	sf.accessLogKept = defaultAccessLogKept
+	fs.Var(&sf.accessLogKept, "access-log-retention", "how long the access log keeps an entry, in days (e.g. 730d), or off: for good")
 	return sf
 }
 
@@ -161,10 +164,11 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 			return err
 		}
 	}
+	plat := platform.New(store.Directory, store.Usage)
 	srv := &http.Server{
 		Handler: httpapi.New(httpapi.Config{
 			Engine:   report.NewEngine(store.Directory, store.Usage),
-			Platform: platform.New(store.Directory, store.Usage),
+			Platform: plat,
 			Ready:    store.Ping,
 			Log:      log,
 			Limits:   sf.limits,
@@ -189,7 +193,9 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 		log.Info("weekly digests on", "smtp", sender.Mailer.String(), "from", sender.Mailer.From, "every", sf.digestEvery.String())
 		go func() { defer close(digests); sender.Run(ctx, sf.digestEvery) }()
 	}
-	defer func() { stop(); <-digests }() // before the store closes
+	pruned := make(chan struct{})
+	go func() { defer close(pruned); pruneAccessLog(ctx, plat, sf.accessLogKept, log) }()
+	defer func() { stop(); <-digests; <-pruned }() // before the store closes
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -208,4 +214,37 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// defaultAccessLogKept is how long the access log keeps an entry unless
+// the operator says otherwise: two years, as district agreements commonly
+// ask.
+const defaultAccessLogKept analytics.Days = 730
+
+// accessLogPruneEvery is how often a serving process deletes the access
+// log's entries past their retention.
+var accessLogPruneEvery = time.Hour
+
+// pruneAccessLog deletes the access log's entries older than kept (none
+// when off) at once and then every accessLogPruneEvery, until ctx ends.
+func pruneAccessLog(ctx context.Context, p *platform.Platform, kept analytics.Days, log *slog.Logger) {
+	if kept == 0 {
+		return
+	}
+	tick := time.NewTicker(accessLogPruneEvery)
+	defer tick.Stop()
+	for {
+		n, err := p.PruneAccessLog(ctx, time.Now(), kept)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("pruning the access log failed", "error", err.Error())
+		case n > 0:
+			log.Info("pruned the access log", "entries", n, "kept", kept.String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }

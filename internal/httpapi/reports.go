@@ -55,6 +55,15 @@ func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
 		if format == formatCSV {
 			out.csv, out.students = csvFileName(group, ep, q, now), q.Students
 		}
+		if q.Students {
+			// The access log's entry is written while the reports are
+			// computed, and waited for before the first student's figures
+			// go out; an answer refused, or without students, has none.
+			recorded := make(chan error, 1)
+			entry := q
+			q.Disclosing = func() { go func() { recorded <- s.recordAccess(r, access, entry, format, now) }() }
+			out.disclose = func() error { return <-recorded }
+		}
 		if err := s.engine.Run(r.Context(), group, ep, q, now, out.write); err != nil {
 			if out.started {
 				// The status is sent: cut the response short rather than
@@ -71,6 +80,30 @@ func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
 			panic(http.ErrAbortHandler)
 		}
 	})
+}
+
+// recordAccess writes the access log's entry of a student-level answer
+// about to be sent; failing, the answer is a 503.
+func (s *Server) recordAccess(r *http.Request, access analytics.Access, q report.Query, format string, now time.Time) error {
+	e := analytics.AccessEntry{GroupID: access.Group.ID, At: now, KeyID: access.KeyID, Client: s.limits.clientAddress(r),
+		Endpoint: r.URL.Path, Format: format, Interval: q.Interval.String(), StudentIDs: q.StudentIDs}
+	// The days of the report, as it reads them: in the group's zone.
+	loc, err := access.Group.Location()
+	if err != nil {
+		return err
+	}
+	days := q.Range(now, loc)
+	e.StartDate, e.EndDate = days.First.String(), days.Last.String()
+	switch {
+	case q.ClassID != "":
+		e.ClassIDs = []string{q.ClassID}
+	case access.ForClasses:
+		e.ClassIDs = access.Classes
+	}
+	if err := s.engine.Directory.RecordAccess(r.Context(), e); err != nil {
+		return fmt.Errorf("recording the access: %w: %w", analytics.ErrUnavailable, err)
+	}
+	return nil
 }
 
 // withKey runs h for requests with a school's valid key (x-api-key), and
@@ -303,8 +336,11 @@ type reportWriter struct {
 	csv          string // the file name of a CSV answer; empty: JSON
 	students     bool   // CSV: the answer is student reports
 	started      bool
-	count        int
-	buf          []byte
+	// disclose, if set, is called before the first report is sent: the
+	// record of a disclosure, without which nothing is.
+	disclose func() error
+	count    int
+	buf      []byte
 	// period is the encoding of the bounds of the period of periodStart.
 	periodStart time.Time
 	period      []byte
@@ -364,6 +400,11 @@ func (d deadlineWriter) Write(p []byte) (int, error) {
 
 func (rw *reportWriter) write(rep *report.Report) error {
 	if !rw.started {
+		if rw.disclose != nil {
+			if err := rw.disclose(); err != nil {
+				return err
+			}
+		}
 		rw.start()
 	}
 	if rw.csv != "" {

@@ -24,6 +24,7 @@ func (s *Server) routes() []route {
 		{"POST /api/groups/live-lecture", maxReportBody, s.reports(report.LiveLecture)},
 		{"POST /api/groups/chat", maxReportBody, s.reports(report.Chat)},
 		{"GET /api/classes", 0, s.withKey(s.keyClasses)},
+		{"GET /api/access-log", 0, s.withKey(s.keyAccessLog)},
 
 		// The platform API, behind a platform token (Authorization: Bearer).
 		{"POST /v1/events", MaxEventsBody, s.withToken(s.ingest)},
@@ -49,6 +50,7 @@ func (s *Server) routes() []route {
 		{"DELETE /v1/admin/groups/{groupId}/classes/{classId}", maxAdminBody, s.withToken(s.deleteClass)},
 		{"PUT /v1/admin/groups/{groupId}/classes/{classId}/members", maxMembersBody, s.withToken(s.setClassMembers)},
 		{"POST /v1/admin/groups/{groupId}/roster", maxRosterBody, s.withToken(s.importRoster)},
+		{"GET /v1/admin/groups/{groupId}/access-log", maxAdminBody, s.withToken(s.adminAccessLog)},
 		{"GET /v1/admin/groups/{groupId}/digest-recipients", maxAdminBody, s.withToken(s.listRecipients)},
 		{"POST /v1/admin/groups/{groupId}/digest-recipients", maxAdminBody, s.withToken(s.addRecipient)},
 		{"DELETE /v1/admin/groups/{groupId}/digest-recipients/{address}", maxAdminBody, s.withToken(s.removeRecipient)},

@@ -452,3 +452,34 @@ func (p *Platform) Rebuild(ctx context.Context, groupID string, progress func(do
 	}
 	return groups, nil
 }
+
+// MaxAccessEntries caps the entries of one page of an access log.
+const MaxAccessEntries = 1000
+
+// AccessLog returns a page of the group's access log, newest first, as f
+// picks (Limit 0: 100), and the Before of the next page (0: none).
+func (p *Platform) AccessLog(ctx context.Context, groupID string, f analytics.AccessFilter) ([]analytics.AccessEntry, int64, error) {
+	if _, err := p.Group(ctx, groupID); err != nil {
+		return nil, 0, err
+	}
+	switch {
+	case f.Limit == 0:
+		f.Limit = 100
+	case f.Limit < 0 || f.Limit > MaxAccessEntries:
+		return nil, 0, analytics.Errorf(analytics.Invalid, "Invalid limit: expected 1 to %d, got %d", MaxAccessEntries, f.Limit)
+	}
+	entries, err := p.Directory.AccessLog(ctx, groupID, f)
+	if err != nil || len(entries) < f.Limit {
+		return entries, 0, err
+	}
+	return entries, entries[len(entries)-1].ID, nil
+}
+
+// PruneAccessLog deletes every group's access log entries kept longer
+// than kept (none when off), at now, and returns how many.
+func (p *Platform) PruneAccessLog(ctx context.Context, now time.Time, kept analytics.Days) (int64, error) {
+	if kept == 0 {
+		return 0, nil
+	}
+	return p.Directory.PruneAccessLog(ctx, kept.Before(now))
+}

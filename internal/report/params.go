@@ -47,6 +47,10 @@ type Query struct {
 	// only: without ClassID, their members together.
 	Scoped  bool
 	Classes []string
+	// Disclosing, if set, is called once student reports are checked and
+	// about to be computed, when there are students to report: the access
+	// log's entry may be written while they are.
+	Disclosing func()
 }
 
 // MaxStudentIDs caps the studentId values of one request.

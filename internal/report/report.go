@@ -157,6 +157,9 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	periods := r.Periods(q.Interval)
 	switch {
 	case q.Students:
+		if q.Disclosing != nil && len(students) > 0 {
+			q.Disclosing()
+		}
 		return e.studentReports(ctx, group.ID, loc, ep, periods, students, ordinals, emit)
 	case cellsRule:
 		cells := newSmallCells(group.MinCellSize, classes, keys, q.asked(), !restricted, ordinals, len(ep.Titles), ep.total)

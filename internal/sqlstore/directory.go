@@ -275,7 +275,7 @@ func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (a
 		return analytics.Access{}, errUnauthorized
 	}
 	access := analytics.Access{Group: analytics.Group{ID: groupID.String, Name: name.String, TimeZone: zone.String,
-		Created: fromMillis(created.Int64), MinCellSize: int(minCells.Int64)}, ForClasses: forClasses.Bool}
+		Created: fromMillis(created.Int64), MinCellSize: int(minCells.Int64)}, KeyID: keyID.String, ForClasses: forClasses.Bool}
 	if access.ForClasses {
 		rows, err := s.read.QueryContext(ctx, s.q(`SELECT class_id FROM api_key_classes WHERE group_id = ? AND key_id = ?`),
 			groupID.String, keyID.String)

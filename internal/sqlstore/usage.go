@@ -651,7 +651,7 @@ func (s *Store) eventsAfter(ctx context.Context, tx *txn, groupID, after string,
 // tablesOfAGroup are the tables holding a group's rows, the groups table
 // last: every one that references it comes before it.
 var tablesOfAGroup = []string{"events", "usage_students", "usage_groups", "group_rollups", "student_counts",
-	"digest_sends", "digest_recipients", "api_key_classes", "api_keys", "plans", "class_members", "classes", "students", "roster_versions", "usage_log", "usage_placements", "groups"}
+	"access_log_students", "access_log", "digest_sends", "digest_recipients", "api_key_classes", "api_keys", "plans", "class_members", "classes", "students", "roster_versions", "usage_log", "usage_placements", "groups"}
 
 // EraseGroup deletes the group's rows from every table in one
 // transaction, after locking the group's row as a directory change does,

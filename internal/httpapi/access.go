@@ -1,0 +1,175 @@
+package httpapi
+
+import (
+	"encoding/csv"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+// accessEntryJSON is an access log entry as the API shows it.
+type accessEntryJSON struct {
+	ID             int64        `json:"id"`
+	At             time.Time    `json:"at"`
+	Key            accessKeyRef `json:"key"`
+	Client         string       `json:"client"`
+	Endpoint       string       `json:"endpoint"`
+	Format         string       `json:"format"`
+	StartDate      string       `json:"startDate"`
+	EndDate        string       `json:"endDate"`
+	Interval       string       `json:"interval"`
+	ClassIDs       []string     `json:"classIds"`
+	AllStudents    bool         `json:"allStudents"`
+	StudentIDs     []string     `json:"studentIds"`
+	ErasedStudents int          `json:"erasedStudents"`
+}
+
+type accessKeyRef struct {
+	ID     string `json:"id"`
+	Prefix string `json:"prefix"`
+	Label  string `json:"label"`
+}
+
+// accessPage is a page of an access log: its entries, and the value of
+// before that asks for the next page (null on the last).
+type accessPage struct {
+	Entries []accessEntryJSON `json:"entries"`
+	Next    *int64            `json:"next"`
+}
+
+func accessJSON(e analytics.AccessEntry) accessEntryJSON {
+	return accessEntryJSON{ID: e.ID, At: e.At, Key: accessKeyRef{e.KeyID, e.KeyPrefix, e.KeyLabel}, Client: e.Client,
+		Endpoint: e.Endpoint, Format: e.Format, StartDate: e.StartDate, EndDate: e.EndDate,
+		Interval: e.Interval, ClassIDs: append([]string{}, e.ClassIDs...), AllStudents: e.StudentsAsked == 0,
+		StudentIDs: append([]string{}, e.StudentIDs...), ErasedStudents: e.ErasedStudents}
+}
+
+// accessParams are the parameters of an access log's page.
+var accessParams = []string{"studentId", "since", "until", "before", "limit", "format"}
+
+// readAccessFilter reads an access log request's query string: the
+// filter, and the format asked for (json or csv).
+func readAccessFilter(r *http.Request) (f analytics.AccessFilter, format string, err error) {
+	values := r.URL.Query()
+	for name := range values {
+		if !slices.Contains(accessParams, name) {
+			return f, "", analytics.Errorf(analytics.Invalid, "Unknown parameter %q: expected %s", name, strings.Join(accessParams, ", "))
+		}
+	}
+	f.StudentID = values.Get("studentId")
+	for _, bound := range []struct {
+		name string
+		t    *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := values.Get(bound.name); v != "" {
+			if *bound.t, err = parseInstant(v); err != nil {
+				return f, "", analytics.Errorf(analytics.Invalid, "Invalid %s: expected a date (YYYY-MM-DD, UTC) or an RFC 3339 time, got %q", bound.name, v)
+			}
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    *int64
+	}{{"before", &f.Before}, {"limit", nil}} {
+		v := values.Get(n.name)
+		if v == "" {
+			continue
+		}
+		i, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || i < 1 {
+			return f, "", analytics.Errorf(analytics.Invalid, "Invalid %s: expected a positive whole number, got %q", n.name, v)
+		}
+		if n.v != nil {
+			*n.v = i
+		} else {
+			f.Limit = int(min(i, 1<<31-1))
+		}
+	}
+	format = acceptedFormat(r.Header.Values("Accept"))
+	if v := values.Get("format"); v != "" {
+		if format = strings.ToLower(v); format != formatJSON && format != formatCSV {
+			return f, "", analytics.Errorf(analytics.Invalid, "Invalid format: expected json or csv, got %q", v)
+		}
+	}
+	return f, format, nil
+}
+
+// parseInstant reads a date (midnight UTC) or an RFC 3339 time.
+func parseInstant(v string) (time.Time, error) {
+	if t, err := time.Parse(time.DateOnly, v); err == nil {
+		return t, nil
+	}
+	return time.Parse(time.RFC3339Nano, v)
+}
+
+// keyAccessLog serves a school's access log to its key; a teacher's key,
+// which sees only its classes, may not read whom the others asked about.
+func (s *Server) keyAccessLog(w http.ResponseWriter, r *http.Request, access analytics.Access, _ time.Time) {
+	if access.ForClasses {
+		s.writeError(w, r, analytics.Errorf(analytics.Unauthorized, "A teacher's key cannot read the access log"))
+		return
+	}
+	f, format, err := readAccessFilter(r)
+	if err == nil {
+		err = s.writeAccessLog(w, r, access.Group.ID, f, format)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+	}
+}
+
+// adminAccessLog serves a group's access log to the platform, in JSON.
+func (s *Server) adminAccessLog(r *http.Request) (int, any, error) {
+	f, _, err := readAccessFilter(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := s.accessPage(r, r.PathValue("groupId"), f)
+	return http.StatusOK, page, err
+}
+
+// accessPage reads a page of the group's access log.
+func (s *Server) accessPage(r *http.Request, groupID string, f analytics.AccessFilter) (accessPage, error) {
+	entries, next, err := s.platform.AccessLog(r.Context(), groupID, f)
+	page := accessPage{Entries: listOf(entries, accessJSON)}
+	if next != 0 {
+		page.Next = &next
+	}
+	return page, err
+}
+
+// writeAccessLog answers a page of the group's access log, in JSON or CSV;
+// a Link header names the next page's URL, if there is one.
+func (s *Server) writeAccessLog(w http.ResponseWriter, r *http.Request, groupID string, f analytics.AccessFilter, format string) error {
+	page, err := s.accessPage(r, groupID, f)
+	if err != nil {
+		return err
+	}
+	if page.Next != nil {
+		q := r.URL.Query()
+		q.Set("before", strconv.FormatInt(*page.Next, 10))
+		w.Header().Set("Link", "<"+(&url.URL{Path: r.URL.Path, RawQuery: q.Encode()}).String()+`>; rel="next"`)
+	}
+	if format != formatCSV {
+		writeJSON(w, http.StatusOK, page)
+		return nil
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8; header=present")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+groupID+`-access-log.csv"`)
+	out := csv.NewWriter(w)
+	out.UseCRLF = true
+	out.Write([]string{"id", "at", "keyId", "keyPrefix", "keyLabel", "client", "endpoint", "format", "startDate", "endDate",
+		"interval", "classIds", "allStudents", "studentIds", "erasedStudents"})
+	for _, e := range page.Entries {
+		out.Write([]string{strconv.FormatInt(e.ID, 10), e.At.Format(time.RFC3339Nano), e.Key.ID, e.Key.Prefix, e.Key.Label,
+			e.Client, e.Endpoint, e.Format, e.StartDate, e.EndDate, e.Interval, strings.Join(e.ClassIDs, " "),
+			strconv.FormatBool(e.AllStudents), strings.Join(e.StudentIDs, " "), strconv.Itoa(e.ErasedStudents)})
+	}
+	out.Flush()
+	return nil
+}

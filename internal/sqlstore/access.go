@@ -1,0 +1,129 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+// RecordAccess adds an entry to the group's access log in one
+// transaction: the entry, then each student it names who is enrolled
+// (one erased meanwhile is counted as asked, and not named).
+func (s *Store) RecordAccess(ctx context.Context, e analytics.AccessEntry) error {
+	classes, err := json.Marshal(append([]string{}, e.ClassIDs...))
+	if err != nil {
+		return s.wrap("RecordAccess", err)
+	}
+	students := slices.Compact(slices.Sorted(slices.Values(e.StudentIDs)))
+	return s.transact(ctx, "RecordAccess", func(tx *txn) error {
+		var id int64
+		err := tx.QueryRowContext(ctx, s.q(`INSERT INTO access_log (group_id, at, key_id, client, endpoint, format,
+			start_date, end_date, report_interval, class_ids, students_asked)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING entry_id`),
+			e.GroupID, millis(e.At), e.KeyID, e.Client, e.Endpoint, e.Format, e.StartDate, e.EndDate, e.Interval,
+			string(classes), len(students)).Scan(&id)
+		if err != nil {
+			return err
+		}
+		for _, student := range students {
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO access_log_students (entry_id, group_id, student_id)
+				SELECT ?, group_id, student_id FROM students WHERE group_id = ? AND student_id = ?`), id, e.GroupID, student); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// AccessLog lists the group's entries as f picks them, newest first, with
+// their keys' prefixes and labels as they are now.
+func (s *Store) AccessLog(ctx context.Context, groupID string, f analytics.AccessFilter) ([]analytics.AccessEntry, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var since, until int64
+	if !f.Since.IsZero() {
+		since = millis(f.Since)
+	}
+	if !f.Until.IsZero() {
+		until = millis(f.Until)
+	}
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT a.entry_id, a.at, a.key_id, COALESCE(k.prefix, ''), COALESCE(k.label, ''),
+			a.client, a.endpoint, a.format, a.start_date, a.end_date, a.report_interval, a.class_ids, a.students_asked
+		FROM access_log a LEFT JOIN api_keys k ON k.group_id = a.group_id AND k.key_id = a.key_id
+		WHERE a.group_id = ? AND (CAST(? AS BIGINT) = 0 OR a.entry_id < ?) AND (CAST(? AS BIGINT) = 0 OR a.at >= ?)
+			AND (CAST(? AS BIGINT) = 0 OR a.at < ?)
+			AND (? = '' OR a.students_asked = 0 OR EXISTS (SELECT 1 FROM access_log_students n
+				WHERE n.group_id = a.group_id AND n.student_id = ? AND n.entry_id = a.entry_id))
+		ORDER BY a.entry_id DESC LIMIT ?`),
+		groupID, f.Before, f.Before, since, since, until, until, f.StudentID, f.StudentID, f.Limit)
+	if err != nil {
+		return nil, s.wrap("AccessLog", err)
+	}
+	var entries []analytics.AccessEntry
+	byID := map[int64]int{}
+	for rows.Next() {
+		e := analytics.AccessEntry{GroupID: groupID}
+		var at int64
+		var classes string
+		if err := rows.Scan(&e.ID, &at, &e.KeyID, &e.KeyPrefix, &e.KeyLabel, &e.Client, &e.Endpoint, &e.Format,
+			&e.StartDate, &e.EndDate, &e.Interval, &classes, &e.StudentsAsked); err != nil {
+			rows.Close()
+			return nil, s.wrap("AccessLog", err)
+		}
+		e.At = fromMillis(at)
+		if err := json.Unmarshal([]byte(classes), &e.ClassIDs); err != nil {
+			rows.Close()
+			return nil, s.wrap("AccessLog", err)
+		}
+		byID[e.ID] = len(entries)
+		entries = append(entries, e)
+	}
+	if err := rows.Err(); err != nil || len(entries) == 0 {
+		return entries, s.wrap("AccessLog", err)
+	}
+	// The students the entries name, in one read of their span of ids.
+	rows, err = s.read.QueryContext(ctx, s.q(`SELECT entry_id, student_id FROM access_log_students
+		WHERE group_id = ? AND entry_id BETWEEN ? AND ? ORDER BY entry_id, student_id`),
+		groupID, entries[len(entries)-1].ID, entries[0].ID)
+	if err != nil {
+		return nil, s.wrap("AccessLog", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var student string
+		if err := rows.Scan(&id, &student); err != nil {
+			return nil, s.wrap("AccessLog", err)
+		}
+		if i, ok := byID[id]; ok {
+			entries[i].StudentIDs = append(entries[i].StudentIDs, student)
+		}
+	}
+	for i := range entries {
+		entries[i].ErasedStudents = entries[i].StudentsAsked - len(entries[i].StudentIDs)
+	}
+	return entries, s.wrap("AccessLog", rows.Err())
+}
+
+// PruneAccessLog deletes the entries of every group from before a time,
+// and with them the students they name.
+func (s *Store) PruneAccessLog(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	err := s.transact(ctx, "PruneAccessLog", func(tx *txn) error {
+		at := millis(before)
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM access_log_students WHERE entry_id IN
+			(SELECT entry_id FROM access_log WHERE at < ?)`), at); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM access_log WHERE at < ?`), at)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
