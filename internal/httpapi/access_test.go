@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // accessLog reads a page of an access log (with a key, or through the
@@ -173,4 +175,41 @@ func TestAccessLog(t *testing.T) {
 			t.Errorf("entries about s1 once erased: %v, want only the entry of all students", entries)
 		}
 	})
+}
+
+// TestUnrecordedAnswerRefused: when the access log cannot take an entry
+// (its database refuses the insert), a student report is a 503 that sends
+// no figure, while group reports go on; the log line names no SQL.
+func TestUnrecordedAnswerRefused(t *testing.T) {
+	for _, c := range []struct{ dialect, driver, refuse string }{
+		{"sqlite", "sqlite3", `CREATE TRIGGER refuse BEFORE INSERT ON access_log BEGIN SELECT RAISE(ABORT, 'disk full'); END`},
+		{"postgres", "pgx", `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$;
+			CREATE TRIGGER refuse BEFORE INSERT ON access_log FOR EACH ROW EXECUTE FUNCTION refuse()`},
+	} {
+		t.Run(c.dialect, func(t *testing.T) {
+			dsn := storetest.NewDSN(t, c.dialect)
+			e := newEnv(t, storetest.SQL(storetest.OpenDSN(t, dsn)))
+			key := e.school("north", "UTC")
+			e.enrol("north", "s1", "Ada")
+			e.send(message("north", "s1", "main", "2026-01-05T10:00:00Z"))
+			db, err := sql.Open(c.driver, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.ExecContext(ctx, c.refuse); err != nil {
+				t.Fatal(err)
+			}
+			resp := e.reportRequest("chat", key, "startDate=2026-01-01&endDate=2026-01-31&students=true", "")
+			if resp.status != http.StatusServiceUnavailable || resp.errorMessage(t) != "Service unavailable" || strings.Contains(string(resp.body), "Ada") {
+				t.Errorf("student report without its entry: %d %s, want a 503 without figures", resp.status, resp.body)
+			}
+			if got := e.reports("chat", key, "startDate=2026-01-01&endDate=2026-01-31"); len(got) != 1 || got[0].value("Total Messages") != 1 {
+				t.Errorf("group report: %+v, want 1 message", got)
+			}
+			if logs := e.logs.String(); strings.Contains(logs, "INSERT") || !strings.Contains(logs, "recording the access") {
+				t.Errorf("log lines: %s", logs)
+			}
+		})
+	}
 }
