@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"slices"
 	"time"
@@ -9,33 +10,107 @@ import (
 	"groupanalytics/internal/analytics"
 )
 
-// RecordAccess adds an entry to the group's access log in one
-// transaction: the entry, then each student it names who is enrolled
-// (one erased meanwhile is counted as asked, and not named).
+// accessCall is a RecordAccess waiting for the commit of its entry.
+type accessCall struct {
+	entry analytics.AccessEntry
+	ctx   context.Context
+	done  chan error
+}
+
+// maxAccessBatch caps the entries written in one transaction.
+const maxAccessBatch = 256
+
+// RecordAccess adds an entry to the group's access log, and each student
+// it names who is enrolled (one erased meanwhile is counted as asked, and
+// not named). The entries of concurrent calls are written together, one
+// transaction for them all (group commit), so that answers asked at once
+// share the cost of a commit.
 func (s *Store) RecordAccess(ctx context.Context, e analytics.AccessEntry) error {
-	classes, err := json.Marshal(append([]string{}, e.ClassIDs...))
-	if err != nil {
-		return s.wrap("RecordAccess", err)
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	call := &accessCall{entry: e, ctx: ctx, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return s.wrap("RecordAccess", sql.ErrConnDone)
 	}
-	students := slices.Compact(slices.Sorted(slices.Values(e.StudentIDs)))
-	return s.transact(ctx, "RecordAccess", func(tx *txn) error {
-		var id int64
-		err := tx.QueryRowContext(ctx, s.q(`INSERT INTO access_log (group_id, at, key_id, client, endpoint, format,
-			start_date, end_date, report_interval, class_ids, students_asked)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING entry_id`),
-			e.GroupID, millis(e.At), e.KeyID, e.Client, e.Endpoint, e.Format, e.StartDate, e.EndDate, e.Interval,
-			string(classes), len(students)).Scan(&id)
-		if err != nil {
-			return err
-		}
-		for _, student := range students {
-			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO access_log_students (entry_id, group_id, student_id)
-				SELECT ?, group_id, student_id FROM students WHERE group_id = ? AND student_id = ?`), id, e.GroupID, student); err != nil {
-				return err
+	select {
+	case s.entries <- call:
+		s.mu.RUnlock()
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return s.wrap("RecordAccess", ctx.Err())
+	}
+	select {
+	case err := <-call.done:
+		return s.wrap("RecordAccess", err)
+	case <-ctx.Done():
+		return s.wrap("RecordAccess", ctx.Err())
+	}
+}
+
+// writeAccess is the writer of the access log: it takes the first entry
+// waiting and those queued behind it, writes them in one transaction and
+// tells each call how it went. Calls whose callers gave up are left out.
+func (s *Store) writeAccess() {
+	defer s.writers.Done()
+	for first := range s.entries {
+		calls := []*accessCall{first}
+	more:
+		for len(calls) < maxAccessBatch {
+			select {
+			case c, ok := <-s.entries:
+				if !ok {
+					break more
+				}
+				calls = append(calls, c)
+			default:
+				break more
 			}
 		}
-		return nil
-	})
+		calls = slices.DeleteFunc(calls, func(c *accessCall) bool { return c.ctx.Err() != nil })
+		if len(calls) == 0 {
+			continue
+		}
+		ctx, cancel := mergedContext(calls, func(c *accessCall) context.Context { return c.ctx })
+		err := s.transact(ctx, "RecordAccess", func(tx *txn) error {
+			for _, c := range calls {
+				if err := s.insertAccess(ctx, tx, c.entry); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		cancel()
+		for _, c := range calls {
+			c.done <- err
+		}
+	}
+}
+
+// insertAccess writes an entry and the enrolled students it names.
+func (s *Store) insertAccess(ctx context.Context, tx *txn, e analytics.AccessEntry) error {
+	classes, err := json.Marshal(append([]string{}, e.ClassIDs...))
+	if err != nil {
+		return err
+	}
+	students := slices.Compact(slices.Sorted(slices.Values(e.StudentIDs)))
+	var id int64
+	err = tx.QueryRowContext(ctx, s.q(`INSERT INTO access_log (group_id, at, key_id, client, endpoint, format,
+		start_date, end_date, report_interval, class_ids, students_asked)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING entry_id`),
+		e.GroupID, millis(e.At), e.KeyID, e.Client, e.Endpoint, e.Format, e.StartDate, e.EndDate, e.Interval,
+		string(classes), len(students)).Scan(&id)
+	if err != nil {
+		return err
+	}
+	for _, student := range students {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO access_log_students (entry_id, group_id, student_id)
+			SELECT ?, group_id, student_id FROM students WHERE group_id = ? AND student_id = ?`), id, e.GroupID, student); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AccessLog lists the group's entries as f picks them, newest first, with

@@ -52,7 +52,8 @@ type Store struct {
 	startWriter sync.Once
 	appends     []chan *rollup.Call // to the writers of AppendEvents, by group
 
-	touches chan keyTouch // to the writer of keys' last use
+	touches chan keyTouch    // to the writer of keys' last use
+	entries chan *accessCall // to the writer of the access log
 
 	keptOrdinals *cache.Versioned[map[string]int] // by group, under its roster version
 
@@ -116,9 +117,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	s.timeout, s.observer = opts.CallTimeout, opts.Observer
 	s.touches = make(chan keyTouch, 1024)
+	s.entries = make(chan *accessCall, maxAccessBatch)
 	s.keptOrdinals = cache.New[map[string]int](maxKeptOrdinals)
-	s.writers.Add(1)
+	s.writers.Add(2)
 	go s.writeTouches()
+	go s.writeAccess()
 	return s, nil
 }
 
@@ -145,6 +148,7 @@ func (s *Store) Close() error {
 		close(q)
 	}
 	close(s.touches)
+	close(s.entries)
 	s.mu.Unlock()
 	s.writers.Wait()
 	var errs []error

@@ -122,12 +122,12 @@ func (s *Store) writeAppends(queue chan *rollup.Call) {
 	}
 }
 
-// mergedContext lasts as long as the longest of the calls' deadlines: the
-// transaction serves them all.
-func mergedContext(calls []*rollup.Call) (context.Context, context.CancelFunc) {
+// mergedContext lasts as long as the longest of the calls' deadlines (ctx
+// gives a call's context): a transaction that serves them all.
+func mergedContext[C any](calls []C, ctx func(C) context.Context) (context.Context, context.CancelFunc) {
 	var latest time.Time
 	for _, c := range calls {
-		d, ok := c.Ctx.Deadline()
+		d, ok := ctx(c).Deadline()
 		if !ok {
 			return context.WithCancel(context.Background())
 		}
@@ -159,7 +159,7 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 		}
 	}
 	results := make([]analytics.AppendResult, len(calls))
-	ctx, cancel := mergedContext(calls)
+	ctx, cancel := mergedContext(calls, func(c *rollup.Call) context.Context { return c.Ctx })
 	defer cancel()
 	err := s.transact(ctx, "AppendEvents", func(tx *txn) error {
 		zones, err := s.lockGroups(ctx, tx, groups, forWrite)
