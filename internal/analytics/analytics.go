@@ -148,6 +148,17 @@ var ChatTypes = map[string]Metric{
 	"main":         MainChatMessages,
 }
 
+// EventKind returns the kind, and the chatType of a chat message, of the
+// events m counts, as the platform sends them.
+func (m Metric) EventKind() (kind, chatType string) {
+	for name, metric := range ChatTypes {
+		if metric == m {
+			return KindMessageSent, name
+		}
+	}
+	return KindSessionCreated, ""
+}
+
 // IsChat reports whether m counts chat messages.
 func (m Metric) IsChat() bool { return m != SessionsCreated }
 

@@ -147,6 +147,10 @@ type UsageStore interface {
 	// The caller passes len(segs) buffers, empty (len 0) and perhaps
 	// reused.
 	StudentTotals(ctx context.Context, groupID string, segs []Segment, totals [][]Counts) error
+	// StudentEvents returns the student's events in the group, oldest
+	// first (then by id), as stored: what a copy of the student's data
+	// holds. Call Settle first.
+	StudentEvents(ctx context.Context, groupID, studentID string) ([]Event, error)
 	// EraseStudent removes a student's enrolment, events and share of every
 	// rollup at once: when it returns, no read counts anything of theirs.
 	// It answers NotFound for a student the group neither has nor holds

@@ -378,3 +378,36 @@ func (s *Store) StudentTotals(ctx context.Context, groupID string, segs []analyt
 	}
 	return nil
 }
+
+// StudentEvents returns the student's events in the group from its shard,
+// oldest first, each id once (as reads count them).
+func (s *Store) StudentEvents(ctx context.Context, groupID, studentID string) ([]analytics.Event, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	p, ok, err := s.dir.Placement(ctx, groupID)
+	if err != nil || !ok {
+		return nil, s.wrap("StudentEvents", err)
+	}
+	sh, err := s.shardOf(p)
+	if err != nil {
+		return nil, s.wrap("StudentEvents", err)
+	}
+	rows, err := sh.query(ctx, `SELECT event_id, any(occurred_at) AS at, any(metric) FROM `+s.table("events")+`
+		WHERE group_id = ? AND student_id = ? GROUP BY event_id ORDER BY at, event_id`, groupID, studentID)
+	if err != nil {
+		return nil, s.wrap("StudentEvents", err)
+	}
+	defer rows.Close()
+	var events []analytics.Event
+	for rows.Next() {
+		e := analytics.Event{GroupID: groupID, StudentID: studentID}
+		var at int64
+		var metric uint8
+		if err := rows.Scan(&e.ID, &at, &metric); err != nil {
+			return nil, s.wrap("StudentEvents", err)
+		}
+		e.OccurredAt, e.Metric = time.UnixMilli(at).UTC(), analytics.Metric(metric)
+		events = append(events, e)
+	}
+	return events, s.wrap("StudentEvents", rows.Err())
+}

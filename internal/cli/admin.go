@@ -16,6 +16,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/digest"
+	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/stores"
 )
@@ -399,6 +400,30 @@ func studentDelete(e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "deleted student %s of group %s and all their usage\n", id, group)
 		}
 		return err
+	})
+}
+
+func studentExport(e *env, args []string) error {
+	fs, db := flags(e, "student export")
+	group := fs.String("group", "", "group id")
+	id := fs.String("id", "", "student id")
+	to := fs.String("to", "", "the zip file to write")
+	return withPlatform(e, fs, db, args, false, []string{"group", "id", "to"}, func(p *platform.Platform) error {
+		d, err := p.StudentData(e.ctx, *group, *id)
+		if err != nil {
+			return err
+		}
+		f, err := os.OpenFile(*to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(httpapi.WriteStudentArchive(f, d, time.Now()), f.Sync(), f.Close()); err != nil {
+			os.Remove(*to)
+			return err
+		}
+		fmt.Fprintf(e.stdout, "wrote %s: student %s of group %s, %s, %s\n", *to, *id, *group,
+			analytics.Plural(len(d.Events), "event"), analytics.Plural(len(d.Access), "access record"))
+		return nil
 	})
 }
 

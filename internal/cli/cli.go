@@ -60,6 +60,7 @@ func init() {
 		{"student rename", "--group ID --id STUDENT_ID --name NAME", "change a student's display name", studentRename},
 		{"student list", "--group ID", "list a group's students", studentList},
 		{"student delete", "--group ID --id STUDENT_ID", "erase a student and all their usage", studentDelete},
+		{"student export", "--group ID --id STUDENT_ID --to FILE.zip", "write everything held about a student (their events, classes and access log entries) to a new zip file", studentExport},
 		{"class create", "--group ID --id CLASS_ID --name NAME [--start DATE] [--end DATE] [STUDENT_ID ...]", "create a class of a group's students", classCreate},
 		{"class list", "--group ID", "list a group's classes", classList},
 		{"class show", "--group ID --id CLASS_ID", "list a class's students", classShow},

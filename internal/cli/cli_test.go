@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -611,5 +613,38 @@ func TestAccessLogCommand(t *testing.T) {
 		if code, _, _ := run(t, "", append([]string{"access-log", "--db", db}, args...)...); code == 0 {
 			t.Errorf("access-log %v: exit 0, want a failure", args)
 		}
+	}
+}
+
+// TestStudentExportCommand: student export writes a new zip of the
+// student's data, and never over a file that exists.
+func TestStudentExportCommand(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "group", "create", "--db", db, "--id", "north", "--name", "Northside")
+	if code, _, errOut := run(t, `{"id":"e1","groupId":"north","studentId":"s1","studentName":"Ada","occurredAt":"2026-01-05T10:00:00Z","kind":"chat.message_sent","chatType":"main"}`+"\n",
+		"import", "--db", db); code != 0 {
+		t.Fatal(errOut)
+	}
+	to := filepath.Join(t.TempDir(), "ada.zip")
+	if out := mustRun(t, "student", "export", "--db", db, "--group", "north", "--id", "s1", "--to", to); out != "wrote "+to+": student s1 of group north, 1 event, 0 access records\n" {
+		t.Errorf("student export: %q", out)
+	}
+	z, err := zip.OpenReader(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range z.File {
+		names = append(names, f.Name)
+	}
+	z.Close()
+	if fmt.Sprint(names) != "[student.json events.jsonl events.csv access-log.jsonl access-log.csv]" {
+		t.Errorf("the zip holds %v", names)
+	}
+	if code, _, _ := run(t, "", "student", "export", "--db", db, "--group", "north", "--id", "s1", "--to", to); code == 0 {
+		t.Error("student export over a file that exists: exit 0, want a failure")
+	}
+	if code, _, _ := run(t, "", "student", "export", "--db", db, "--group", "north", "--id", "nobody", "--to", to+"2"); code == 0 {
+		t.Error("student export of an unknown student: exit 0, want a failure")
 	}
 }

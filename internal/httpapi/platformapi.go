@@ -24,8 +24,12 @@ const (
 )
 
 // platformHandler is a platform API handler: it returns the status and the
-// body to send as JSON, or an error for the one error writer.
+// body to send as JSON (or a streamed body that writes the answer itself),
+// or an error for the one error writer.
 type platformHandler func(r *http.Request) (int, any, error)
+
+// streamed is a body that is not JSON: it sends its headers and itself.
+type streamed func(w http.ResponseWriter)
 
 // withToken runs h for requests with a valid platform token.
 func (s *Server) withToken(h platformHandler) http.HandlerFunc {
@@ -53,13 +57,21 @@ func (s *Server) withToken(h platformHandler) http.HandlerFunc {
 			return
 		}
 		status, body, err := h(r)
-		switch {
-		case err != nil:
-			s.writeError(w, r, err)
-		case body == nil:
-			w.WriteHeader(status)
+		switch body := body.(type) {
+		case nil:
+			if err != nil {
+				s.writeError(w, r, err)
+			} else {
+				w.WriteHeader(status)
+			}
+		case streamed:
+			body(w)
 		default:
-			writeJSON(w, status, body)
+			if err != nil {
+				s.writeError(w, r, err)
+			} else {
+				writeJSON(w, status, body)
+			}
 		}
 	}
 }

@@ -43,6 +43,7 @@ func (s *Server) routes() []route {
 		{"POST /v1/admin/groups/{groupId}/students", maxAdminBody, s.withToken(s.addStudent)},
 		{"PATCH /v1/admin/groups/{groupId}/students/{studentId}", maxAdminBody, s.withToken(s.renameStudent)},
 		{"DELETE /v1/admin/groups/{groupId}/students/{studentId}", maxAdminBody, s.withToken(s.deleteStudent)},
+		{"GET /v1/admin/groups/{groupId}/students/{studentId}/export", maxAdminBody, s.withToken(s.exportStudent)},
 		{"GET /v1/admin/groups/{groupId}/classes", maxAdminBody, s.withToken(s.listClasses)},
 		{"POST /v1/admin/groups/{groupId}/classes", maxMembersBody, s.withToken(s.createClass)},
 		{"GET /v1/admin/groups/{groupId}/classes/{classId}", maxAdminBody, s.withToken(s.getClass)},

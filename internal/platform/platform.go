@@ -483,3 +483,52 @@ func (p *Platform) PruneAccessLog(ctx context.Context, now time.Time, kept analy
 	}
 	return p.Directory.PruneAccessLog(ctx, kept.Before(now))
 }
+
+// StudentData is everything the service holds about one student: a copy
+// for the student, or their parents, on request.
+type StudentData struct {
+	Student analytics.Student
+	Classes []analytics.Class // those they are in, without members
+	Events  []analytics.Event // oldest first
+	// Access are the access log's entries about them: naming them, or of
+	// all students (of the group or of classes), newest first.
+	Access []analytics.AccessEntry
+}
+
+// StudentData gathers what the service holds about a student of the
+// group; NotFound for one it does not have (an erased one included).
+func (p *Platform) StudentData(ctx context.Context, groupID, studentID string) (StudentData, error) {
+	students, err := p.Students(ctx, groupID) // settles the group's usage first
+	if err != nil {
+		return StudentData{}, err
+	}
+	i := slices.IndexFunc(students, func(s analytics.Student) bool { return s.ID == studentID })
+	if i < 0 {
+		return StudentData{}, analytics.Errorf(analytics.NotFound, "Student %q not found in group %q", studentID, groupID)
+	}
+	d := StudentData{Student: students[i]}
+	classes, err := p.Directory.Classes(ctx, groupID)
+	if err != nil {
+		return d, err
+	}
+	for _, c := range classes {
+		if slices.Contains(c.Members, studentID) {
+			c.Members = nil
+			d.Classes = append(d.Classes, c)
+		}
+	}
+	if d.Events, err = p.Usage.StudentEvents(ctx, groupID, studentID); err != nil {
+		return d, err
+	}
+	for before := int64(0); ; {
+		page, err := p.Directory.AccessLog(ctx, groupID, analytics.AccessFilter{StudentID: studentID, Before: before, Limit: MaxAccessEntries})
+		if err != nil {
+			return d, err
+		}
+		d.Access = append(d.Access, page...)
+		if len(page) < MaxAccessEntries {
+			return d, nil
+		}
+		before = page[len(page)-1].ID
+	}
+}

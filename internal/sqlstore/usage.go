@@ -674,3 +674,28 @@ func (s *Store) deleteGroupRows(ctx context.Context, tx *txn, groupID string) er
 	}
 	return nil
 }
+
+// StudentEvents returns the student's events in the group, oldest first.
+// Events are kept by group and id: the group's are read, the student's
+// kept, as erasure does.
+func (s *Store) StudentEvents(ctx context.Context, groupID, studentID string) ([]analytics.Event, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT event_id, occurred_at, metric FROM events
+		WHERE group_id = ? AND student_id = ? ORDER BY occurred_at, event_id`), groupID, studentID)
+	if err != nil {
+		return nil, s.wrap("StudentEvents", err)
+	}
+	defer rows.Close()
+	var events []analytics.Event
+	for rows.Next() {
+		e := analytics.Event{GroupID: groupID, StudentID: studentID}
+		var at int64
+		if err := rows.Scan(&e.ID, &at, &e.Metric); err != nil {
+			return nil, s.wrap("StudentEvents", err)
+		}
+		e.OccurredAt = fromMillis(at)
+		events = append(events, e)
+	}
+	return events, s.wrap("StudentEvents", rows.Err())
+}
