@@ -91,6 +91,12 @@ type Directory interface {
 	AccessLog(ctx context.Context, groupID string, f AccessFilter) ([]AccessEntry, error)
 	PruneAccessLog(ctx context.Context, before time.Time) (int64, error)
 
+	// Deletion receipts: AddReceipt records one (its ID is the store's);
+	// Receipts lists a group's, or every group's when groupID is empty,
+	// newest first. They outlive their group.
+	AddReceipt(ctx context.Context, r Receipt) error
+	Receipts(ctx context.Context, groupID string) ([]Receipt, error)
+
 	AddToken(ctx context.Context, t PlatformToken) error
 	Tokens(ctx context.Context) ([]PlatformToken, error)
 	RevokeToken(ctx context.Context, tokenID string, at time.Time) error
@@ -154,8 +160,8 @@ type UsageStore interface {
 	// EraseStudent removes a student's enrolment, events and share of every
 	// rollup at once: when it returns, no read counts anything of theirs.
 	// It answers NotFound for a student the group neither has nor holds
-	// usage of.
-	EraseStudent(ctx context.Context, groupID, studentID string) error
+	// usage of, and returns what it removed from each store.
+	EraseStudent(ctx context.Context, groupID, studentID string) ([]Deleted, error)
 	// Rebuild recomputes the group's rollups from its raw events, cutting
 	// days in zone (an IANA name), which becomes the group's time zone in
 	// the directory in the same write: a change of zone is a rebuild. The
@@ -167,8 +173,9 @@ type UsageStore interface {
 	// write lock: a write of the group's usage racing it either commits
 	// first, and is erased, or finds the group gone and stores nothing
 	// (AppendResult.Gone). It answers NotFound for a group that does not
-	// exist, and returns once the group is gone.
-	EraseGroup(ctx context.Context, groupID string) error
+	// exist, and returns once the group is gone, with what it removed
+	// from each store.
+	EraseGroup(ctx context.Context, groupID string) ([]Deleted, error)
 }
 
 // WriteObserver is told what a usage store's writer does, for the

@@ -127,11 +127,13 @@ type GroupLock interface {
 	// erased student's removal, the end of the intent. ClearIntent comes
 	// last: after it, MarkIntent would wait for the transaction.
 	SaveStudents(ctx context.Context, updates []analytics.StudentUpdate) error
-	DeleteStudent(ctx context.Context, studentID string) (bool, error)
+	// DeleteStudent returns what it removed: nothing, when the student
+	// was neither enrolled nor logged.
+	DeleteStudent(ctx context.Context, studentID string) ([]analytics.Deleted, error)
 	ClearIntent(ctx context.Context) error
 	// DeleteGroup deletes the group and all the directory holds of it,
-	// with the transaction.
-	DeleteGroup(ctx context.Context) error
+	// with the transaction, and returns what it removed.
+	DeleteGroup(ctx context.Context) ([]analytics.Deleted, error)
 	// SetTimeZone changes the group's time zone, with the transaction.
 	SetTimeZone(ctx context.Context, zone string) error
 }

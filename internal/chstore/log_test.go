@@ -54,7 +54,7 @@ func TestWriteBehindLog(t *testing.T) {
 	if got := appended(msg("e1", "s1"), msg("e3", "s3")); got != "1 accepted, 1 duplicates" {
 		t.Errorf("an id sent again while logged: %s, want 1 accepted, 1 duplicates", got)
 	}
-	if err := f.usage.EraseStudent(ctx, "north", "s2"); err != nil {
+	if _, err := f.usage.EraseStudent(ctx, "north", "s2"); err != nil {
 		t.Errorf("erasing a student whose only event is logged: %v", err)
 	}
 	if err := f.usage.Settle(ctx, "north"); err != nil {

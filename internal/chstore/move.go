@@ -87,7 +87,7 @@ func (s *Store) MoveGroup(ctx context.Context, groupID, to string) (MoveResult, 
 		if _, err := markIntent(ctx, tx, intent{Move: &move{From: source.name, To: to}}, p.Seq); err != nil {
 			return err
 		}
-		if err := s.dropGroup(ctx, target, groupID); err != nil {
+		if _, err := s.dropGroup(ctx, target, groupID); err != nil {
 			return fmt.Errorf("clearing shard %s: %w", to, err)
 		}
 		if res.Events, err = s.copyGroup(ctx, source, target, groupID); err != nil {
@@ -101,7 +101,8 @@ func (s *Store) MoveGroup(ctx context.Context, groupID, to string) (MoveResult, 
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		return s.dropGroup(ctx, source, groupID)
+		_, err = s.dropGroup(ctx, source, groupID)
+		return err
 	})
 	res.Took = time.Since(start)
 	return res, s.wrap("MoveGroup", err)
@@ -115,7 +116,8 @@ func (s *Store) settleMove(ctx context.Context, p Placement, m *move) error {
 		stale = m.From
 	}
 	if sh := s.shardNamed(stale); sh != nil {
-		return s.dropGroup(ctx, sh, p.GroupID)
+		_, err := s.dropGroup(ctx, sh, p.GroupID)
+		return err
 	}
 	return nil
 }
@@ -211,37 +213,38 @@ func (s *Store) groupRowCount(ctx context.Context, sh *shard, table, groupID str
 }
 
 // dropGroup deletes every row of the group from the shard and waits until
-// the deletions are done. Tables without its rows are left alone: a
+// the deletions are done; it returns how many rows went from each table. Tables without its rows are left alone: a
 // deletion rewrites every part it may touch.
-func (s *Store) dropGroup(ctx context.Context, sh *shard, groupID string) error {
-	deleted := false
+func (s *Store) dropGroup(ctx context.Context, sh *shard, groupID string) ([]analytics.Deleted, error) {
+	var deleted []analytics.Deleted
 	for _, t := range movedTables {
 		n, err := s.groupRowCount(ctx, sh, t, groupID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if n == 0 {
 			continue
 		}
 		if err := s.deleteRows(ctx, sh, t, `group_id = ?`, groupID); err != nil {
-			return err
+			return nil, err
 		}
-		deleted = true
+		deleted = append(deleted, analytics.Deleted{Store: "clickhouse", Table: t, Rows: int64(n)})
 	}
-	if !deleted {
-		return nil
+	if len(deleted) == 0 {
+		return nil, nil
 	}
-	return s.awaitMutations(ctx, sh)
+	return deleted, s.awaitMutations(ctx, sh)
 }
 
 // EraseGroup deletes the group's rows on its shard, waiting for every
 // replica, then the group from the directory, under the group's lock. If
 // it stops part-way, the group stays, marked for a rebuild: its next
 // write recomputes its rollups from the events left.
-func (s *Store) EraseGroup(ctx context.Context, groupID string) error {
+func (s *Store) EraseGroup(ctx context.Context, groupID string) ([]analytics.Deleted, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return s.wrap("EraseGroup", s.locked(ctx, groupID, func(tx GroupLock) error {
+	var deleted []analytics.Deleted
+	err := s.locked(ctx, groupID, func(tx GroupLock) error {
 		_, placed, err := tx.Placement(ctx)
 		if err != nil {
 			return err
@@ -255,12 +258,15 @@ func (s *Store) EraseGroup(ctx context.Context, groupID string) error {
 			if _, err := markIntent(ctx, tx, intent{All: true}, p.Seq); err != nil {
 				return err
 			}
-			if err := s.dropGroup(ctx, sh, groupID); err != nil {
+			if deleted, err = s.dropGroup(ctx, sh, groupID); err != nil {
 				return err
 			}
 		}
-		return tx.DeleteGroup(ctx)
-	}))
+		directory, err := tx.DeleteGroup(ctx)
+		deleted = append(deleted, directory...)
+		return err
+	})
+	return deleted, s.wrap("EraseGroup", err)
 }
 
 // ShardLoad is what one shard holds.

@@ -92,7 +92,7 @@ func TestMoveGroup(t *testing.T) {
 	f := newFixture(t)
 	f.group("west")
 	f.fill("west", 300)
-	if err := f.usage.EraseStudent(ctx, "west", "s4"); err != nil {
+	if _, err := f.usage.EraseStudent(ctx, "west", "s4"); err != nil {
 		t.Fatal(err)
 	}
 	before := f.usageOf("west")

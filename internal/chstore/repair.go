@@ -15,56 +15,60 @@ import (
 	"groupanalytics/internal/rollup"
 )
 
-func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) error {
+func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) ([]analytics.Deleted, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return s.wrap("EraseStudent", s.locked(ctx, groupID, func(tx GroupLock) error {
+	var deleted []analytics.Deleted
+	err := s.locked(ctx, groupID, func(tx GroupLock) error {
 		enrolled, err := tx.DeleteStudent(ctx, studentID)
 		if err != nil {
 			return err
 		}
+		deleted = enrolled
 		_, placed, err := tx.Placement(ctx)
 		if err != nil {
 			return err
 		}
-		used := false
 		if placed {
 			sh, p, err := s.placeForWrite(ctx, tx)
 			if err != nil {
 				return err
 			}
-			if used, err = s.eraseUsage(ctx, tx, sh, p, studentID); err != nil {
+			usage, err := s.eraseUsage(ctx, tx, sh, p, studentID)
+			if err != nil {
 				return err
 			}
+			deleted = append(deleted, usage...)
 		}
-		if !enrolled && !used {
+		if len(deleted) == 0 {
 			return analytics.Errorf(analytics.NotFound, "Student %q not found in group %q", studentID, groupID)
 		}
 		return nil
-	}))
+	})
+	return deleted, s.wrap("EraseStudent", err)
 }
 
 // eraseUsage takes the student out of the group rows and the rows of
 // counts (one insert each of their new state), then deletes the
 // student's events and ordinal and waits for ClickHouse to have deleted
-// them. It reports whether the student had events.
-func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Placement, studentID string) (bool, error) {
+// them. It returns what it removed, and rewrote without the student.
+func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Placement, studentID string) ([]analytics.Deleted, error) {
 	groupID := p.GroupID
 	var events uint64
 	if err := sh.queryRow(ctx, `SELECT count() FROM `+s.table("events")+` WHERE group_id = ? AND student_id = ?`,
 		groupID, studentID).Scan(&events); err != nil {
-		return false, err
+		return nil, err
 	}
 	ordinals, err := s.studentOrdinals(ctx, sh, groupID, studentID)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	if events == 0 && len(ordinals) == 0 {
-		return false, nil
+		return nil, nil
 	}
 	st, err := s.stateAt(ctx, sh, p)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	// The student's share of each period, and the rows without them.
 	shares := map[period]analytics.Counts{}
@@ -77,7 +81,7 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Place
 			}
 			students, err := rollup.DecodeCounts(b)
 			if err != nil {
-				return false, fmt.Errorf("student counts of %s %s: %w", groupID, p.key, err)
+				return nil, fmt.Errorf("student counts of %s %s: %w", groupID, p.key, err)
 			}
 			i := slices.IndexFunc(students, func(sc rollup.StudentCounts) bool { return sc.Ordinal == int(n) })
 			if i < 0 {
@@ -103,7 +107,7 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Place
 	})
 	seq, err := markIntent(ctx, tx, in, p.Seq)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	rows := make([]analytics.GroupRollup, len(keys))
 	for i, k := range keys {
@@ -119,15 +123,19 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Place
 		rows[i] = r
 	}
 	if err := s.insertGroupRows(ctx, sh, written{seq: seq, gkeys: keys, grows: rows}); err != nil {
-		return false, err
+		return nil, err
 	}
 	if err := s.insertCountsRows(ctx, sh, written{seq: seq, counts: counts}); err != nil {
-		return false, err
+		return nil, err
 	}
 	if err := s.deleteStudentRows(ctx, sh, groupID, studentID); err != nil {
-		return false, err
+		return nil, err
 	}
-	return events > 0, nil
+	deleted := []analytics.Deleted{{Store: "clickhouse", Table: "events", Rows: int64(events)},
+		{Store: "clickhouse", Table: "students", Rows: int64(len(ordinals))},
+		{Store: "clickhouse", Table: "student_counts (rewritten)", Rows: int64(len(counts))},
+		{Store: "clickhouse", Table: "group_rollups (rewritten)", Rows: int64(len(rows))}}
+	return slices.DeleteFunc(deleted, func(d analytics.Deleted) bool { return d.Rows == 0 }), nil
 }
 
 // studentOrdinals returns the ordinals the student holds (one, or none).

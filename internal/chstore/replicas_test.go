@@ -82,7 +82,7 @@ func TestErasureAndMoveWaitForALaggingReplica(t *testing.T) {
 
 	home := f.shardOf("west")
 	laggard, catchUp := lagging(t, home)
-	waitsForTheLaggard(t, "erasure", catchUp, func() error { return f.usage.EraseStudent(ctx, "west", "s1") })
+	waitsForTheLaggard(t, "erasure", catchUp, func() error { _, err := f.usage.EraseStudent(ctx, "west", "s1"); return err })
 	if n := count(laggard, "group_id = 'west' AND student_id = 's1'"); n != 0 {
 		t.Errorf("the lagging replica holds %d events of the erased student", n)
 	}

@@ -643,6 +643,25 @@ func accessLogList(e *env, args []string) error {
 	})
 }
 
+func receiptList(e *env, args []string) error {
+	fs, db := flags(e, "receipt list")
+	group := fs.String("group", "", "group id (default: every group's)")
+	return withPlatform(e, fs, db, args, false, nil, func(p *platform.Platform) error {
+		receipts, err := p.Receipts(e.ctx, *group)
+		table(e, "FINISHED\tGROUP\tACTION\tSTUDENT\tBY\tDELETED", func(w io.Writer) {
+			for _, r := range receipts {
+				var deleted []string
+				for _, d := range r.Deleted {
+					deleted = append(deleted, fmt.Sprintf("%s %s %d", d.Store, d.Table, d.Rows))
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", analytics.FormatTime(r.Finished), r.GroupID, r.Action,
+					cmp.Or(r.StudentID, "-"), r.RequestedBy, cmp.Or(strings.Join(deleted, ", "), "nothing"))
+			}
+		})
+		return err
+	})
+}
+
 func recipientRemove(e *env, args []string) error {
 	fs, db := flags(e, "recipient remove")
 	group := fs.String("group", "", "group id")

@@ -72,6 +72,7 @@ func init() {
 		{"recipient list", "--group ID", "list a group's digest recipients", recipientList},
 		{"recipient remove", "--group ID --address EMAIL", "stop a group's weekly digest to an address", recipientRemove},
 		{"access-log", "--group ID [--student STUDENT_ID] [--since DATE] [--limit N]", "list a group's access log: who read which students' reports, newest first", accessLogList},
+		{"receipt list", "[--group ID]", "list the receipts of deletions (students erased, groups deleted), newest first", receiptList},
 		{"digest send", "--group ID --to EMAIL [--week 2026-W46] --smtp-url URL --public-url URL", "send a group's weekly digest now, to try it (not recorded)", digestSend},
 		{"token create", "[--label TEXT]", "create a platform API token; it is shown once", tokenCreate},
 		{"token list", "", "list platform tokens", tokenList},
@@ -238,6 +239,8 @@ func quietLog(e *env) *slog.Logger {
 // withPlatform parses the flags, opens the stores, and runs fn on them.
 func withPlatform(e *env, fs *flag.FlagSet, db *storeFlags, args []string, positional bool, required []string,
 	fn func(p *platform.Platform) error) error {
+	// What the command deletes, its receipt says was asked from here.
+	e.ctx = analytics.WithRequester(e.ctx, "command line")
 	return withStores(e, fs, db, args, positional, required, func(s *stores.Stores) error {
 		return fn(platform.New(s.Directory, s.Usage))
 	})

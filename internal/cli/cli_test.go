@@ -648,3 +648,19 @@ func TestStudentExportCommand(t *testing.T) {
 		t.Error("student export of an unknown student: exit 0, want a failure")
 	}
 }
+
+// TestReceiptList: a student erased and a group deleted from the command
+// line leave receipts that say so, listed by receipt list.
+func TestReceiptList(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "group", "create", "--db", db, "--id", "north", "--name", "Northside")
+	mustRun(t, "student", "add", "--db", db, "--group", "north", "--id", "s1", "--name", "Ada")
+	mustRun(t, "student", "delete", "--db", db, "--group", "north", "--id", "s1")
+	mustRun(t, "group", "delete", "--db", db, "--group", "north", "--yes")
+	out := mustRun(t, "receipt", "list", "--db", db)
+	if !regexp.MustCompile(`^FINISHED +GROUP +ACTION +STUDENT +BY +DELETED\n`+
+		`\S+ +north +group deleted +- +command line +.*sqlite groups 1\n`+
+		`\S+ +north +student erased +s1 +command line +sqlite students 1\n$`).MatchString(out) || strings.Contains(out, "Ada") {
+		t.Errorf("receipt list:\n%s", out)
+	}
+}

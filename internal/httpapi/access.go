@@ -181,3 +181,40 @@ func writeAccessCSV(w io.Writer, entries []accessEntryJSON) error {
 	out.Flush()
 	return out.Error()
 }
+
+// receiptJSON is a deletion receipt as the API shows it.
+type receiptJSON struct {
+	ID          int64         `json:"id"`
+	GroupID     string        `json:"groupId"`
+	StudentID   *string       `json:"studentId"`
+	Action      string        `json:"action"`
+	RequestedBy string        `json:"requestedBy"`
+	Began       time.Time     `json:"began"`
+	Finished    time.Time     `json:"finished"`
+	Deleted     []deletedJSON `json:"deleted"`
+}
+
+type deletedJSON struct {
+	Store string `json:"store"`
+	Table string `json:"table"`
+	Rows  int64  `json:"rows"`
+}
+
+// listReceipts lists the deletion receipts of the group groupId names (it
+// may be gone), or of every group.
+func (s *Server) listReceipts(r *http.Request) (int, any, error) {
+	for name := range r.URL.Query() {
+		if name != "groupId" {
+			return 0, nil, analytics.Errorf(analytics.Invalid, "Unknown parameter %q: expected groupId", name)
+		}
+	}
+	receipts, err := s.platform.Receipts(r.Context(), r.URL.Query().Get("groupId"))
+	return http.StatusOK, map[string]any{"receipts": listOf(receipts, func(rc analytics.Receipt) receiptJSON {
+		j := receiptJSON{ID: rc.ID, GroupID: rc.GroupID, Action: rc.Action, RequestedBy: rc.RequestedBy, Began: rc.Began,
+			Finished: rc.Finished, Deleted: listOf(rc.Deleted, func(d analytics.Deleted) deletedJSON { return deletedJSON(d) })}
+		if rc.StudentID != "" {
+			j.StudentID = &rc.StudentID
+		}
+		return j
+	})}, err
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -56,6 +57,8 @@ func (s *Server) withToken(h platformHandler) http.HandlerFunc {
 		if !s.spend(w, r, s.limits.token, token.ID, "token", now) {
 			return
 		}
+		// What the call deletes, its receipt says was asked by this token.
+		r = r.WithContext(analytics.WithRequester(r.Context(), fmt.Sprintf("token %s (%s)", token.ID, token.Label)))
 		status, body, err := h(r)
 		switch body := body.(type) {
 		case nil:

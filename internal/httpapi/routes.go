@@ -29,6 +29,7 @@ func (s *Server) routes() []route {
 		// The platform API, behind a platform token (Authorization: Bearer).
 		{"POST /v1/events", MaxEventsBody, s.withToken(s.ingest)},
 		{"GET /v1/admin/groups", maxAdminBody, s.withToken(s.listGroups)},
+		{"GET /v1/admin/receipts", maxAdminBody, s.withToken(s.listReceipts)},
 		{"POST /v1/admin/groups", maxAdminBody, s.withToken(s.createGroup)},
 		{"GET /v1/admin/groups/{groupId}", maxAdminBody, s.withToken(s.getGroup)},
 		{"PATCH /v1/admin/groups/{groupId}", maxAdminBody, s.withToken(s.updateGroup)},

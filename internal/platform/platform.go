@@ -159,7 +159,29 @@ func (p *Platform) DeleteGroup(ctx context.Context, groupID string) error {
 		return err
 	}
 	p.zones.forget(groupID)
-	return p.Usage.EraseGroup(ctx, groupID)
+	began := p.Now()
+	deleted, err := p.Usage.EraseGroup(ctx, groupID)
+	if err != nil {
+		return err
+	}
+	return p.addReceipt(ctx, analytics.Receipt{GroupID: groupID, Action: analytics.ActionGroupDeleted, Began: began, Deleted: deleted})
+}
+
+// addReceipt records the receipt of a deletion done, finished now, at the
+// request of whoever ctx names. A receipt that cannot be written fails
+// the call, though the deletion is done: asked again, it finds nothing.
+func (p *Platform) addReceipt(ctx context.Context, r analytics.Receipt) error {
+	r.RequestedBy, r.Finished = analytics.RequesterOf(ctx), p.Now()
+	if err := p.Directory.AddReceipt(ctx, r); err != nil {
+		return fmt.Errorf("done, but its receipt was not recorded: %w", err)
+	}
+	return nil
+}
+
+// Receipts lists the deletion receipts of a group (which may be gone), or
+// of every group when groupID is empty, newest first.
+func (p *Platform) Receipts(ctx context.Context, groupID string) ([]analytics.Receipt, error) {
+	return p.Directory.Receipts(ctx, groupID)
 }
 
 // SetTimeZone changes a group's time zone: its rollups are rebuilt in the
@@ -422,7 +444,13 @@ func (p *Platform) DeleteStudent(ctx context.Context, groupID, studentID string)
 	if !storable(studentID) {
 		return analytics.Errorf(analytics.NotFound, "Student %q not found in group %q", studentID, groupID)
 	}
-	return p.Usage.EraseStudent(ctx, groupID, studentID)
+	began := p.Now()
+	deleted, err := p.Usage.EraseStudent(ctx, groupID, studentID)
+	if err != nil {
+		return err
+	}
+	return p.addReceipt(ctx, analytics.Receipt{GroupID: groupID, StudentID: studentID, Action: analytics.ActionStudentErased,
+		Began: began, Deleted: deleted})
 }
 
 // Rebuild recomputes the rollups of one group, or of all groups when

@@ -352,27 +352,28 @@ func (g *GroupTx) SaveStudents(ctx context.Context, updates []analytics.StudentU
 }
 
 // DeleteGroup deletes the group and everything the directory holds of it
-// with the transaction.
-func (g *GroupTx) DeleteGroup(ctx context.Context) error {
+// with the transaction, and returns what it removed.
+func (g *GroupTx) DeleteGroup(ctx context.Context) ([]analytics.Deleted, error) {
 	return g.s.deleteGroupRows(ctx, g.tx, g.groupID)
 }
 
-// DeleteStudent removes a student's enrolment and logged events with the
-// transaction and reports whether it found either.
-func (g *GroupTx) DeleteStudent(ctx context.Context, studentID string) (bool, error) {
-	found := false
-	for _, table := range []string{"students", "usage_log"} {
+// DeleteStudent removes a student's enrolment (and with it their class
+// memberships) and logged events with the transaction, and returns what
+// it removed: nothing when it found neither.
+func (g *GroupTx) DeleteStudent(ctx context.Context, studentID string) ([]analytics.Deleted, error) {
+	var deleted []analytics.Deleted
+	for _, table := range []string{"class_members", "students", "usage_log"} {
 		res, err := g.tx.ExecContext(ctx, g.s.q(`DELETE FROM `+table+` WHERE group_id = ? AND student_id = ?`), g.groupID, studentID)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return false, err
+			return nil, err
 		}
-		found = found || n > 0
+		deleted = g.s.deleted(deleted, table, n)
 	}
-	return found, nil
+	return deleted, nil
 }
 
 // querier is what placement reads through: the pool or a transaction.

@@ -502,9 +502,16 @@ func scanGroupRollup(rows *sql.Rows, r *analytics.GroupRollup, lead ...any) erro
 
 // EraseStudent removes the student's enrolment, events and share of every
 // rollup in one transaction under the group's write lock.
-func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) error {
-	return s.transact(ctx, "EraseStudent", func(tx *txn) error {
+func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) ([]analytics.Deleted, error) {
+	var deleted []analytics.Deleted
+	err := s.transact(ctx, "EraseStudent", func(tx *txn) error {
 		if _, err := s.lockUsage(ctx, tx, groupID); err != nil {
+			return err
+		}
+		// Their class memberships go with the enrolment (a foreign key).
+		var memberships int64
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT count(*) FROM class_members WHERE group_id = ? AND student_id = ?`),
+			groupID, studentID).Scan(&memberships); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM students WHERE group_id = ? AND student_id = ?`), groupID, studentID)
@@ -512,32 +519,43 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) err
 			return err
 		}
 		enrolled, _ := res.RowsAffected()
-		used, err := s.eraseUsage(ctx, tx, groupID, studentID)
-		if err != nil {
+		deleted = s.deleted(nil, "students", enrolled)
+		deleted = s.deleted(deleted, "class_members", memberships)
+		if deleted, err = s.eraseUsage(ctx, tx, groupID, studentID, deleted); err != nil {
 			return err
 		}
-		if enrolled == 0 && !used {
+		if enrolled == 0 && !slices.ContainsFunc(deleted, func(d analytics.Deleted) bool { return d.Table == "events" }) {
 			return analytics.Errorf(analytics.NotFound, "Student %q not found in group %q", studentID, groupID)
 		}
 		return nil
 	})
+	return deleted, err
+}
+
+// deleted adds to list that rows of table went, if any did.
+func (s *Store) deleted(list []analytics.Deleted, table string, rows int64) []analytics.Deleted {
+	if rows == 0 {
+		return list
+	}
+	return append(list, analytics.Deleted{Store: s.dialect.name, Table: table, Rows: rows})
 }
 
 // eraseUsage deletes a student's events, counts and ordinal and takes
-// their share out of the group rollups; it reports whether there were any
-// events.
-func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID string) (bool, error) {
+// their share out of the group rollups, adding what it removed to deleted
+// (the rollup rows rewritten without their share too).
+func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID string, deleted []analytics.Deleted) ([]analytics.Deleted, error) {
 	var ordinal int
 	err := tx.QueryRowContext(ctx, s.q(`SELECT ordinal FROM usage_students WHERE group_id = ? AND student_id = ?`),
 		groupID, studentID).Scan(&ordinal)
 	numbered := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return false, err
+		return deleted, err
 	}
 	if numbered {
 		shares, err := s.eraseCounts(ctx, tx, groupID, ordinal)
+		countRows := len(shares) // the student's rows of counts, one a period
 		if err != nil {
-			return false, err
+			return deleted, err
 		}
 		// The weeks' rows hold the student's days' counts.
 		for k, share := range shares {
@@ -551,6 +569,8 @@ func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID stri
 		keys := slices.SortedFunc(maps.Keys(shares), func(a, b rollup.GroupKey) int {
 			return cmp.Or(cmp.Compare(a.Span, b.Span), cmp.Compare(a.Key, b.Key))
 		})
+		deleted = s.deleted(deleted, "student_counts (rewritten)", int64(countRows))
+		deleted = s.deleted(deleted, "group_rollups (rewritten)", int64(len(keys)))
 		if err := s.updateGroupRollups(ctx, tx, keys, func(k rollup.GroupKey, r *analytics.GroupRollup) {
 			share := shares[k]
 			for i := range r.Counts {
@@ -559,20 +579,18 @@ func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID stri
 			r.LiveLectureUsers.Remove(ordinal)
 			r.ChatUsers.Remove(ordinal)
 		}); err != nil {
-			return false, err
+			return deleted, err
 		}
 	}
-	var events int64
 	for _, table := range []string{"events", "usage_students"} {
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ? AND student_id = ?`), groupID, studentID)
 		if err != nil {
-			return false, err
+			return deleted, err
 		}
-		if table == "events" {
-			events, _ = res.RowsAffected()
-		}
+		n, _ := res.RowsAffected()
+		deleted = s.deleted(deleted, table, n)
 	}
-	return events > 0, nil
+	return deleted, nil
 }
 
 // rebuildChunk is how many raw events Rebuild reads and folds in at a time.
@@ -657,22 +675,31 @@ var tablesOfAGroup = []string{"events", "usage_students", "usage_groups", "group
 // transaction, after locking the group's row as a directory change does,
 // which waits for the writes of its usage under way and makes those that
 // come later find it gone.
-func (s *Store) EraseGroup(ctx context.Context, groupID string) error {
-	return s.transact(ctx, "EraseGroup", func(tx *txn) error {
+func (s *Store) EraseGroup(ctx context.Context, groupID string) ([]analytics.Deleted, error) {
+	var deleted []analytics.Deleted
+	err := s.transact(ctx, "EraseGroup", func(tx *txn) (err error) {
 		if err := s.lockGroup(ctx, tx, groupID); err != nil {
 			return err
 		}
-		return s.deleteGroupRows(ctx, tx, groupID)
+		deleted, err = s.deleteGroupRows(ctx, tx, groupID)
+		return err
 	})
+	return deleted, err
 }
 
-func (s *Store) deleteGroupRows(ctx context.Context, tx *txn, groupID string) error {
+// deleteGroupRows deletes the group's rows from every table and returns
+// how many went from each.
+func (s *Store) deleteGroupRows(ctx context.Context, tx *txn, groupID string) ([]analytics.Deleted, error) {
+	var deleted []analytics.Deleted
 	for _, table := range tablesOfAGroup {
-		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ?`), groupID); err != nil {
-			return fmt.Errorf("%s: %w", table, err)
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ?`), groupID)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", table, err)
 		}
+		n, _ := res.RowsAffected()
+		deleted = s.deleted(deleted, table, n)
 	}
-	return nil
+	return deleted, nil
 }
 
 // StudentEvents returns the student's events in the group, oldest first.
