@@ -173,6 +173,25 @@ func apiReports(t *testing.T, base, key, endpoint, query string) []apiReport {
 	return answer.Reports
 }
 
+// apiAccessLog reads the newest page of a school's access log.
+func apiAccessLog(t *testing.T, base, key string) []struct{ Key struct{ Label string } } {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/api/access-log", nil)
+	req.Header.Set("x-api-key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Entries []struct{ Key struct{ Label string } }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the access log: %d %v", resp.StatusCode, err)
+	}
+	return page.Entries
+}
+
 func apiGet(t *testing.T, base, key, endpoint, query string) []byte {
 	t.Helper()
 	req, _ := http.NewRequest("POST", base+"/api/groups/"+endpoint+"?"+query, nil)
@@ -570,9 +589,30 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 	checkClass("the school's key", key, []string{"|Whole school", "demo-class|Demo class (5 students)"})
+
+	// Who saw students' figures: the school's access log, as its key reads
+	// it, this page's own requests of student reports included.
+	var access struct {
+		Rows  int
+		First []string
+	}
+	run("the access log", chromedp.Evaluate(`document.getElementById("access-section").open = true; true`, nil),
+		chromedp.WaitVisible(`#access-section[data-loaded]`),
+		chromedp.Evaluate(`({Rows: document.querySelectorAll("#access tbody tr").length,
+			First: [...document.querySelectorAll("#access tbody tr:first-child td")].map(td => td.textContent)})`, &access))
+	logged := apiAccessLog(t, base, key)
+	if len(logged) == 0 || access.Rows != min(len(logged), 50) || len(access.First) != 6 ||
+		access.First[1] != logged[0].Key.Label || access.First[5] != "all of demo-class" {
+		t.Errorf("the access log shows %d rows, the first %q; the API has %d entries, the first %+v", access.Rows, access.First, len(logged), logged)
+	}
 	run("a teacher's key", chromedp.Evaluate(`document.getElementById("sign-out").click(); true`, nil), chromedp.WaitVisible("#key"),
 		chromedp.SendKeys("#key", keys["teacher"]), chromedp.Click(`#key-form button[type=submit]`))
 	checkClass("a teacher's key", keys["teacher"], []string{"|All your classes", "demo-class|Demo class (5 students)"})
+	var accessHidden bool
+	run("a teacher's key: no access log", chromedp.Evaluate(`document.getElementById("access-section").hidden`, &accessHidden))
+	if !accessHidden {
+		t.Error("a teacher's key is offered the school's access log")
+	}
 
 	// A school of 10,000 students stays smooth: the table shows a page of
 	// 200 rows; it sorts, searches and pages. The times go to the log.

@@ -64,8 +64,11 @@ function setStatus(text, isError) {
 }
 
 function showKeyForm(message) {
-  // Another key may see other classes.
+  // Another key may see other classes, and must not see this one's log.
   delete $("class-picker").dataset.loaded;
+  $("access-section").open = false;
+  $("access").tBodies[0].replaceChildren();
+  delete $("access-section").dataset.loaded;
   $("class-picker").hidden = true;
   $("class").replaceChildren(Object.assign(document.createElement("option"), { value: "", textContent: "Whole school" }));
   $("dashboard").hidden = true;
@@ -448,6 +451,8 @@ async function loadClasses() {
   const whole = Object.assign(document.createElement("option"), { value: "", textContent: forClasses ? "All your classes" : "Whole school" });
   $("class").replaceChildren(whole, ...options);
   $("class-picker").hidden = classes.length === 0;
+  // A teacher's key may not read whom the school asked about.
+  $("access-section").hidden = forClasses;
   $("class-picker").dataset.loaded = "true";
 }
 
@@ -624,6 +629,52 @@ function localDate(d) {
   return new Date(d.getTime() - d.getTimezoneOffset() * 60000).toISOString().slice(0, 10);
 }
 
+// accessBefore asks for the access log's next page; null: from the newest.
+let accessBefore = null;
+
+// loadAccess shows the school's access log: its newest page, or with more,
+// the page after those shown.
+async function loadAccess(more) {
+  const body = $("access").tBodies[0];
+  if (!more) {
+    accessBefore = null;
+    body.replaceChildren();
+  }
+  const params = new URLSearchParams({ limit: "50" });
+  if (accessBefore !== null) {
+    params.set("before", accessBefore);
+  }
+  try {
+    const page = await (await call("GET", `/api/access-log?${params}`)).json();
+    for (const e of page.entries) {
+      const what = `${names[e.endpoint.split("/").pop()] || e.endpoint}, ${e.format.toUpperCase()}${e.interval === "none" ? "" : `, by ${e.interval}`}`;
+      let students = e.studentIds.join(", ");
+      if (e.allStudents) {
+        students = e.classIds.length ? `all of ${e.classIds.join(", ")}` : "all";
+      } else if (e.erasedStudents) {
+        students = `${students}${students ? ", " : ""}${e.erasedStudents} erased since`;
+      }
+      const row = document.createElement("tr");
+      for (const [text, title] of [
+        [new Date(e.at).toLocaleString(), e.at],
+        [e.key.label || e.key.prefix, `${e.key.prefix}… (${e.key.id})`],
+        [e.client],
+        [what],
+        [showRange(e.startDate, e.endDate)],
+        [students],
+      ]) {
+        row.append(Object.assign(document.createElement("td"), { textContent: text, title: title || "" }));
+      }
+      body.append(row);
+    }
+    accessBefore = page.next;
+    $("access-more").hidden = page.next === null;
+    $("access-section").dataset.loaded = String(body.rows.length);
+  } catch (err) {
+    setStatus(err.message, true);
+  }
+}
+
 function init() {
   const today = new Date();
   $("end").value = localDate(today);
@@ -668,6 +719,8 @@ function init() {
     page++;
     drawRows();
   });
+  $("access-section").addEventListener("toggle", () => $("access-section").open && loadAccess(false));
+  $("access-more").addEventListener("click", () => loadAccess(true));
   $("download-chat").addEventListener("click", () => download("chat"));
   $("download-live-lecture").addEventListener("click", () => download("live-lecture"));
   if (sessionStorage.getItem(keyStore)) {
