@@ -67,6 +67,7 @@ type Result struct {
 	Reports          []ReportResult   `json:"reports"`
 	Floor            ReportResult     `json:"floor"`
 	FloorBare        ReportResult     `json:"floorWithoutLimitsAndMetrics"`
+	Schools          SchoolsResult    `json:"everySchool"`
 	Ingest           IngestResult     `json:"ingest"`
 	IngestOne        IngestResult     `json:"ingestOneEventBatches"`
 	Firehose         *FirehoseResult  `json:"firehose,omitempty"`
@@ -306,6 +307,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Reports = append(res.Reports, rr)
 		fmt.Fprintf(cfg.Out, "measured %s\n", sc.name)
 	}
+	if cfg.Scale.OtherGroups > 0 {
+		others, err := schoolKeys(ctx, store, cfg.Scale)
+		if err != nil {
+			return nil, err
+		}
+		if res.Schools, err = askEverySchool(srv, others, r, cfg); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(cfg.Out, "asked every school\n")
+	}
 	if res.Ingest, err = ingest(srv.Base, keys.token, cfg, now, "i", 1000, cfg.Ingest); err != nil {
 		return nil, err
 	}
@@ -319,7 +330,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		res.Firehose = &fh
 	}
-	if res.PeakRSSBytes, err = srv.peakRSS(); err != nil {
+	if res.PeakRSSBytes, err = srv.memory("VmHWM"); err != nil {
 		return nil, err
 	}
 	if ch != nil {
@@ -595,19 +606,20 @@ func (s *Server) Stop() {
 	}
 }
 
-// peakRSS reads the server's high-water mark of resident memory.
-func (s *Server) peakRSS() (int64, error) {
+// memory reads a figure of the server's memory from /proc, in bytes:
+// VmHWM, the high-water mark of resident memory, or VmRSS, what it holds.
+func (s *Server) memory(field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb * 1024, err
 		}
 	}
-	return 0, errors.New("no VmHWM in /proc status")
+	return 0, fmt.Errorf("no %s in /proc status", field)
 }
 
 // client asks for answers as the scenario says: with compression off, Go
@@ -907,6 +919,16 @@ func printTable(w io.Writer, res *Result) {
 	row(res.FloorBare)
 	for _, r := range res.Reports {
 		row(r)
+	}
+	if sc := res.Schools; sc.Schools > 0 {
+		fmt.Fprintf(w, "\nevery other school (%d), each asked for its chat group report and student report over the whole period by %d clients:\n", sc.Schools, sc.Clients)
+		for _, l := range []struct {
+			name string
+			l    Latencies
+		}{{"group report, first", sc.GroupFirst}, {"student report, first", sc.StudentFirst}, {"group report, again", sc.GroupAgain}, {"student report, again", sc.StudentAgain}} {
+			fmt.Fprintf(w, "  %-24s p50 %7.2f ms  p99 %7.2f ms\n", l.name, l.l.P50, l.l.P99)
+		}
+		fmt.Fprintf(w, "  server RSS after: %.0f MB\n", float64(sc.RSSBytes)/1e6)
 	}
 	fmt.Fprintln(w)
 	for _, in := range []IngestResult{res.Ingest, res.IngestOne} {
