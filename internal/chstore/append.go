@@ -502,7 +502,7 @@ func (s *Store) prepareWrites(ctx context.Context, sh *shard, ws []*groupWrite) 
 		lookups.Go(func() error {
 			for w := range states {
 				var err error
-				if w.st, err = s.stateAt(ctx, sh, w.p); err != nil {
+				if w.st, err = s.stateAt(ctx, sh, w.p, true); err != nil {
 					return err
 				}
 			}

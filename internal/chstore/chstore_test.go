@@ -242,6 +242,44 @@ func TestStudentNumberedByADeadWriteIsEnrolled(t *testing.T) {
 	}
 }
 
+// TestCountsReadWhenNeeded: a group report keeps a state without the
+// students' counts; a write on it, and a student report after, read them
+// whole: every student's counts are there, once.
+func TestCountsReadWhenNeeded(t *testing.T) {
+	f := newFixture(t)
+	f.group("north")
+	d := analytics.DayOf(day, time.UTC)
+	seg := []analytics.Segment{{Span: analytics.SpanDay, Keys: analytics.DayRange{First: d, Last: d}}}
+	totals := func() []analytics.Counts {
+		t.Helper()
+		sum := [][]analytics.Counts{nil}
+		if err := f.usage.StudentTotals(ctx, "north", seg, sum); err != nil {
+			t.Fatal(err)
+		}
+		return sum[0]
+	}
+	if _, err := f.appendEvents([]analytics.Event{event("north", "e1", "s1", day, analytics.MainChatMessages)}); err != nil {
+		t.Fatal(err)
+	}
+	f.dayRollup("north") // a group report: the state without counts
+	if _, err := f.appendEvents([]analytics.Event{event("north", "e2", "s2", day, analytics.MainChatMessages),
+		event("north", "e3", "s1", day, analytics.MainChatMessages)}); err != nil {
+		t.Fatal(err)
+	}
+	f.dayRollup("north")
+	var sum int64
+	got := totals()
+	for _, c := range got {
+		sum += c[analytics.MainChatMessages]
+	}
+	if sum != 3 || len(got) < 2 {
+		t.Errorf("students' counts %v: %d messages, want 3 of two students", got, sum)
+	}
+	if r := f.dayRollup("north"); r.Counts[analytics.MainChatMessages] != 3 || r.ChatUsers.Len() != 2 {
+		t.Errorf("day rollup %+v, want 3 messages of 2 chat users", r)
+	}
+}
+
 func TestParseURL(t *testing.T) {
 	cfg, err := chstore.ParseURL("clickhouse://ops:s3cret@ch1:9000,ch2:9000/usage")
 	if err != nil || cfg.Database != "usage" || cfg.User != "ops" || cfg.Password != "s3cret" || len(cfg.Shards) != 2 || cfg.Shards[1] != "ch2:9000" {

@@ -146,7 +146,7 @@ func (s *Store) InsertGroupRows(ctx context.Context, p Placement, seq int64, eve
 	if err != nil {
 		return err
 	}
-	st, err := s.stateAt(ctx, sh, p)
+	st, err := s.stateAt(ctx, sh, p, true)
 	if err != nil {
 		return err
 	}

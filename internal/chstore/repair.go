@@ -66,7 +66,7 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Place
 	if events == 0 && len(ordinals) == 0 {
 		return nil, nil
 	}
-	st, err := s.stateAt(ctx, sh, p)
+	st, err := s.stateAt(ctx, sh, p, true)
 	if err != nil {
 		return nil, err
 	}

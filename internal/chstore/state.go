@@ -35,8 +35,12 @@ type state struct {
 	seq    int64
 	groups map[period]analytics.GroupRollup
 	counts map[period][][]byte // by chunk; nil where a chunk has no row
-	bytes  int
-	used   int64 // when last used, in the cache's ticks
+	// withCounts: counts holds the rows of student counts. A group
+	// report reads the group rows only: a state made for it leaves the
+	// counts, most of a state's size, to the first read that needs them.
+	withCounts bool
+	bytes      int
+	used       int64 // when last used, in the cache's ticks
 	// ordinals are read on first use: writers do not need them.
 	ordinalsMu sync.Mutex
 	ordinals   map[string]int
@@ -66,12 +70,14 @@ func (c *stateCache) get(groupID string) *state {
 	return st
 }
 
-// put keeps st unless a newer state of the group is kept already.
+// put keeps st unless a newer state of the group is kept already, or
+// one as new with the counts st lacks.
 func (c *stateCache) put(groupID string, st *state) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := c.states[groupID]; old != nil {
-		if old.shard == st.shard && old.epoch == st.epoch && old.seq >= st.seq {
+		if old.shard == st.shard && old.epoch == st.epoch &&
+			(old.seq > st.seq || old.seq == st.seq && (old.withCounts || !st.withCounts)) {
 			return
 		}
 		c.bytes -= old.bytes
@@ -98,10 +104,10 @@ func (c *stateCache) put(groupID string, st *state) {
 // readRepairWait bounds the repair a read attempts before it reads.
 var readRepairWait = 2 * time.Second
 
-// readState returns the group's current rows, after settling a write the
-// group's placement shows unfinished, or nil when the group holds no
-// usage.
-func (s *Store) readState(ctx context.Context, groupID string) (*state, error) {
+// readState returns the group's current rows, with its rows of student
+// counts if withCounts, after settling a write the group's placement shows
+// unfinished, or nil when the group holds no usage.
+func (s *Store) readState(ctx context.Context, groupID string, withCounts bool) (*state, error) {
 	p, ok, err := s.dir.Placement(ctx, groupID)
 	if err != nil || !ok {
 		return nil, err
@@ -134,29 +140,50 @@ func (s *Store) readState(ctx context.Context, groupID string) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.stateAt(ctx, sh, p)
+	return s.stateAt(ctx, sh, p, withCounts)
 }
 
-// stateAt returns the group's rows on sh as of write number p.Seq: every
-// write up to it must be whole (done, or repaired).
-func (s *Store) stateAt(ctx context.Context, sh *shard, p Placement) (*state, error) {
+// stateAt returns the group's rows on sh as of write number p.Seq, its
+// rows of counts too if withCounts: every write up to it must be whole
+// (done, or repaired). A kept state is brought up to date with the rows
+// written since; its counts, if it lacks them and they are wanted, are
+// read whole.
+func (s *Store) stateAt(ctx context.Context, sh *shard, p Placement, withCounts bool) (*state, error) {
 	groupID, seq := p.GroupID, p.Seq
 	old := s.states.get(groupID)
-	if old != nil && (old.shard != sh.name || old.epoch != p.Epoch) {
-		old = nil // of another shard, or of a group deleted before this one
+	if old != nil && (old.shard != sh.name || old.epoch != p.Epoch || old.seq > seq) {
+		old = nil // of another shard, of a group deleted before this one, or newer
 	}
-	if old != nil && old.seq == seq {
+	if old != nil && old.seq == seq && (old.withCounts || !withCounts) {
 		return old, nil
 	}
 	st, since := emptyState(sh.name, p.Epoch, seq), int64(-1)
-	if old != nil && old.seq < seq {
+	st.withCounts = false
+	if old != nil {
 		st, since = old.next(seq), old.seq
 	}
-	if err := s.readGroupRows(ctx, sh, groupID, since, seq, st); err != nil {
-		return nil, err
+	if since < seq {
+		if err := s.readGroupRows(ctx, sh, groupID, since, seq, st); err != nil {
+			return nil, err
+		}
 	}
-	if err := s.readCountsRows(ctx, sh, groupID, since, seq, st); err != nil {
-		return nil, err
+	switch {
+	case st.withCounts && since < seq:
+		if err := s.readCountsRows(ctx, sh, groupID, since, seq, st); err != nil {
+			return nil, err
+		}
+	case !st.withCounts && withCounts:
+		if err := s.readCountsRows(ctx, sh, groupID, -1, seq, st); err != nil {
+			return nil, err
+		}
+		st.withCounts = true
+		if since == seq {
+			// The same write's state: its students' ordinals, if read,
+			// are still theirs.
+			old.ordinalsMu.Lock()
+			st.ordinals = old.ordinals
+			old.ordinalsMu.Unlock()
+		}
 	}
 	s.states.put(groupID, st)
 	return st, nil
@@ -164,13 +191,14 @@ func (s *Store) stateAt(ctx context.Context, sh *shard, p Placement) (*state, er
 
 // emptyState is a group's state without rows, on shard as of write seq.
 func emptyState(shard string, epoch, seq int64) *state {
-	return &state{shard: shard, epoch: epoch, seq: seq, groups: map[period]analytics.GroupRollup{}, counts: map[period][][]byte{}}
+	return &state{shard: shard, epoch: epoch, seq: seq, groups: map[period]analytics.GroupRollup{}, counts: map[period][][]byte{},
+		withCounts: true}
 }
 
 // next returns a copy of st as of write seq, to be changed: its maps are
 // its own, their rows still st's.
 func (st *state) next(seq int64) *state {
-	next := &state{shard: st.shard, epoch: st.epoch, seq: seq, bytes: st.bytes,
+	next := &state{shard: st.shard, epoch: st.epoch, seq: seq, bytes: st.bytes, withCounts: st.withCounts,
 		groups: make(map[period]analytics.GroupRollup, len(st.groups)), counts: make(map[period][][]byte, len(st.counts))}
 	for k, v := range st.groups {
 		next.groups[k] = v
@@ -299,7 +327,7 @@ func (s *Store) readOrdinals(ctx context.Context, sh *shard, groupID string) (ma
 func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.Segment) ([]analytics.GroupRollup, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	st, err := s.readState(ctx, groupID)
+	st, err := s.readState(ctx, groupID, false)
 	if err != nil || st == nil {
 		return nil, s.wrap("GroupRollups", err)
 	}
@@ -337,7 +365,7 @@ func (st *state) week(monday analytics.Day) analytics.GroupRollup {
 func (s *Store) Ordinals(ctx context.Context, groupID string) (map[string]int, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	st, err := s.readState(ctx, groupID)
+	st, err := s.readState(ctx, groupID, false)
 	if err != nil || st == nil {
 		return map[string]int{}, s.wrap("Ordinals", err)
 	}
@@ -360,7 +388,7 @@ func (s *Store) Ordinals(ctx context.Context, groupID string) (map[string]int, e
 func (s *Store) StudentTotals(ctx context.Context, groupID string, segs []analytics.Segment, totals [][]analytics.Counts) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	st, err := s.readState(ctx, groupID)
+	st, err := s.readState(ctx, groupID, true)
 	if err != nil || st == nil {
 		return s.wrap("StudentTotals", err)
 	}

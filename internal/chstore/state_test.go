@@ -23,3 +23,15 @@ func TestStateCacheKeepsTheNewestAndDropsTheLeastRecentlyUsed(t *testing.T) {
 		t.Errorf("bytes %d, want %d", c.bytes, 100+stateCacheBytes/2)
 	}
 }
+
+// TestStateCacheKeepsCounts: of two states as new, the one with the
+// students' counts is kept.
+func TestStateCacheKeepsCounts(t *testing.T) {
+	var c stateCache
+	c.put("a", &state{shard: "s1", seq: 5, bytes: 100})
+	c.put("a", &state{shard: "s1", seq: 5, bytes: 300, withCounts: true})
+	c.put("a", &state{shard: "s1", seq: 5, bytes: 100})
+	if st := c.get("a"); !st.withCounts || c.bytes != 300 {
+		t.Errorf("kept %+v (%d bytes in all), want the state with counts", st, c.bytes)
+	}
+}
