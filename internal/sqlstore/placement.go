@@ -361,19 +361,7 @@ func (g *GroupTx) DeleteGroup(ctx context.Context) ([]analytics.Deleted, error) 
 // memberships) and logged events with the transaction, and returns what
 // it removed: nothing when it found neither.
 func (g *GroupTx) DeleteStudent(ctx context.Context, studentID string) ([]analytics.Deleted, error) {
-	var deleted []analytics.Deleted
-	for _, table := range []string{"class_members", "students", "usage_log"} {
-		res, err := g.tx.ExecContext(ctx, g.s.q(`DELETE FROM `+table+` WHERE group_id = ? AND student_id = ?`), g.groupID, studentID)
-		if err != nil {
-			return nil, err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return nil, err
-		}
-		deleted = g.s.deleted(deleted, table, n)
-	}
-	return deleted, nil
+	return g.s.deleteStudentFrom(ctx, g.tx, g.groupID, studentID, nil, "class_members", "students", "usage_log")
 }
 
 // querier is what placement reads through: the pool or a transaction.

@@ -508,28 +508,36 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) ([]
 		if _, err := s.lockUsage(ctx, tx, groupID); err != nil {
 			return err
 		}
-		// Their class memberships go with the enrolment (a foreign key).
-		var memberships int64
-		if err := tx.QueryRowContext(ctx, s.q(`SELECT count(*) FROM class_members WHERE group_id = ? AND student_id = ?`),
-			groupID, studentID).Scan(&memberships); err != nil {
+		var err error
+		if deleted, err = s.deleteStudentFrom(ctx, tx, groupID, studentID, nil, "class_members", "students"); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM students WHERE group_id = ? AND student_id = ?`), groupID, studentID)
-		if err != nil {
-			return err
-		}
-		enrolled, _ := res.RowsAffected()
-		deleted = s.deleted(nil, "students", enrolled)
-		deleted = s.deleted(deleted, "class_members", memberships)
 		if deleted, err = s.eraseUsage(ctx, tx, groupID, studentID, deleted); err != nil {
 			return err
 		}
-		if enrolled == 0 && !slices.ContainsFunc(deleted, func(d analytics.Deleted) bool { return d.Table == "events" }) {
+		if !slices.ContainsFunc(deleted, func(d analytics.Deleted) bool { return d.Table == "students" || d.Table == "events" }) {
 			return analytics.Errorf(analytics.NotFound, "Student %q not found in group %q", studentID, groupID)
 		}
 		return nil
 	})
 	return deleted, err
+}
+
+// deleteStudentFrom deletes the student's rows from each table with tx,
+// and adds to deleted what went.
+func (s *Store) deleteStudentFrom(ctx context.Context, tx *txn, groupID, studentID string, deleted []analytics.Deleted, tables ...string) ([]analytics.Deleted, error) {
+	for _, table := range tables {
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ? AND student_id = ?`), groupID, studentID)
+		if err != nil {
+			return deleted, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return deleted, err
+		}
+		deleted = s.deleted(deleted, table, n)
+	}
+	return deleted, nil
 }
 
 // deleted adds to list that rows of table went, if any did.
@@ -553,10 +561,10 @@ func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID stri
 	}
 	if numbered {
 		shares, err := s.eraseCounts(ctx, tx, groupID, ordinal)
-		countRows := len(shares) // the student's rows of counts, one a period
 		if err != nil {
 			return deleted, err
 		}
+		countRows := len(shares) // the student's rows of counts, one a period
 		// The weeks' rows hold the student's days' counts.
 		for k, share := range shares {
 			if k.Span == analytics.SpanDay {
@@ -582,15 +590,7 @@ func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID stri
 			return deleted, err
 		}
 	}
-	for _, table := range []string{"events", "usage_students"} {
-		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ? AND student_id = ?`), groupID, studentID)
-		if err != nil {
-			return deleted, err
-		}
-		n, _ := res.RowsAffected()
-		deleted = s.deleted(deleted, table, n)
-	}
-	return deleted, nil
+	return s.deleteStudentFrom(ctx, tx, groupID, studentID, deleted, "events", "usage_students")
 }
 
 // rebuildChunk is how many raw events Rebuild reads and folds in at a time.
