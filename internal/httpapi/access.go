@@ -73,24 +73,26 @@ func readAccessFilter(r *http.Request) (f analytics.AccessFilter, format string,
 			}
 		}
 	}
-	for _, n := range []struct {
-		name string
-		v    *int64
-	}{{"before", &f.Before}, {"limit", nil}} {
-		v := values.Get(n.name)
+	// positive reads a whole number above 0, or 0 when not given.
+	positive := func(name string) (int64, error) {
+		v := values.Get(name)
 		if v == "" {
-			continue
+			return 0, nil
 		}
 		i, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || i < 1 {
-			return f, "", analytics.Errorf(analytics.Invalid, "Invalid %s: expected a positive whole number, got %q", n.name, v)
+			return 0, analytics.Errorf(analytics.Invalid, "Invalid %s: expected a positive whole number, got %q", name, v)
 		}
-		if n.v != nil {
-			*n.v = i
-		} else {
-			f.Limit = int(min(i, 1<<31-1))
-		}
+		return i, nil
 	}
+	if f.Before, err = positive("before"); err != nil {
+		return f, "", err
+	}
+	limit, err := positive("limit")
+	if err != nil {
+		return f, "", err
+	}
+	f.Limit = int(min(limit, 1<<31-1))
 	format = acceptedFormat(r.Header.Values("Accept"))
 	if v := values.Get("format"); v != "" {
 		if format = strings.ToLower(v); format != formatJSON && format != formatCSV {

@@ -60,21 +60,17 @@ func (s *Server) withToken(h platformHandler) http.HandlerFunc {
 		// What the call deletes, its receipt says was asked by this token.
 		r = r.WithContext(analytics.WithRequester(r.Context(), fmt.Sprintf("token %s (%s)", token.ID, token.Label)))
 		status, body, err := h(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		switch body := body.(type) {
 		case nil:
-			if err != nil {
-				s.writeError(w, r, err)
-			} else {
-				w.WriteHeader(status)
-			}
+			w.WriteHeader(status)
 		case streamed:
 			body(w)
 		default:
-			if err != nil {
-				s.writeError(w, r, err)
-			} else {
-				writeJSON(w, status, body)
-			}
+			writeJSON(w, status, body)
 		}
 	}
 }

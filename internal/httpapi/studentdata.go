@@ -12,17 +12,6 @@ import (
 	"groupanalytics/internal/platform"
 )
 
-// studentEventJSON is an event as the platform sends it: an archive's
-// events.jsonl may be sent again as it is.
-type studentEventJSON struct {
-	ID         string `json:"id"`
-	GroupID    string `json:"groupId"`
-	StudentID  string `json:"studentId"`
-	OccurredAt string `json:"occurredAt"`
-	Kind       string `json:"kind"`
-	ChatType   string `json:"chatType,omitempty"`
-}
-
 // WriteStudentArchive writes a zip of what the service holds about a
 // student: student.json (who, their classes, what the archive holds),
 // their events as JSON lines and as CSV, and the access log's entries
@@ -43,9 +32,11 @@ func WriteStudentArchive(w io.Writer, d platform.StudentData, now time.Time) err
 		EndDate   string `json:"endDate,omitempty"`
 	}
 	classes := listOf(d.Classes, func(c analytics.Class) classJSON { return classJSON{c.ID, c.Name, c.Start, c.End} })
-	events := listOf(d.Events, func(e analytics.Event) studentEventJSON {
+	// As the platform sends events: events.jsonl may be sent again as it is.
+	events := listOf(d.Events, func(e analytics.Event) platform.EventInput {
 		kind, chatType := e.Metric.EventKind()
-		return studentEventJSON{e.ID, e.GroupID, e.StudentID, e.OccurredAt.UTC().Format("2006-01-02T15:04:05.000Z"), kind, chatType}
+		return platform.EventInput{ID: e.ID, GroupID: e.GroupID, StudentID: e.StudentID,
+			OccurredAt: analytics.FormatTime(e.OccurredAt), Kind: kind, ChatType: chatType}
 	})
 	access := listOf(d.Access, accessJSON)
 	err := file("student.json", func(w io.Writer) error {
