@@ -454,7 +454,7 @@ func (s *Store) placeAll(ctx context.Context, tx GroupsLock, writes map[string]*
 	for _, g := range unplaced {
 		w := writes[g]
 		w.p = placed[g]
-		w.st = emptyState(w.p.Shard, w.p.Epoch, w.p.Seq)
+		w.st = emptyState(w.p.Shard, w.p.Epoch, w.p.Seq, true)
 	}
 	return nil
 }

@@ -213,8 +213,9 @@ func (s *Store) groupRowCount(ctx context.Context, sh *shard, table, groupID str
 }
 
 // dropGroup deletes every row of the group from the shard and waits until
-// the deletions are done; it returns how many rows went from each table. Tables without its rows are left alone: a
-// deletion rewrites every part it may touch.
+// the deletions are done; it returns how many rows went from each table.
+// Tables without its rows are left alone: a deletion rewrites every part
+// it may touch.
 func (s *Store) dropGroup(ctx context.Context, sh *shard, groupID string) ([]analytics.Deleted, error) {
 	var deleted []analytics.Deleted
 	for _, t := range movedTables {

@@ -157,8 +157,7 @@ func (s *Store) stateAt(ctx context.Context, sh *shard, p Placement, withCounts 
 	if old != nil && old.seq == seq && (old.withCounts || !withCounts) {
 		return old, nil
 	}
-	st, since := emptyState(sh.name, p.Epoch, seq), int64(-1)
-	st.withCounts = false
+	st, since := emptyState(sh.name, p.Epoch, seq, false), int64(-1)
 	if old != nil {
 		st, since = old.next(seq), old.seq
 	}
@@ -189,10 +188,11 @@ func (s *Store) stateAt(ctx context.Context, sh *shard, p Placement, withCounts 
 	return st, nil
 }
 
-// emptyState is a group's state without rows, on shard as of write seq.
-func emptyState(shard string, epoch, seq int64) *state {
+// emptyState is a group's state without rows, on shard as of write seq;
+// withCounts when its counts are whole too (a group without usage).
+func emptyState(shard string, epoch, seq int64, withCounts bool) *state {
 	return &state{shard: shard, epoch: epoch, seq: seq, groups: map[period]analytics.GroupRollup{}, counts: map[period][][]byte{},
-		withCounts: true}
+		withCounts: withCounts}
 }
 
 // next returns a copy of st as of write seq, to be changed: its maps are
