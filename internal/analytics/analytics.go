@@ -21,6 +21,16 @@ type Group struct {
 	// group's, a class's) that fewer students than it make up
 	// (docs/decisions.md, small cells).
 	MinCellSize int
+	// Retention, when not 0, is how many days of usage the group keeps:
+	// older events and their share of every rollup are deleted daily
+	// (docs/decisions.md, retention).
+	Retention Days
+}
+
+// FirstKeptDay returns the first day of usage the group keeps at now, in
+// its zone loc (FirstDay when it keeps everything).
+func (g Group) FirstKeptDay(now time.Time, loc *time.Location) Day {
+	return g.Retention.FirstKept(DayOf(now, loc))
 }
 
 // Location returns the group's time zone from the embedded database. Zones

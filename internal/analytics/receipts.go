@@ -18,15 +18,19 @@ type Deleted struct {
 const (
 	ActionStudentErased = "student erased"
 	ActionGroupDeleted  = "group deleted"
+	ActionUsageExpired  = "usage expired"
 )
 
 // Receipt records a deletion once done: what, whose, at whose request,
 // when it began and finished, and what it removed from each store. It is
 // kept after the data is gone, and names no student but by id.
 type Receipt struct {
-	ID          int64
-	GroupID     string
-	StudentID   string // the student erased; empty for a group
+	ID        int64
+	GroupID   string
+	StudentID string // the student erased; empty for a group
+	// KeptFrom is a retention run's cut: the usage of the days before it
+	// went. Zero for other deletions.
+	KeptFrom    Day
 	Action      string
 	RequestedBy string // "token <id> (<label>)" or "command line"
 	Began       time.Time

@@ -44,3 +44,16 @@ func (d *Days) Set(v string) error {
 // Before returns the instant before which what is kept d days is due to
 // go, at now.
 func (d Days) Before(now time.Time) time.Time { return now.AddDate(0, 0, -int(d)) }
+
+// FirstDay is the first day a report may ask for: no usage is older.
+var FirstDay = DateDay(MinYear, time.January, 1)
+
+// FirstKept returns the first day that a group keeping its usage d days
+// keeps on day today: the last d days, today included (every day, when
+// d is 0).
+func (d Days) FirstKept(today Day) Day {
+	if d == 0 {
+		return FirstDay
+	}
+	return today - Day(d) + 1
+}

@@ -14,6 +14,8 @@ type Directory interface {
 	Groups(ctx context.Context) ([]Group, error)
 	RenameGroup(ctx context.Context, groupID, name string) error
 	SetMinCellSize(ctx context.Context, groupID string, size int) error
+	// SetRetention sets how many days of usage the group keeps (0: all).
+	SetRetention(ctx context.Context, groupID string, days Days) error
 
 	AddPlan(ctx context.Context, p Plan) (Plan, error)
 	CancelPlan(ctx context.Context, groupID string, planID int64, at time.Time) (Plan, error)
@@ -176,6 +178,14 @@ type UsageStore interface {
 	// exist, and returns once the group is gone, with what it removed
 	// from each store.
 	EraseGroup(ctx context.Context, groupID string) ([]Deleted, error)
+	// ExpireDays removes the group's usage of the days before first (in
+	// its zone) at once: its events, the write-behind log's, and their
+	// share of every rollup, so that reports of the days from first on are
+	// unchanged. It holds the group's write lock and records first as the
+	// group's cut with its deletion: a cut at first or later recorded
+	// already makes it do nothing and report ran false (another process
+	// ran it). It returns what it removed from each store.
+	ExpireDays(ctx context.Context, groupID string, first Day) (deleted []Deleted, ran bool, err error)
 }
 
 // WriteObserver is told what a usage store's writer does, for the

@@ -31,6 +31,8 @@ type intent struct {
 	Students []analytics.StudentUpdate `json:"students,omitempty"`
 	// Erase is the student it erases.
 	Erase string `json:"erase,omitempty"`
+	// Expire is the cut of a retention run: the usage before it goes.
+	Expire *expiry `json:"expire,omitempty"`
 	// All: it recomputes every rollup of the group (a rebuild).
 	All bool `json:"all,omitempty"`
 	// Move: it moves the group to another shard.

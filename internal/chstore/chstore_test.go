@@ -24,13 +24,14 @@ type fixture struct {
 	dir   analytics.Directory
 	locks chstore.Coordinator
 	usage *chstore.Store
+	dsn   string // the directory's
 	url   string
 }
 
 func newFixture(t *testing.T) *fixture {
-	url := storetest.NewClickHouseURL(t)
-	s := storetest.OpenClickHouse(t, storetest.NewPostgresDatabase(t), url)
-	return &fixture{t: t, dir: s.Directory, locks: stores.Coordinator(s.Directory), usage: s.Usage.(*chstore.Store), url: url}
+	dsn, url := storetest.NewPostgresDatabase(t), storetest.NewClickHouseURL(t)
+	s := storetest.OpenClickHouse(t, dsn, url)
+	return &fixture{t: t, dir: s.Directory, locks: stores.Coordinator(s.Directory), usage: s.Usage.(*chstore.Store), dsn: dsn, url: url}
 }
 
 func (f *fixture) group(id string) {

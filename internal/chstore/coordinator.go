@@ -136,6 +136,11 @@ type GroupLock interface {
 	DeleteGroup(ctx context.Context) ([]analytics.Deleted, error)
 	// SetTimeZone changes the group's time zone, with the transaction.
 	SetTimeZone(ctx context.Context, zone string) error
+	// ExpireBefore records first as the group's retention cut and takes
+	// the log's events from before the instant before out of it, with the
+	// transaction, returning what it removed; claimed is false, and
+	// nothing done, when a cut at first or later was recorded already.
+	ExpireBefore(ctx context.Context, first analytics.Day, before time.Time) (claimed bool, deleted []analytics.Deleted, err error)
 }
 
 // Placement says which shard holds a group's usage, and what the group's

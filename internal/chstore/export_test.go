@@ -191,3 +191,31 @@ func (s *Store) ApplyDying(ctx context.Context, groupID string) error {
 	}
 	return err
 }
+
+// ExpireHalfway does what ExpireDays does up to its intent and the
+// deletion of the events before first, then stops as if its process died
+// there.
+func (s *Store) ExpireHalfway(ctx context.Context, groupID string, first analytics.Day) error {
+	err := s.locked(ctx, groupID, func(tx GroupLock) error {
+		sh, p, err := s.placeForWrite(ctx, tx)
+		if err != nil {
+			return err
+		}
+		loc, err := tx.Location(ctx)
+		if err != nil {
+			return err
+		}
+		e := expiry{First: first, Before: first.Start(loc).UnixMilli()}
+		if _, err := markIntent(ctx, tx, intent{Expire: &e, Months: []analytics.Day{first.MonthStart()}}, p.Seq); err != nil {
+			return err
+		}
+		if err := s.deleteRows(ctx, sh, "events", `group_id = ? AND occurred_at < ?`, groupID, e.Before); err != nil {
+			return err
+		}
+		return errDied
+	})
+	if errors.Is(err, errDied) {
+		return nil
+	}
+	return err
+}

@@ -135,7 +135,7 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Place
 		{Store: "clickhouse", Table: "students", Rows: int64(len(ordinals))},
 		{Store: "clickhouse", Table: "student_counts (rewritten)", Rows: int64(len(counts))},
 		{Store: "clickhouse", Table: "group_rollups (rewritten)", Rows: int64(len(rows))}}
-	return slices.DeleteFunc(deleted, func(d analytics.Deleted) bool { return d.Rows == 0 }), nil
+	return nonZero(deleted), nil
 }
 
 // studentOrdinals returns the ordinals the student holds (one, or none).
@@ -268,6 +268,11 @@ func (s *Store) repair(ctx context.Context, tx GroupLock, sh *shard, p Placement
 			return err
 		}
 		if _, err := tx.DeleteStudent(ctx, in.Erase); err != nil {
+			return err
+		}
+	}
+	if in.Expire != nil {
+		if _, err := s.expireRows(ctx, sh, p, in.Expire, wholeAsOf(p), seq); err != nil {
 			return err
 		}
 	}

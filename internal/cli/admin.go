@@ -101,6 +101,50 @@ func groupSetMinCellSize(e *env, args []string) error {
 	})
 }
 
+func groupSetRetention(e *env, args []string) error {
+	fs, db := flags(e, "group set-retention")
+	group := fs.String("group", "", "group id")
+	keep := fs.String("keep", "", fmt.Sprintf("how many days of usage the group keeps, today included: %dd to %dd, or off for all", platform.MinRetention, analytics.MaxDays))
+	return withPlatform(e, fs, db, args, false, []string{"group", "keep"}, func(p *platform.Platform) error {
+		g, err := p.SetRetention(e.ctx, *group, *keep)
+		switch {
+		case err != nil:
+			return err
+		case g.Retention == 0:
+			fmt.Fprintf(e.stdout, "group %s keeps all its usage\n", g.ID)
+		default:
+			fmt.Fprintf(e.stdout, "group %s keeps %s of usage: the next retention run deletes the usage of older days\n", g.ID, g.Retention)
+		}
+		return nil
+	})
+}
+
+// retentionRun deletes now the usage that groups keep no longer: what a
+// serving process does every hour.
+func retentionRun(e *env, args []string) error {
+	fs, db := flags(e, "retention run")
+	return withPlatform(e, fs, db, args, false, nil, func(p *platform.Platform) error {
+		receipts, err := p.ExpireUsage(e.ctx, p.Now())
+		for _, r := range receipts {
+			fmt.Fprintf(e.stdout, "group %s: deleted the usage before %s (%s)\n", r.GroupID, r.KeptFrom, deletedList(r.Deleted))
+		}
+		if err == nil && len(receipts) == 0 {
+			fmt.Fprintln(e.stdout, "nothing to delete: every group's usage is within its retention")
+		}
+		return err
+	})
+}
+
+// deletedList tells what a deletion removed, store by store and table by
+// table.
+func deletedList(deleted []analytics.Deleted) string {
+	var parts []string
+	for _, d := range deleted {
+		parts = append(parts, fmt.Sprintf("%s %s %d", d.Store, d.Table, d.Rows))
+	}
+	return cmp.Or(strings.Join(parts, ", "), "nothing")
+}
+
 func groupDelete(e *env, args []string) error {
 	fs, db := flags(e, "group delete")
 	group := fs.String("group", "", "group id")
@@ -126,7 +170,7 @@ func groupList(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		header, shardOf := "ID\tNAME\tTIME ZONE\tCREATED\tMIN CELL SIZE", map[string]string{}
+		header, shardOf := "ID\tNAME\tTIME ZONE\tCREATED\tMIN CELL SIZE\tRETENTION", map[string]string{}
 		if s.Shards != nil {
 			header += "\tSHARD"
 			loads, err := s.Shards.Loads(e.ctx)
@@ -141,7 +185,7 @@ func groupList(e *env, args []string) error {
 		}
 		table(e, header, func(w io.Writer) {
 			for _, g := range groups {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s", g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created), cellSize(g.MinCellSize))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s", g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created), cellSize(g.MinCellSize), g.Retention)
 				if s.Shards != nil {
 					fmt.Fprintf(w, "\t%s", cmp.Or(shardOf[g.ID], "-"))
 				}
@@ -650,12 +694,12 @@ func receiptList(e *env, args []string) error {
 		receipts, err := p.Receipts(e.ctx, *group)
 		table(e, "FINISHED\tGROUP\tACTION\tSTUDENT\tBY\tDELETED", func(w io.Writer) {
 			for _, r := range receipts {
-				var deleted []string
-				for _, d := range r.Deleted {
-					deleted = append(deleted, fmt.Sprintf("%s %s %d", d.Store, d.Table, d.Rows))
+				action := r.Action
+				if r.Action == analytics.ActionUsageExpired {
+					action += " before " + r.KeptFrom.String()
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", analytics.FormatTime(r.Finished), r.GroupID, r.Action,
-					cmp.Or(r.StudentID, "-"), r.RequestedBy, cmp.Or(strings.Join(deleted, ", "), "nothing"))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", analytics.FormatTime(r.Finished), r.GroupID, action,
+					cmp.Or(r.StudentID, "-"), r.RequestedBy, deletedList(r.Deleted))
 			}
 		})
 		return err

@@ -574,6 +574,45 @@ func TestGroupSetTimeZone(t *testing.T) {
 	}
 }
 
+// TestRetention: a group's retention set, listed and refused out of
+// range; a run deletes the older days' usage once, and its receipt is
+// listed.
+func TestRetention(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "group", "create", "--db", db, "--id", "north")
+	old := time.Now().UTC().AddDate(0, 0, -50).Format(time.RFC3339)
+	events := fmt.Sprintf(`{"id":"e1","groupId":"north","studentId":"s1","occurredAt":%q,"kind":"live_lecture.session_created"}
+{"id":"e2","groupId":"north","studentId":"s1","occurredAt":%q,"kind":"live_lecture.session_created"}
+`, old, time.Now().UTC().Add(-time.Hour).Format(time.RFC3339))
+	if code, _, errOut := run(t, events, "import", "--db", db, "-"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if out := mustRun(t, "group", "set-retention", "--db", db, "--group", "north", "--keep", "40d"); out != "group north keeps 40d of usage: the next retention run deletes the usage of older days\n" {
+		t.Errorf("set-retention 40d: %q", out)
+	}
+	if out := mustRun(t, "group", "list", "--db", db); !regexp.MustCompile(`(?m)^north .* off +40d$`).MatchString(out) {
+		t.Errorf("group list:\n%s", out)
+	}
+	first := time.Now().UTC().AddDate(0, 0, -39).Format(time.DateOnly)
+	if out := mustRun(t, "retention", "run", "--db", db); !strings.HasPrefix(out, "group north: deleted the usage before "+first+" (sqlite events 1, ") {
+		t.Errorf("retention run: %q", out)
+	}
+	if out := mustRun(t, "retention", "run", "--db", db); out != "nothing to delete: every group's usage is within its retention\n" {
+		t.Errorf("retention run again: %q", out)
+	}
+	if out := mustRun(t, "receipt", "list", "--db", db); !strings.Contains(out, "usage expired before "+first) || !strings.Contains(out, "retention 40d") {
+		t.Errorf("receipt list:\n%s", out)
+	}
+	for _, keep := range []string{"34d", "1y", "40"} {
+		if code, _, errOut := run(t, "", "group", "set-retention", "--db", db, "--group", "north", "--keep", keep); code != 1 || !strings.Contains(errOut, "Invalid retention") {
+			t.Errorf("--keep %s: exit %d, %s", keep, code, errOut)
+		}
+	}
+	if out := mustRun(t, "group", "set-retention", "--db", db, "--group", "north", "--keep", "off"); out != "group north keeps all its usage\n" {
+		t.Errorf("set-retention off: %q", out)
+	}
+}
+
 // TestGroupSetMinCellSize: set, listed, turned off, and refused out of
 // range.
 func TestGroupSetMinCellSize(t *testing.T) {
@@ -582,13 +621,13 @@ func TestGroupSetMinCellSize(t *testing.T) {
 	if out := mustRun(t, "group", "set-min-cell-size", "--db", db, "--group", "north", "--size", "10"); out != "group north hides figures of fewer than 10 students\n" {
 		t.Errorf("set-min-cell-size 10: %q", out)
 	}
-	if out := mustRun(t, "group", "list", "--db", db); !regexp.MustCompile(`(?m)^north .* 10$`).MatchString(out) {
+	if out := mustRun(t, "group", "list", "--db", db); !regexp.MustCompile(`(?m)^north .* 10 +off$`).MatchString(out) {
 		t.Errorf("group list:\n%s", out)
 	}
 	if out := mustRun(t, "group", "set-min-cell-size", "--db", db, "--group", "north", "--size", "0"); out != "group north shows every figure\n" {
 		t.Errorf("set-min-cell-size 0: %q", out)
 	}
-	if out := mustRun(t, "group", "list", "--db", db); !regexp.MustCompile(`(?m)^north .* off$`).MatchString(out) {
+	if out := mustRun(t, "group", "list", "--db", db); !regexp.MustCompile(`(?m)^north .* off +off$`).MatchString(out) {
 		t.Errorf("group list:\n%s", out)
 	}
 	for _, size := range []string{"1", "101"} {

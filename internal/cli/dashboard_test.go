@@ -81,11 +81,28 @@ func demoServer(t *testing.T) (string, map[string]string) {
 	if keys[smallSchool], err = loadSmallSchool(e, p, time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	// A school that keeps 35 days of usage.
+	if _, err := p.CreateGroup(e.ctx, keptSchool, "Kept School", "UTC"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.SetRetention(e.ctx, keptSchool, "35d"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AddPlan(e.ctx, keptSchool, "2025-01-01", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, keys[keptSchool], err = p.CreateKey(e.ctx, keptSchool, "dashboard"); err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: report.NewEngine(store, store), Platform: platform.New(store, store), Ready: store.Ping,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(srv.Close)
 	return srv.URL, keys
 }
+
+// keptSchool keeps 35 days of usage: the 28 days before the dashboard's
+// 28 are partly deleted.
+const keptSchool = "kept-school"
 
 // smallSchool is a school of five students, each of whom sent one
 // Tutor Me message yesterday, with a minCellSize of 10.
@@ -669,6 +686,26 @@ func TestDashboardInBrowser(t *testing.T) {
 	if !reflect.DeepEqual(small.Values, wantValues) || small.Changes[3] != "not compared" || small.Changes[0] != "no change" ||
 		!strings.HasPrefix(small.Title, "Hidden: fewer than 10 students") || !strings.HasSuffix(small.Caption, "Figures of fewer than 10 students are hidden.") {
 		t.Errorf("a school hiding small figures shows %+v, want values %v", small, wantValues)
+	}
+
+	// A school keeping 35 days: the days before the 28 shown are not
+	// compared (they are partly deleted), and none before the first kept
+	// may be picked.
+	var kept struct {
+		Changes      int
+		Caption, Min string
+	}
+	run("kept school", chromedp.Evaluate(`document.getElementById("sign-out").click(); true`, nil), chromedp.WaitVisible("#key"),
+		chromedp.SendKeys("#key", keys[keptSchool]), chromedp.Click(`#key-form button[type=submit]`),
+		chromedp.WaitVisible(`#dashboard[data-loaded]`),
+		chromedp.Evaluate(`({
+			Changes: document.querySelectorAll("#totals .tile .change").length,
+			Caption: document.getElementById("totals-caption").textContent,
+			Min: document.getElementById("start").min,
+		})`, &kept))
+	firstKept := time.Now().UTC().AddDate(0, 0, -34).Format(time.DateOnly)
+	if kept.Changes != 0 || !strings.HasPrefix(kept.Caption, "Not compared with the days before: the school keeps its usage from ") || kept.Min != firstKept {
+		t.Errorf("a school keeping 35 days shows %+v, want no change compared and the first day %s", kept, firstKept)
 	}
 
 	// A wrong key, and the key of a school whose plan ended: one request

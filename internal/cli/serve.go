@@ -194,7 +194,7 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 		go func() { defer close(digests); sender.Run(ctx, sf.digestEvery) }()
 	}
 	pruned := make(chan struct{})
-	go func() { defer close(pruned); pruneAccessLog(ctx, plat, sf.accessLogKept, log) }()
+	go func() { defer close(pruned); keepRetention(ctx, plat, sf.accessLogKept, log) }()
 	defer func() { stop(); <-digests; <-pruned }() // before the store closes
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
@@ -221,17 +221,17 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 // ask.
 const defaultAccessLogKept analytics.Days = 730
 
-// accessLogPruneEvery is how often a serving process deletes the access
-// log's entries past their retention.
-var accessLogPruneEvery = time.Hour
+// retentionEvery is how often a serving process deletes what is kept no
+// longer: the access log's entries past their retention, and the usage
+// of the days before the first each group keeps. A group's day ends at
+// its own midnight, so hourly runs cut each within the hour.
+var retentionEvery = time.Hour
 
-// pruneAccessLog deletes the access log's entries older than kept (none
-// when off) at once and then every accessLogPruneEvery, until ctx ends.
-func pruneAccessLog(ctx context.Context, p *platform.Platform, kept analytics.Days, log *slog.Logger) {
-	if kept == 0 {
-		return
-	}
-	tick := time.NewTicker(accessLogPruneEvery)
+// keepRetention deletes, at once and then every retentionEvery until ctx
+// ends, the access log's entries older than kept (none when off) and the
+// usage groups keep no longer.
+func keepRetention(ctx context.Context, p *platform.Platform, kept analytics.Days, log *slog.Logger) {
+	tick := time.NewTicker(retentionEvery)
 	defer tick.Stop()
 	for {
 		n, err := p.PruneAccessLog(ctx, time.Now(), kept)
@@ -240,6 +240,13 @@ func pruneAccessLog(ctx context.Context, p *platform.Platform, kept analytics.Da
 			log.Warn("pruning the access log failed", "error", err.Error())
 		case n > 0:
 			log.Info("pruned the access log", "entries", n, "kept", kept.String())
+		}
+		receipts, err := p.ExpireUsage(ctx, time.Now())
+		for _, r := range receipts {
+			log.Info("deleted usage past its retention", "group", r.GroupID, "before", r.KeptFrom.String())
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Warn("a retention run failed", "error", err.Error())
 		}
 		select {
 		case <-ctx.Done():

@@ -194,6 +194,8 @@ type receiptJSON struct {
 	Began       time.Time     `json:"began"`
 	Finished    time.Time     `json:"finished"`
 	Deleted     []deletedJSON `json:"deleted"`
+	// KeptFrom is a retention run's cut; null for other deletions.
+	KeptFrom *string `json:"keptFrom"`
 }
 
 type deletedJSON struct {
@@ -216,6 +218,10 @@ func (s *Server) listReceipts(r *http.Request) (int, any, error) {
 			Finished: rc.Finished, Deleted: listOf(rc.Deleted, func(d analytics.Deleted) deletedJSON { return deletedJSON(d) })}
 		if rc.StudentID != "" {
 			j.StudentID = &rc.StudentID
+		}
+		if rc.Action == analytics.ActionUsageExpired {
+			day := rc.KeptFrom.String()
+			j.KeptFrom = &day
 		}
 		return j
 	})}, err

@@ -118,7 +118,7 @@ func (s *Server) importRoster(r *http.Request) (int, any, error) {
 
 // keyClasses serves GET /api/classes: the classes a school's key may ask
 // reports of (a teacher's key, its own), for the dashboard's picker.
-func (s *Server) keyClasses(w http.ResponseWriter, r *http.Request, access analytics.Access, _ time.Time) {
+func (s *Server) keyClasses(w http.ResponseWriter, r *http.Request, access analytics.Access, now time.Time) {
 	classes, err := s.platform.Classes(r.Context(), access.Group.ID)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -135,9 +135,21 @@ func (s *Server) keyClasses(w http.ResponseWriter, r *http.Request, access analy
 			out = append(out, class{c.ID, c.Name, len(c.Members)})
 		}
 	}
+	// The first day kept, so that the dashboard asks for none before it.
+	var firstKept *string
+	if access.Group.Retention != 0 {
+		loc, err := access.Group.Location()
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		day := access.Group.FirstKeptDay(now, loc).String()
+		firstKept = &day
+	}
 	writeJSON(w, http.StatusOK, struct {
-		ForClasses  bool    `json:"forClasses"`
-		MinCellSize int     `json:"minCellSize"`
-		Classes     []class `json:"classes"`
-	}{access.ForClasses, access.Group.MinCellSize, out})
+		ForClasses   bool    `json:"forClasses"`
+		MinCellSize  int     `json:"minCellSize"`
+		FirstKeptDay *string `json:"firstKeptDay"`
+		Classes      []class `json:"classes"`
+	}{access.ForClasses, access.Group.MinCellSize, firstKept, out})
 }

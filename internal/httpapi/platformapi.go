@@ -158,6 +158,9 @@ type (
 		CreatedAt string `json:"createdAt"`
 		// MinCellSize: report figures of fewer students are hidden; 0: off.
 		MinCellSize int `json:"minCellSize"`
+		// Retention: how many days of usage the group keeps ("400d"), or
+		// "off".
+		Retention string `json:"retention"`
 	}
 	planJSON struct {
 		ID          int64   `json:"id"`
@@ -199,7 +202,7 @@ func optionalTime(t *time.Time) *string {
 }
 
 func toGroup(g analytics.Group) groupJSON {
-	return groupJSON{g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created), g.MinCellSize}
+	return groupJSON{g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created), g.MinCellSize, g.Retention.String()}
 }
 
 // plansOf returns a group's plan converter, which tells the plans' days
@@ -273,12 +276,13 @@ func (s *Server) updateGroup(r *http.Request) (int, any, error) {
 		Name        *string `json:"name"`
 		TimeZone    *string `json:"timeZone"`
 		MinCellSize *int    `json:"minCellSize"`
+		Retention   *string `json:"retention"`
 	}
 	if err := decodeBody(r, &in); err != nil {
 		return 0, nil, err
 	}
-	if in.Name == nil && in.TimeZone == nil && in.MinCellSize == nil {
-		return 0, nil, analytics.Errorf(analytics.Invalid, "Invalid body: give one or more of name, timeZone and minCellSize")
+	if in.Name == nil && in.TimeZone == nil && in.MinCellSize == nil && in.Retention == nil {
+		return 0, nil, analytics.Errorf(analytics.Invalid, "Invalid body: give one or more of name, timeZone, minCellSize and retention")
 	}
 	g, err := s.platform.Group(r.Context(), r.PathValue("groupId"))
 	if err == nil && in.Name != nil {
@@ -289,6 +293,9 @@ func (s *Server) updateGroup(r *http.Request) (int, any, error) {
 	}
 	if err == nil && in.MinCellSize != nil {
 		g, err = s.platform.SetMinCellSize(r.Context(), g.ID, *in.MinCellSize)
+	}
+	if err == nil && in.Retention != nil {
+		g, err = s.platform.SetRetention(r.Context(), g.ID, *in.Retention)
 	}
 	return http.StatusOK, toGroup(g), err
 }

@@ -92,7 +92,7 @@ func (s *Server) recordAccess(r *http.Request, access analytics.Access, q report
 	if err != nil {
 		return err
 	}
-	days := q.Range(now, loc)
+	days := q.Range(now, loc, access.Group.Retention)
 	e.StartDate, e.EndDate = days.First.String(), days.Last.String()
 	switch {
 	case q.ClassID != "":
@@ -567,7 +567,7 @@ func csvFileName(group analytics.Group, ep *report.Endpoint, q report.Query, now
 	if err != nil {
 		loc = time.UTC
 	}
-	r := q.Range(now, loc)
+	r := q.Range(now, loc, group.Retention)
 	kind := ep.Name
 	if q.ClassID != "" {
 		// A class id may hold any character: those a group id may not

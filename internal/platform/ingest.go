@@ -54,21 +54,15 @@ var earliest = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 func (p *Platform) Ingest(ctx context.Context, batch []json.RawMessage, allOrNothing bool) (IngestResult, error) {
 	res := IngestResult{Rejected: []Rejection{}}
 	now := p.Now()
-	groups := map[string]*time.Location{} // nil: no such group
+	groups := map[string]*ingestGroup{} // nil: no such group
 	events := make([]analytics.Event, 0, len(batch))
 	indices := make([]int, 0, len(batch)) // each event's place in the batch
 	for i, raw := range batch {
-		in, err := decodeEvent(raw)
+		e, err := p.readEvent(ctx, groups, raw, now)
 		if err == nil {
-			var loc *time.Location
-			if loc, err = p.groupZone(ctx, groups, in.GroupID); err == nil {
-				var e analytics.Event
-				if e, err = validate(in, loc, now); err == nil {
-					events = append(events, e)
-					indices = append(indices, i)
-					continue
-				}
-			}
+			events = append(events, e)
+			indices = append(indices, i)
+			continue
 		}
 		if analytics.ErrorCode(err) != analytics.Invalid {
 			return res, err
@@ -94,6 +88,23 @@ func (p *Platform) Ingest(ctx context.Context, batch []json.RawMessage, allOrNot
 		slices.SortFunc(res.Rejected, func(a, b Rejection) int { return a.Index - b.Index })
 	}
 	return res, nil
+}
+
+// readEvent decodes one event of a batch and checks it for its group.
+func (p *Platform) readEvent(ctx context.Context, groups map[string]*ingestGroup, raw json.RawMessage, now time.Time) (analytics.Event, error) {
+	in, err := decodeEvent(raw)
+	if err != nil {
+		return analytics.Event{}, err
+	}
+	g, err := p.ingestGroup(ctx, groups, in.GroupID)
+	if err != nil {
+		return analytics.Event{}, err
+	}
+	e, err := validate(in, g.loc, now)
+	if err != nil {
+		return e, err
+	}
+	return e, g.keeps(e, now)
 }
 
 // decodeEvent reads one event. Bytes that are not UTF-8 are refused rather
@@ -138,37 +149,57 @@ func decodeEvent(raw json.RawMessage) (EventInput, error) {
 	return in.EventInput, nil
 }
 
-// groupZone returns the time zone of a group, remembering answers for the
-// rest of the batch, and those of groups that exist for zoneFor. A zone
-// or group kept a moment too long does no harm: the usage store cuts days
-// in the zone it reads under the group's lock, and drops the events of a
-// group deleted (AppendResult.Gone).
-func (p *Platform) groupZone(ctx context.Context, cache map[string]*time.Location, id string) (*time.Location, error) {
+// ingestGroup is what ingestion reads of a group: its time zone and how
+// many days of usage it keeps.
+type ingestGroup struct {
+	id        string
+	loc       *time.Location
+	retention analytics.Days
+}
+
+// keeps refuses an event of a day before the first the group keeps at now
+// (docs/decisions.md, retention): it would be deleted at once.
+func (g *ingestGroup) keeps(e analytics.Event, now time.Time) error {
+	if first := g.retention.FirstKept(analytics.DayOf(now, g.loc)); e.Day < first {
+		return invalid("Invalid occurredAt: %s is on %s; group %q keeps %s of usage, from %s", analytics.FormatTime(e.OccurredAt), e.Day, g.id, g.retention, first)
+	}
+	return nil
+}
+
+// ingestGroup returns what ingestion needs of a group, remembering answers
+// for the rest of the batch, and those of groups that exist for zoneFor.
+// A zone or group kept a moment too long does no harm: the usage store
+// cuts days in the zone it reads under the group's lock, and drops the
+// events of a group deleted (AppendResult.Gone); a retention kept too
+// long lets in events that its next run deletes.
+func (p *Platform) ingestGroup(ctx context.Context, cache map[string]*ingestGroup, id string) (*ingestGroup, error) {
 	if id == "" {
 		return nil, invalid("Missing groupId")
 	}
-	loc, seen := cache[id]
+	g, seen := cache[id]
 	if !seen && knownGroup(id) == nil {
 		now := time.Now()
-		if loc, seen = p.zones.get(id, now); !seen {
-			g, err := p.Directory.Group(ctx, id)
+		if g, seen = p.zones.get(id, now); !seen {
+			found, err := p.Directory.Group(ctx, id)
 			switch {
 			case analytics.ErrorCode(err) == analytics.NotFound:
 			case err != nil:
 				return nil, err
 			default:
-				if loc, err = g.Location(); err != nil {
+				loc, err := found.Location()
+				if err != nil {
 					return nil, err
 				}
-				p.zones.put(id, loc, now, zoneFor)
+				g = &ingestGroup{id: id, loc: loc, retention: found.Retention}
+				p.zones.put(id, g, now, zoneFor)
 			}
 		}
-		cache[id] = loc
+		cache[id] = g
 	}
-	if loc == nil {
+	if g == nil {
 		return nil, invalid("Unknown groupId %q", id)
 	}
-	return loc, nil
+	return g, nil
 }
 
 func validate(in EventInput, loc *time.Location, now time.Time) (analytics.Event, error) {

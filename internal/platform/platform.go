@@ -24,9 +24,10 @@ type Platform struct {
 	Usage     analytics.UsageStore
 	Now       func() time.Time
 	// What every event request reads of the directory, kept for a moment
-	// (recentFor, zoneFor): tokens accepted, by hash; groups' zones, by id.
+	// (recentFor, zoneFor): tokens accepted, by hash; groups' zones and
+	// retention, by id.
 	tokens recent[analytics.PlatformToken]
-	zones  recent[*time.Location]
+	zones  recent[*ingestGroup]
 }
 
 // New returns a Platform on the given stores and the wall clock.
@@ -164,15 +165,15 @@ func (p *Platform) DeleteGroup(ctx context.Context, groupID string) error {
 	if err != nil {
 		return err
 	}
-	return p.addReceipt(ctx, analytics.Receipt{GroupID: groupID, Action: analytics.ActionGroupDeleted, Began: began, Deleted: deleted})
+	return p.addReceipt(ctx, &analytics.Receipt{GroupID: groupID, Action: analytics.ActionGroupDeleted, Began: began, Deleted: deleted})
 }
 
 // addReceipt records the receipt of a deletion done, finished now, at the
 // request of whoever ctx names. A receipt that cannot be written fails
 // the call, though the deletion is done: asked again, it finds nothing.
-func (p *Platform) addReceipt(ctx context.Context, r analytics.Receipt) error {
+func (p *Platform) addReceipt(ctx context.Context, r *analytics.Receipt) error {
 	r.RequestedBy, r.Finished = analytics.RequesterOf(ctx), p.Now()
-	if err := p.Directory.AddReceipt(ctx, r); err != nil {
+	if err := p.Directory.AddReceipt(ctx, *r); err != nil {
 		return fmt.Errorf("done, but its receipt was not recorded: %w", err)
 	}
 	return nil
@@ -232,6 +233,73 @@ func (p *Platform) SetMinCellSize(ctx context.Context, groupID string, size int)
 	}
 	g.MinCellSize = size
 	return g, p.Directory.SetMinCellSize(ctx, groupID, size)
+}
+
+// MinRetention is the shortest retention a group may keep: a month and a
+// few days, so that its weekly digest and a month's report have their days.
+const MinRetention = 35
+
+// SetRetention sets how many days of usage the group keeps ("400d"), or
+// "off" to keep all; the next retention run deletes what is older.
+func (p *Platform) SetRetention(ctx context.Context, groupID, retention string) (analytics.Group, error) {
+	g, err := p.Group(ctx, groupID)
+	if err != nil {
+		return g, err
+	}
+	days, err := analytics.ParseDays(retention)
+	if err != nil || days != 0 && days < MinRetention {
+		return g, invalid("Invalid retention %q: expected a number of days from %dd to %dd (such as 400d), or off", retention, MinRetention, analytics.MaxDays)
+	}
+	g.Retention = days
+	if err := p.Directory.SetRetention(ctx, groupID, days); err != nil {
+		return g, err
+	}
+	p.zones.forget(groupID)
+	return g, nil
+}
+
+// ExpireUsage is a retention run at now: for each group that keeps its
+// usage a number of days, it deletes the usage of the days before the
+// first it keeps, on every store, and records a receipt, unless that cut
+// was made already (by another process too). It goes on past a group
+// that fails, and returns the receipts it recorded and the first error.
+func (p *Platform) ExpireUsage(ctx context.Context, now time.Time) ([]analytics.Receipt, error) {
+	groups, err := p.Directory.Groups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var receipts []analytics.Receipt
+	var first error
+	for _, g := range groups {
+		if g.Retention == 0 {
+			continue
+		}
+		r, err := p.expireGroup(ctx, g, now)
+		switch {
+		case err != nil && analytics.ErrorCode(err) != analytics.NotFound && first == nil:
+			first = fmt.Errorf("retention of group %s: %w", g.ID, err)
+		case err == nil && r != nil:
+			receipts = append(receipts, *r)
+		}
+	}
+	return receipts, first
+}
+
+// expireGroup runs the retention of one group, and returns its receipt
+// (nil when the cut was made already).
+func (p *Platform) expireGroup(ctx context.Context, g analytics.Group, now time.Time) (*analytics.Receipt, error) {
+	loc, err := g.Location()
+	if err != nil {
+		return nil, err
+	}
+	first := g.FirstKeptDay(now, loc)
+	began := p.Now()
+	deleted, ran, err := p.Usage.ExpireDays(ctx, g.ID, first)
+	if err != nil || !ran {
+		return nil, err
+	}
+	r := &analytics.Receipt{GroupID: g.ID, Action: analytics.ActionUsageExpired, KeptFrom: first, Began: began, Deleted: deleted}
+	return r, p.addReceipt(analytics.WithRequester(ctx, "retention "+g.Retention.String()), r)
 }
 
 // CancelPlan cancels a plan from now on.
@@ -449,7 +517,7 @@ func (p *Platform) DeleteStudent(ctx context.Context, groupID, studentID string)
 	if err != nil {
 		return err
 	}
-	return p.addReceipt(ctx, analytics.Receipt{GroupID: groupID, StudentID: studentID, Action: analytics.ActionStudentErased,
+	return p.addReceipt(ctx, &analytics.Receipt{GroupID: groupID, StudentID: studentID, Action: analytics.ActionStudentErased,
 		Began: began, Deleted: deleted})
 }
 

@@ -15,7 +15,7 @@ import (
 const recentFor = time.Second
 
 // zoneFor is how long a group's existence and zone are kept. Kept too long
-// they do no harm (see groupZone), and a firehose over thousands of groups
+// they do no harm (see ingestGroup), and a firehose over thousands of groups
 // reads each of them once a minute rather than once a second.
 const zoneFor = time.Minute
 

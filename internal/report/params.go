@@ -70,10 +70,13 @@ func (q *Query) SetStudentIDs(ids []string) error {
 	return nil
 }
 
-// Range is the days q asks for at time now, in loc: startDate (default
-// DefaultStart) to endDate (default today). First may lie after Last.
-func (q Query) Range(now time.Time, loc *time.Location) analytics.DayRange {
-	r := analytics.DayRange{First: DefaultStart, Last: analytics.DayOf(now, loc)}
+// Range is the days q asks for at time now, in loc, of a group keeping
+// its usage retention days: startDate (default DefaultStart, or the first
+// day the group keeps when that is later) to endDate (default today).
+// First may lie after Last.
+func (q Query) Range(now time.Time, loc *time.Location, retention analytics.Days) analytics.DayRange {
+	today := analytics.DayOf(now, loc)
+	r := analytics.DayRange{First: max(DefaultStart, retention.FirstKept(today)), Last: today}
 	if q.Start != nil {
 		r.First = q.Start.Day(loc)
 	}

@@ -104,8 +104,17 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	if err != nil {
 		return fmt.Errorf("report: group %s: %w", group.ID, err)
 	}
-	r := q.Range(now, loc)
-	if r.First > r.Last {
+	r := q.Range(now, loc, group.Retention)
+	// The days before the first the group keeps are deleted, or about to
+	// be: a report of them would count nothing (docs/decisions.md,
+	// retention).
+	first := group.FirstKeptDay(now, loc)
+	switch {
+	case r.Last < first:
+		return analytics.Errorf(analytics.Invalid, "Invalid endDate: %s is before %s, the first day this group keeps (its usage is kept %s)", r.Last, first, group.Retention)
+	case r.First < first:
+		return analytics.Errorf(analytics.Invalid, "Invalid startDate: %s is before %s, the first day this group keeps (its usage is kept %s)", r.First, first, group.Retention)
+	case r.First > r.Last:
 		return analytics.Errorf(analytics.Invalid, "Invalid range: startDate %s is after endDate %s", r.First, r.Last)
 	}
 	if err := e.Usage.Settle(ctx, group.ID); err != nil {

@@ -28,12 +28,12 @@ func (s *Store) CreateGroup(ctx context.Context, g analytics.Group) error {
 	})
 }
 
-const groupColumns = `group_id, name, time_zone, created_at, min_cell_size`
+const groupColumns = `group_id, name, time_zone, created_at, min_cell_size, retention_days`
 
 func scanGroup(row interface{ Scan(...any) error }) (analytics.Group, error) {
 	var g analytics.Group
 	var created int64
-	err := row.Scan(&g.ID, &g.Name, &g.TimeZone, &created, &g.MinCellSize)
+	err := row.Scan(&g.ID, &g.Name, &g.TimeZone, &created, &g.MinCellSize, &g.Retention)
 	g.Created = fromMillis(created)
 	return g, err
 }
@@ -77,6 +77,12 @@ func (s *Store) RenameGroup(ctx context.Context, groupID, name string) error {
 // SetMinCellSize sets a group's minCellSize (0: off), or answers NotFound.
 func (s *Store) SetMinCellSize(ctx context.Context, groupID string, size int) error {
 	return s.updateGroup(ctx, "SetMinCellSize", `min_cell_size`, groupID, size)
+}
+
+// SetRetention sets how many days of usage a group keeps (0: all), or
+// answers NotFound.
+func (s *Store) SetRetention(ctx context.Context, groupID string, days analytics.Days) error {
+	return s.updateGroup(ctx, "SetRetention", `retention_days`, groupID, int(days))
 }
 
 // updateGroup sets one column of a group's row, or answers NotFound.
@@ -256,18 +262,19 @@ func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (a
 	var (
 		groupID, keyID, name, zone       sql.NullString
 		created, revoked, used, minCells sql.NullInt64
+		retention                        sql.NullInt64
 		forClasses                       sql.NullBool
 		planValid                        bool
 	)
 	at := millis(now)
 	err := s.read.QueryRowContext(ctx, s.q(`SELECT k.group_id, k.key_id, k.revoked_at, k.last_used_at, k.for_classes,
-			g.name, g.time_zone, g.created_at, g.min_cell_size,
+			g.name, g.time_zone, g.created_at, g.min_cell_size, g.retention_days,
 			EXISTS (SELECT 1 FROM plans p WHERE p.group_id = k.group_id AND p.starts_at <= ?
 				AND (p.ends_at IS NULL OR p.ends_at > ?) AND (p.cancelled_at IS NULL OR p.cancelled_at > ?))
 		FROM (SELECT 1 AS one) AS probe
 		LEFT JOIN api_keys k ON k.key_hash = ?
 		LEFT JOIN groups g ON g.group_id = k.group_id`), at, at, at, keyHash).
-		Scan(&groupID, &keyID, &revoked, &used, &forClasses, &name, &zone, &created, &minCells, &planValid)
+		Scan(&groupID, &keyID, &revoked, &used, &forClasses, &name, &zone, &created, &minCells, &retention, &planValid)
 	if err != nil {
 		return analytics.Access{}, s.wrap("Authorize", err)
 	}
@@ -275,7 +282,8 @@ func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (a
 		return analytics.Access{}, errUnauthorized
 	}
 	access := analytics.Access{Group: analytics.Group{ID: groupID.String, Name: name.String, TimeZone: zone.String,
-		Created: fromMillis(created.Int64), MinCellSize: int(minCells.Int64)}, KeyID: keyID.String, ForClasses: forClasses.Bool}
+		Created: fromMillis(created.Int64), MinCellSize: int(minCells.Int64),
+		Retention: analytics.Days(retention.Int64)}, KeyID: keyID.String, ForClasses: forClasses.Bool}
 	if access.ForClasses {
 		rows, err := s.read.QueryContext(ctx, s.q(`SELECT class_id FROM api_key_classes WHERE group_id = ? AND key_id = ?`),
 			groupID.String, keyID.String)

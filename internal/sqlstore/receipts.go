@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 
 	"groupanalytics/internal/analytics"
@@ -25,8 +26,9 @@ func (s *Store) AddReceipt(ctx context.Context, r analytics.Receipt) error {
 		return s.wrap("AddReceipt", err)
 	}
 	return s.transact(ctx, "AddReceipt", func(tx *txn) error {
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO deletion_receipts (group_id, student_id, action, requested_by, began_at, finished_at, deleted)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`), r.GroupID, r.StudentID, r.Action, r.RequestedBy, millis(r.Began), millis(r.Finished), string(b))
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO deletion_receipts (group_id, student_id, action, requested_by, began_at, finished_at, deleted, kept_from)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), r.GroupID, r.StudentID, r.Action, r.RequestedBy, millis(r.Began), millis(r.Finished), string(b),
+			sql.NullInt64{Int64: int64(r.KeptFrom), Valid: r.Action == analytics.ActionUsageExpired})
 		return err
 	})
 }
@@ -35,7 +37,7 @@ func (s *Store) AddReceipt(ctx context.Context, r analytics.Receipt) error {
 func (s *Store) Receipts(ctx context.Context, groupID string) ([]analytics.Receipt, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.read.QueryContext(ctx, s.q(`SELECT receipt_id, group_id, student_id, action, requested_by, began_at, finished_at, deleted
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT receipt_id, group_id, student_id, action, requested_by, began_at, finished_at, deleted, kept_from
 		FROM deletion_receipts WHERE group_id = ? OR ? = '' ORDER BY receipt_id DESC`), groupID, groupID)
 	if err != nil {
 		return nil, s.wrap("Receipts", err)
@@ -46,7 +48,8 @@ func (s *Store) Receipts(ctx context.Context, groupID string) ([]analytics.Recei
 		var r analytics.Receipt
 		var began, finished int64
 		var deleted string
-		if err := rows.Scan(&r.ID, &r.GroupID, &r.StudentID, &r.Action, &r.RequestedBy, &began, &finished, &deleted); err != nil {
+		var keptFrom sql.NullInt64
+		if err := rows.Scan(&r.ID, &r.GroupID, &r.StudentID, &r.Action, &r.RequestedBy, &began, &finished, &deleted, &keptFrom); err != nil {
 			return nil, s.wrap("Receipts", err)
 		}
 		var counts []deletedJSON
@@ -56,7 +59,7 @@ func (s *Store) Receipts(ctx context.Context, groupID string) ([]analytics.Recei
 		for _, d := range counts {
 			r.Deleted = append(r.Deleted, analytics.Deleted(d))
 		}
-		r.Began, r.Finished = fromMillis(began), fromMillis(finished)
+		r.Began, r.Finished, r.KeptFrom = fromMillis(began), fromMillis(finished), analytics.Day(keptFrom.Int64)
 		receipts = append(receipts, r)
 	}
 	return receipts, s.wrap("Receipts", rows.Err())

@@ -17,6 +17,7 @@ let sort = { column: -1, ascending: true }; // -1: the API's order (by name)
 let loaded = null; // what the school view shows: {period, interval, labels, series by endpoint}
 let page = 0; // the page of the table shown, of pageSize rows
 let minCellSize = 0; // the school's: its reports' figures of fewer students come as null
+let firstKeptDay = null; // the first day the school keeps usage of, when it keeps a number of days
 const collator = new Intl.Collator("en"); // for sorting names and ids: compare is fast
 // pageSize keeps the table's DOM small for a school of 10,000 students.
 const pageSize = 200;
@@ -279,13 +280,16 @@ function drawTotals(totals, before, period, previous) {
   const days = daysBetween(period.startDate, period.endDate);
   const versus = `vs ${days === 1 ? "the day" : `${days.toLocaleString("en-US")} days`} before`;
   const hiding = minCellSize ? `Figures of fewer than ${minCellSize} students are hidden.` : "";
-  $("totals-caption").textContent =
-    `Each change is ${versus}: ${showRange(previous.startDate, previous.endDate)}. ${rangeNote(period)} ${hiding}`.trim();
+  const comparison = before[endpoints[0]]
+    ? `Each change is ${versus}: ${showRange(previous.startDate, previous.endDate)}.`
+    : `Not compared with the days before: the school keeps its usage from ${showDay(firstKeptDay)} on.`;
+  $("totals-caption").textContent = `${comparison} ${rangeNote(period)} ${hiding}`.trim();
   const tiles = [];
   for (const endpoint of endpoints) {
     const r = totals[endpoint];
-    r.data.forEach((m, i) => tiles.push({ endpoint, title: m.title, value: m.value, before: before[endpoint].data[i].value }));
-    tiles.push({ endpoint, title: "Students who used it", value: r.numStudentsUsed, before: before[endpoint].numStudentsUsed });
+    const b = before[endpoint];
+    r.data.forEach((m, i) => tiles.push({ endpoint, title: m.title, value: m.value, before: b ? b.data[i].value : undefined }));
+    tiles.push({ endpoint, title: "Students who used it", value: r.numStudentsUsed, before: b ? b.numStudentsUsed : undefined });
   }
   $("totals").replaceChildren(
     ...tiles.map((t) => {
@@ -303,6 +307,10 @@ function drawTotals(totals, before, period, previous) {
       const label = document.createElement("div");
       label.className = "label";
       label.textContent = `${names[t.endpoint]}: ${t.title}`;
+      tile.append(value, label);
+      if (t.before === undefined) {
+        return tile; // not compared: the days before are not kept
+      }
       const delta = document.createElement("div");
       const [text, trend] = change(t.value, t.before);
       delta.className = `change ${trend}`;
@@ -310,7 +318,7 @@ function drawTotals(totals, before, period, previous) {
       const compared = Object.assign(document.createElement("span"), { className: "versus", textContent: ` ${versus}` });
       delta.append(compared);
       delta.title = `${showCount(t.before)} in ${showRange(previous.startDate, previous.endDate)}`;
-      tile.append(value, label, delta);
+      tile.append(delta);
       return tile;
     }),
   );
@@ -445,6 +453,10 @@ async function loadClasses() {
   const answer = await (await call("GET", "/api/classes")).json();
   const { forClasses, classes } = answer;
   minCellSize = answer.minCellSize;
+  firstKeptDay = answer.firstKeptDay;
+  // Days before it are deleted: the service refuses them.
+  $("start").min = firstKeptDay ?? "";
+  $("end").min = firstKeptDay ?? "";
   const options = classes.map((c) =>
     Object.assign(document.createElement("option"), { value: c.id, textContent: `${c.name} (${c.students.toLocaleString("en-US")} students)` }),
   );
@@ -482,15 +494,21 @@ async function load() {
     // One request first: a mistyped key fails once, not eight times, so
     // that typing it again does not run into the failed-key limit.
     const firstTotals = await ask(endpoints[0], {});
+    await loadClasses();
     const previous = previousRange(period);
+    // The days just before may be deleted already (the school's
+    // retention): then nothing is compared.
+    const compared = !firstKeptDay || previous.startDate >= firstKeptDay;
+    if (!compared) {
+      done++;
+    }
     const [series, laterTotals, perStudent, before] = await Promise.all([
       Promise.all(endpoints.map((e) => ask(e, { interval }))),
       Promise.all(endpoints.slice(1).map((e) => ask(e, {}))),
       Promise.all(endpoints.map((e) => ask(e, { students: "true" }))),
-      Promise.all(endpoints.map((e) => ask(e, previous))),
+      compared ? Promise.all(endpoints.map((e) => ask(e, previous))) : [[null], [null]],
     ]);
     const totals = [firstTotals, ...laterTotals];
-    await loadClasses();
     let starts = periodLabels(period.startDate, period.endDate, interval);
     if (starts.length !== series[0].length) {
       starts = series[0].map((r) => r.startDate.slice(0, 10));
