@@ -258,6 +258,11 @@ func (p *Platform) SetRetention(ctx context.Context, groupID, retention string) 
 	return g, nil
 }
 
+// retentionRunFor bounds one school's retention run, rather than the
+// store's call timeout: on ClickHouse it waits for its deletions on every
+// replica, which may take longer than a request may.
+const retentionRunFor = 10 * time.Minute
+
 // ExpireUsage is a retention run at now: for each group that keeps its
 // usage a number of days, it deletes the usage of the days before the
 // first it keeps, on every store, and records a receipt, unless that cut
@@ -294,6 +299,8 @@ func (p *Platform) expireGroup(ctx context.Context, g analytics.Group, now time.
 	}
 	first := g.FirstKeptDay(now, loc)
 	began := p.Now()
+	ctx, cancel := context.WithTimeout(ctx, retentionRunFor)
+	defer cancel()
 	deleted, ran, err := p.Usage.ExpireDays(ctx, g.ID, first)
 	if err != nil || !ran {
 		return nil, err
