@@ -233,8 +233,8 @@ func TestTeacherKeys(t *testing.T) {
 
 		// The classes each key may ask for: a teacher's, its own.
 		for _, c := range []struct{ key, want string }{
-			{key, `{"forClasses":false,"minCellSize":0,"classes":[{"id":"c1","name":"c1","students":2},{"id":"c2","name":"c2","students":2},{"id":"c3","name":"c3","students":2},{"id":"union","name":"union","students":3}]}`},
-			{teacher, `{"forClasses":true,"minCellSize":0,"classes":[{"id":"c1","name":"c1","students":2},{"id":"c2","name":"c2","students":2}]}`},
+			{key, `{"forClasses":false,"minCellSize":0,"firstKeptDay":null,"classes":[{"id":"c1","name":"c1","students":2},{"id":"c2","name":"c2","students":2},{"id":"c3","name":"c3","students":2},{"id":"union","name":"union","students":3}]}`},
+			{teacher, `{"forClasses":true,"minCellSize":0,"firstKeptDay":null,"classes":[{"id":"c1","name":"c1","students":2},{"id":"c2","name":"c2","students":2}]}`},
 		} {
 			if resp := e.do("GET", "/api/classes", c.key, ""); resp.status != 200 || strings.TrimSpace(string(resp.body)) != c.want {
 				t.Errorf("GET /api/classes: %d %s, want %s", resp.status, resp.body, c.want)

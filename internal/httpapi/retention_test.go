@@ -232,6 +232,10 @@ func TestRetentionSetting(t *testing.T) {
 		if res.Accepted != 1 || len(res.Rejected) != 1 || res.Rejected[0].Index != 0 || res.Rejected[0].Reason != want {
 			t.Errorf("events around the cut: %+v", res)
 		}
+		key := e.key("north")
+		if got := e.do("GET", "/api/classes", key, "").json(t)["firstKeptDay"]; got != "2026-10-13" {
+			t.Errorf("the key's classes say the first day kept is %v", got)
+		}
 		receipts, err := e.platform.ExpireUsage(ctx, e.clock.Now())
 		if err != nil || len(receipts) != 1 {
 			t.Fatalf("the run: %v, %v", receipts, err)
@@ -241,11 +245,11 @@ func TestRetentionSetting(t *testing.T) {
 		if r["action"] != "usage expired" || r["keptFrom"] != "2026-10-13" || r["requestedBy"] != "retention 40d" || r["studentId"] != nil {
 			t.Errorf("the run's receipt: %v", r)
 		}
-		if got := e.reports("chat", e.key("north"), "startDate=2026-10-13"); got[0].Data[0].Value != 1 {
+		if got := e.reports("chat", key, "startDate=2026-10-13"); got[0].Data[0].Value != 1 {
 			t.Errorf("after the run, the kept day's messages: %v", got)
 		}
 		e.mustCall("PATCH", "/v1/admin/groups/north", token, `{"retention":"off"}`, 200)
-		if got := e.reports("chat", e.key("north"), "startDate=2025-01-01"); got[0].Data[0].Value != 1 {
+		if got := e.reports("chat", key, "startDate=2025-01-01"); got[0].Data[0].Value != 1 {
 			t.Errorf("retention off: the days deleted stay deleted, the others are asked again: %v", got)
 		}
 	})
