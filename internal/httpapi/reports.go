@@ -470,7 +470,9 @@ func (rw *reportWriter) studentOf(rep *report.Report) []byte {
 	for len(rw.student) <= i {
 		rw.student = append(rw.student, nil)
 	}
-	var b []byte
+	// Sized for the usual text, which needs no escapes: one allocation a
+	// student rather than a few.
+	b := make([]byte, 0, len(`,"studentName":,"studentId":""""`)+len(rep.Student.Name)+len(rep.Student.ID))
 	if rw.csv != "" {
 		b = appendCSVField(b, rep.Student.ID)
 		b = append(b, ',')

@@ -439,7 +439,7 @@ func (e *Engine) studentReports(ctx context.Context, groupID string, loc *time.L
 	}
 	var zero analytics.Counts
 	rep := &Report{Values: make([]int64, len(ep.Titles))}
-	return e.eachPeriodTotals(ctx, groupID, periods, func(p analytics.DayRange, sum []analytics.Counts) error {
+	return e.eachPeriodTotals(ctx, groupID, periods, len(ordinals), func(p analytics.DayRange, sum []analytics.Counts) error {
 		rep.Start, rep.End = p.First.Start(loc), p.Last.End(loc)
 		for i := range students {
 			counts := &zero
@@ -470,7 +470,7 @@ func (e *Engine) classReports(ctx context.Context, groupID string, loc *time.Loc
 	}
 	rep := &Report{Values: make([]int64, len(ep.Titles))}
 	one := make([]int64, len(ep.Titles))
-	return e.eachPeriodTotals(ctx, groupID, periods, func(p analytics.DayRange, sum []analytics.Counts) error {
+	return e.eachPeriodTotals(ctx, groupID, periods, len(ordinals), func(p analytics.DayRange, sum []analytics.Counts) error {
 		var counts analytics.Counts
 		rep.NumStudentsUsed = 0
 		add := func(c *analytics.Counts) {
@@ -508,8 +508,9 @@ func placeOf(ordinals map[string]int, studentID string) int {
 }
 
 // eachPeriodTotals calls fn with each period and its students' counts, by
-// ordinal, in order; the counts are reused for the next period.
-func (e *Engine) eachPeriodTotals(ctx context.Context, groupID string, periods []analytics.DayRange,
+// ordinal, in order; the counts are reused for the next period. places is
+// about how many ordinals the group has given.
+func (e *Engine) eachPeriodTotals(ctx context.Context, groupID string, periods []analytics.DayRange, places int,
 	fn func(p analytics.DayRange, sum []analytics.Counts) error) error {
 	// The totals' buffers (half a megabyte a period for 10,000 students)
 	// serve answer after answer.
@@ -529,7 +530,10 @@ func (e *Engine) eachPeriodTotals(ctx context.Context, groupID string, periods [
 			totals = append(totals, nil)
 		}
 		for i := range totals {
-			totals[i] = totals[i][:0]
+			// Room for every place at once: grown place by place as the
+			// counts came (the pool is emptied by each collection), the
+			// buffers were copied over and over.
+			totals[i] = slices.Grow(totals[i][:0], places)
 		}
 		if err := e.Usage.StudentTotals(ctx, groupID, segs, totals[:len(segs)]); err != nil {
 			return err
