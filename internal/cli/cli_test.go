@@ -603,7 +603,7 @@ func TestRetention(t *testing.T) {
 	if out := mustRun(t, "receipt", "list", "--db", db); !strings.Contains(out, "usage expired before "+first) || !strings.Contains(out, "retention 40d") {
 		t.Errorf("receipt list:\n%s", out)
 	}
-	for _, keep := range []string{"34d", "1y", "40"} {
+	for _, keep := range []string{"20d", "1y", "40"} {
 		if code, _, errOut := run(t, "", "group", "set-retention", "--db", db, "--group", "north", "--keep", keep); code != 1 || !strings.Contains(errOut, "Invalid retention") {
 			t.Errorf("--keep %s: exit %d, %s", keep, code, errOut)
 		}

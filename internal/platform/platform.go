@@ -235,9 +235,10 @@ func (p *Platform) SetMinCellSize(ctx context.Context, groupID string, size int)
 	return g, p.Directory.SetMinCellSize(ctx, groupID, size)
 }
 
-// MinRetention is the shortest retention a group may keep: a month and a
-// few days, so that its weekly digest and a month's report have their days.
-const MinRetention = 35
+// MinRetention is the shortest retention a group may keep: three weeks,
+// so that its weekly digest, which compares a week with the one before and
+// may be sent up to a week late, has its days.
+const MinRetention = 21
 
 // SetRetention sets how many days of usage the group keeps ("400d"), or
 // "off" to keep all; the next retention run deletes what is older.
