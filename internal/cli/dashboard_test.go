@@ -81,11 +81,11 @@ func demoServer(t *testing.T) (string, map[string]string) {
 	if keys[smallSchool], err = loadSmallSchool(e, p, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	// A school that keeps 35 days of usage.
+	// A school that keeps 21 days of usage.
 	if _, err := p.CreateGroup(e.ctx, keptSchool, "Kept School", "UTC"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.SetRetention(e.ctx, keptSchool, "35d"); err != nil {
+	if _, err := p.SetRetention(e.ctx, keptSchool, "21d"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.AddPlan(e.ctx, keptSchool, "2025-01-01", ""); err != nil {
@@ -100,8 +100,7 @@ func demoServer(t *testing.T) (string, map[string]string) {
 	return srv.URL, keys
 }
 
-// keptSchool keeps 35 days of usage: the 28 days before the dashboard's
-// 28 are partly deleted.
+// keptSchool keeps 21 days of usage: fewer than the dashboard's 28.
 const keptSchool = "kept-school"
 
 // smallSchool is a school of five students, each of whom sent one
@@ -688,12 +687,12 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("a school hiding small figures shows %+v, want values %v", small, wantValues)
 	}
 
-	// A school keeping 35 days: the days before the 28 shown are not
-	// compared (they are partly deleted), and none before the first kept
-	// may be picked.
+	// A school keeping 21 days: the dashboard's range starts at the first
+	// day kept rather than 28 days back, none before it may be picked, and
+	// the days before (deleted) are not compared.
 	var kept struct {
-		Changes      int
-		Caption, Min string
+		Changes             int
+		Caption, Min, Start string
 	}
 	run("kept school", chromedp.Evaluate(`document.getElementById("sign-out").click(); true`, nil), chromedp.WaitVisible("#key"),
 		chromedp.SendKeys("#key", keys[keptSchool]), chromedp.Click(`#key-form button[type=submit]`),
@@ -702,10 +701,12 @@ func TestDashboardInBrowser(t *testing.T) {
 			Changes: document.querySelectorAll("#totals .tile .change").length,
 			Caption: document.getElementById("totals-caption").textContent,
 			Min: document.getElementById("start").min,
+			Start: document.getElementById("start").value,
 		})`, &kept))
-	firstKept := time.Now().UTC().AddDate(0, 0, -34).Format(time.DateOnly)
-	if kept.Changes != 0 || !strings.HasPrefix(kept.Caption, "Not compared with the days before: the school keeps its usage from ") || kept.Min != firstKept {
-		t.Errorf("a school keeping 35 days shows %+v, want no change compared and the first day %s", kept, firstKept)
+	firstKept := time.Now().UTC().AddDate(0, 0, -20).Format(time.DateOnly)
+	if kept.Changes != 0 || !strings.HasPrefix(kept.Caption, "Not compared with the days before: the school keeps its usage from ") ||
+		kept.Min != firstKept || kept.Start != firstKept {
+		t.Errorf("a school keeping 21 days shows %+v, want no change compared and the range from the first day kept, %s", kept, firstKept)
 	}
 
 	// A wrong key, and the key of a school whose plan ended: one request
@@ -718,7 +719,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.WaitVisible("#key"), chromedp.SendKeys("#key", bad), chromedp.Click(`#key-form button[type=submit]`),
 			chromedp.Poll(`document.getElementById("key-error").textContent`, &message),
 			chromedp.Sleep(200*time.Millisecond),
-			chromedp.Evaluate(`performance.getEntriesByType("resource").filter(e => e.name.includes("/api/groups/")).length`, &requests))
+			chromedp.Evaluate(`performance.getEntriesByType("resource").filter(e => e.name.includes("/api/")).length`, &requests))
 		if !strings.Contains(message, "This key was not accepted") || requests != 1 {
 			t.Errorf("%s key: %q after %d requests, want the message after one", name, message, requests)
 		}

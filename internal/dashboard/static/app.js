@@ -474,7 +474,7 @@ async function load() {
   running?.abort();
   const controller = new AbortController();
   running = controller;
-  const period = range();
+  let period = range();
   const interval = $("interval").value;
   const progress = $("progress");
   let done = 0;
@@ -492,9 +492,14 @@ async function load() {
   };
   try {
     // One request first: a mistyped key fails once, not eight times, so
-    // that typing it again does not run into the failed-key limit.
-    const firstTotals = await ask(endpoints[0], {});
+    // that typing it again does not run into the failed-key limit. It
+    // also tells the first day the school keeps: no earlier one is asked.
     await loadClasses();
+    if (firstKeptDay && period.startDate < firstKeptDay) {
+      $("start").value = firstKeptDay;
+      period = range();
+    }
+    const firstTotals = await ask(endpoints[0], {});
     const previous = previousRange(period);
     // The days just before may be deleted already (the school's
     // retention): then nothing is compared.
