@@ -47,17 +47,6 @@ func (s *Store) claimCut(ctx context.Context, tx *txn, groupID string, first ana
 	return n > 0, err
 }
 
-// execDeleting runs a deletion with tx and adds to deleted the rows it
-// affected, as table's.
-func (s *Store) execDeleting(ctx context.Context, tx *txn, deleted []analytics.Deleted, table, query string, args ...any) ([]analytics.Deleted, error) {
-	res, err := tx.ExecContext(ctx, s.q(query), args...)
-	if err != nil {
-		return deleted, err
-	}
-	n, err := res.RowsAffected()
-	return s.deleted(deleted, table, n), err
-}
-
 // expireUsage deletes the group's events before the instant before (the
 // start of day first) and every rollup row of the days before first, and
 // rewrites the rows of the week and month that first cuts from their

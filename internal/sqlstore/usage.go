@@ -527,17 +527,24 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) ([]
 // and adds to deleted what went.
 func (s *Store) deleteStudentFrom(ctx context.Context, tx *txn, groupID, studentID string, deleted []analytics.Deleted, tables ...string) ([]analytics.Deleted, error) {
 	for _, table := range tables {
-		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ? AND student_id = ?`), groupID, studentID)
-		if err != nil {
+		var err error
+		if deleted, err = s.execDeleting(ctx, tx, deleted, table, `DELETE FROM `+table+` WHERE group_id = ? AND student_id = ?`,
+			groupID, studentID); err != nil {
 			return deleted, err
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return deleted, err
-		}
-		deleted = s.deleted(deleted, table, n)
 	}
 	return deleted, nil
+}
+
+// execDeleting runs a deletion with tx and adds to deleted the rows it
+// affected, as table's.
+func (s *Store) execDeleting(ctx context.Context, tx *txn, deleted []analytics.Deleted, table, query string, args ...any) ([]analytics.Deleted, error) {
+	res, err := tx.ExecContext(ctx, s.q(query), args...)
+	if err != nil {
+		return deleted, err
+	}
+	n, err := res.RowsAffected()
+	return s.deleted(deleted, table, n), err
 }
 
 // deleted adds to list that rows of table went, if any did.
@@ -692,12 +699,10 @@ func (s *Store) EraseGroup(ctx context.Context, groupID string) ([]analytics.Del
 func (s *Store) deleteGroupRows(ctx context.Context, tx *txn, groupID string) ([]analytics.Deleted, error) {
 	var deleted []analytics.Deleted
 	for _, table := range tablesOfAGroup {
-		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE group_id = ?`), groupID)
-		if err != nil {
+		var err error
+		if deleted, err = s.execDeleting(ctx, tx, deleted, table, `DELETE FROM `+table+` WHERE group_id = ?`, groupID); err != nil {
 			return nil, fmt.Errorf("%s: %w", table, err)
 		}
-		n, _ := res.RowsAffected()
-		deleted = s.deleted(deleted, table, n)
 	}
 	return deleted, nil
 }
