@@ -39,10 +39,11 @@ type Directory interface {
 	AddStudent(ctx context.Context, s Student) error
 	RenameStudent(ctx context.Context, s Student) error
 	Students(ctx context.Context, groupID string) ([]Student, error)
-	// RosterVersion changes whenever the group's students or their
-	// ordinals change, in any process, and when the group is made again
-	// after its deletion: what was read of them under one version holds
-	// while it is current. NotFound for a group that does not exist.
+	// RosterVersion changes whenever the group's students, their
+	// ordinals, its classes or their members change, in any process, and
+	// when the group is made again after its deletion: what was read of
+	// them under one version holds while it is current. NotFound for a
+	// group that does not exist.
 	RosterVersion(ctx context.Context, groupID string) (string, error)
 
 	// A group's classes: CreateClass (Conflict for an id the group has

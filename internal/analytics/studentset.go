@@ -41,3 +41,12 @@ func (s StudentSet) Len() int {
 	}
 	return n
 }
+
+// IntersectionLen returns the number of members s and o have in common.
+func (s StudentSet) IntersectionLen(o StudentSet) int {
+	n := 0
+	for i := range min(len(s), len(o)) {
+		n += bits.OnesCount64(s[i] & o[i])
+	}
+	return n
+}

@@ -81,18 +81,28 @@ type Engine struct {
 	// directory's roster version, so that student reports read only the
 	// counts while no student is enrolled, renamed or erased.
 	rosters *cache.Versioned[[]analytics.Student]
+	// classes keeps each group's classes under its roster version.
+	classes *cache.Versioned[[]analytics.Class]
+	// classCounts keeps classes' counts of the group's rollup rows
+	// (classcounts.go).
+	classCounts *cache.Versioned[*classCounts]
 }
 
 // maxKeptRosters bounds the bytes of the students an engine keeps: 2,000
 // schools of 150 students take about 25 MB, one of 10,000 about 1 MB.
 const maxKeptRosters = 64 << 20
 
+// maxKeptClasses bounds the bytes of the classes an engine keeps: a
+// school of 3,000 students in 300 classes of 30 takes about 0.4 MB.
+const maxKeptClasses = 32 << 20
+
 // DefaultMaxReports is the documented cap on reports per response.
 const DefaultMaxReports = 200_000
 
 // NewEngine returns an engine on the stores, with the documented cap.
 func NewEngine(dir analytics.Directory, usage analytics.UsageStore) *Engine {
-	return &Engine{Directory: dir, Usage: usage, MaxReports: DefaultMaxReports, rosters: cache.New[[]analytics.Student](maxKeptRosters)}
+	return &Engine{Directory: dir, Usage: usage, MaxReports: DefaultMaxReports, rosters: cache.New[[]analytics.Student](maxKeptRosters),
+		classes: cache.New[[]analytics.Class](maxKeptClasses), classCounts: cache.New[*classCounts](maxKeptClassCounts)}
 }
 
 // Run computes the reports q asks of group at time now and passes them to
@@ -126,20 +136,28 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	// its classes. The group's own is hidden for its few makers only, so
 	// it needs no classes.
 	var classes []analytics.Class
+	var roster string // the version classes were read under
 	var keys [][]string
 	cellsRule := group.MinCellSize > 0 && !q.Students
-	if cellsRule && (q.ClassID != "" || q.Scoped) {
-		if classes, keys, err = e.reportsShown(ctx, group.ID); err != nil {
+	if q.ClassID != "" || q.Scoped {
+		if classes, roster, err = e.groupClasses(ctx, group.ID); err != nil {
 			return err
 		}
+		if cellsRule {
+			if keys, err = e.teachersClasses(ctx, group.ID); err != nil {
+				return err
+			}
+		}
 	}
-	members, restricted, where, err := e.members(ctx, group.ID, q, classes)
+	members, restricted, where, err := e.members(q, classes)
 	if err != nil {
 		return err
 	}
 	var students []analytics.Student
 	var ordinals map[string]int
-	if q.Students || restricted || cellsRule {
+	// A class's group reports without small cells read the ordinals
+	// after the rows (classGroupReports).
+	if q.Students || cellsRule {
 		err := inParallel(2, func(i int) (err error) {
 			if i == 0 && q.Students {
 				students, err = e.students(ctx, group.ID)
@@ -174,7 +192,7 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 		cells := newSmallCells(group.MinCellSize, classes, keys, q.asked(), !restricted, ordinals, len(ep.Titles), ep.total)
 		return e.classReports(ctx, group.ID, loc, ep, periods, members, !restricted, ordinals, cells, emit)
 	case restricted:
-		return e.classReports(ctx, group.ID, loc, ep, periods, members, false, ordinals, nil, emit)
+		return e.classGroupReports(ctx, group, loc, ep, periods, roster, q.asked(), members, emit)
 	}
 	return e.groupReports(ctx, group.ID, loc, ep, periods, emit)
 }
@@ -210,11 +228,11 @@ const studentCost = int(unsafe.Sizeof(analytics.Student{}))
 
 // members returns the students the answer may cover when restricted
 // (not the whole group): the class asked for, or the classes of a
-// teacher's key together, perhaps none. where says, for an error, where a
-// student was looked for. A class outside a teacher's key is as unknown
-// as one that does not exist. The classes are read from the directory
-// one by one, or found in all, the group's classes, when given.
-func (e *Engine) members(ctx context.Context, groupID string, q Query, all []analytics.Class) (members []string, restricted bool, where string, err error) {
+// teacher's key together, perhaps none, of the group's classes. where
+// says, for an error, where a student was looked for. A class outside a
+// teacher's key is as unknown as one that does not exist. The members are
+// in byte order, and shared: callers never change them.
+func (e *Engine) members(q Query, classes []analytics.Class) (members []string, restricted bool, where string, err error) {
 	where = "this group"
 	if q.ClassID != "" {
 		if q.Scoped && !slices.Contains(q.Classes, q.ClassID) {
@@ -224,48 +242,64 @@ func (e *Engine) members(ctx context.Context, groupID string, q Query, all []ana
 	} else if !q.Scoped {
 		return nil, false, where, nil
 	}
-	class := func(id string) (analytics.Class, error) { return e.Directory.Class(ctx, groupID, id) }
-	if all != nil {
-		class = func(id string) (analytics.Class, error) {
-			if i := slices.IndexFunc(all, func(c analytics.Class) bool { return c.ID == id }); i >= 0 {
-				return all[i], nil
-			}
-			return analytics.Class{}, analytics.Errorf(analytics.NotFound, "Class %q not found", id)
-		}
-	}
-	for _, id := range q.asked() {
-		c, err := class(id)
+	asked := q.asked()
+	for _, id := range asked {
+		i := slices.IndexFunc(classes, func(c analytics.Class) bool { return c.ID == id })
 		switch {
-		case analytics.ErrorCode(err) == analytics.NotFound && q.ClassID != "":
+		case i < 0 && q.ClassID != "":
 			return nil, false, "", analytics.Errorf(analytics.Invalid, "Invalid classId: no class %q in this group", q.ClassID)
-		case analytics.ErrorCode(err) == analytics.NotFound:
+		case i < 0:
 			continue // deleted since the key was read
-		case err != nil:
-			return nil, false, "", err
+		case len(asked) == 1:
+			return classes[i].Members, true, where, nil // in byte order, shared
 		}
-		members = append(members, c.Members...)
+		members = append(members, classes[i].Members...)
 	}
 	return slices.Compact(slices.Sorted(slices.Values(members))), true, where, nil
 }
 
-// reportsShown returns what a group shows group reports of, besides the
-// whole group: its classes, and the classes of its teachers' keys of more
-// than one.
-func (e *Engine) reportsShown(ctx context.Context, groupID string) (classes []analytics.Class, keys [][]string, err error) {
-	err = inParallel(2, func(i int) (err error) {
-		if i == 0 {
-			classes, err = e.Directory.Classes(ctx, groupID)
-			return err
+// groupClasses returns the group's classes with their members, kept from
+// an answer before while the group's roster version (which their changes
+// change) is the same, and that version. The slice is shared: callers
+// never change it.
+func (e *Engine) groupClasses(ctx context.Context, groupID string) ([]analytics.Class, string, error) {
+	version, err := e.Directory.RosterVersion(ctx, groupID)
+	if err != nil {
+		return nil, "", err
+	}
+	if classes, ok := e.classes.Get(groupID, version); ok {
+		return classes, version, nil
+	}
+	classes, err := e.Directory.Classes(ctx, groupID)
+	if err != nil {
+		return nil, "", err
+	}
+	cost := 0
+	for _, c := range classes {
+		cost += len(c.ID) + len(c.Name) + classCost
+		for _, id := range c.Members {
+			cost += len(id) + 16
 		}
-		all, err := e.Directory.Keys(ctx, groupID)
-		for _, k := range all {
-			if k.ForClasses && k.Revoked == nil && len(k.Classes) > 1 {
-				keys = append(keys, k.Classes)
-			}
+	}
+	e.classes.Put(groupID, version, classes, cost)
+	return classes, version, nil
+}
+
+// classCost is what a Class costs beside its strings' bytes.
+const classCost = int(unsafe.Sizeof(analytics.Class{}))
+
+// teachersClasses returns the classes of the group's teachers' keys of
+// more than one class: what the group shows group reports of besides the
+// group and its classes.
+func (e *Engine) teachersClasses(ctx context.Context, groupID string) ([][]string, error) {
+	all, err := e.Directory.Keys(ctx, groupID)
+	var keys [][]string
+	for _, k := range all {
+		if k.ForClasses && k.Revoked == nil && len(k.Classes) > 1 {
+			keys = append(keys, k.Classes)
 		}
-		return err
-	})
-	return classes, keys, err
+	}
+	return keys, err
 }
 
 // pickAll keeps the students whose ids are given; an id of none of them
@@ -457,9 +491,9 @@ func (e *Engine) studentReports(ctx context.Context, groupID string, loc *time.L
 }
 
 // classReports emits a class's group reports (the whole group's when
-// whole): in each period, its members' counts added up, and how many of
-// them used the endpoint (had any of its counts). cells, if not nil,
-// hides the figures of too few students.
+// whole) when small cells are hidden: in each period, its members' counts
+// added up, and how many of them used the endpoint (had any of its
+// counts), and then cells hides the figures of too few students.
 func (e *Engine) classReports(ctx context.Context, groupID string, loc *time.Location, ep *Endpoint,
 	periods []analytics.DayRange, members []string, whole bool, ordinals map[string]int, cells *smallCells, emit func(*Report) error) error {
 	places := make([]int, 0, len(members))
@@ -492,9 +526,7 @@ func (e *Engine) classReports(ctx context.Context, groupID string, loc *time.Loc
 		}
 		rep.Start, rep.End = p.First.Start(loc), p.Last.End(loc)
 		ep.values(&counts, rep.Values)
-		if cells != nil {
-			cells.apply(ep, sum, rep)
-		}
+		cells.apply(ep, sum, rep)
 		return emit(rep)
 	})
 }
@@ -512,13 +544,6 @@ func placeOf(ordinals map[string]int, studentID string) int {
 // about how many ordinals the group has given.
 func (e *Engine) eachPeriodTotals(ctx context.Context, groupID string, periods []analytics.DayRange, places int,
 	fn func(p analytics.DayRange, sum []analytics.Counts) error) error {
-	// The totals' buffers (half a megabyte a period for 10,000 students)
-	// serve answer after answer.
-	var totals [][]analytics.Counts
-	if kept, ok := totalsPool.Get().(*[][]analytics.Counts); ok {
-		totals = *kept
-	}
-	defer func() { totalsPool.Put(&totals) }()
 	for batch := range slices.Chunk(periods, periodsPerRead) {
 		var segs []analytics.Segment
 		var ends []int // ends[j]: the end of period j's segments in segs
@@ -526,28 +551,67 @@ func (e *Engine) eachPeriodTotals(ctx context.Context, groupID string, periods [
 			segs = append(segs, analytics.Segments(p)...)
 			ends = append(ends, len(segs))
 		}
-		for len(totals) < len(segs) {
-			totals = append(totals, nil)
-		}
-		for i := range totals {
-			// Room for every place at once: grown place by place as the
-			// counts came (the pool is emptied by each collection), the
-			// buffers were copied over and over.
-			totals[i] = slices.Grow(totals[i][:0], places)
-		}
-		if err := e.Usage.StudentTotals(ctx, groupID, segs, totals[:len(segs)]); err != nil {
-			return err
-		}
-		first := 0
-		for j, p := range batch {
-			sum := addUp(totals[first:ends[j]])
-			first = ends[j]
-			if err := fn(p, sum); err != nil {
-				return err
+		err := e.readTotals(ctx, groupID, segs, places, func(totals [][]analytics.Counts) error {
+			first := 0
+			for j, p := range batch {
+				sum := addUp(totals[first:ends[j]])
+				first = ends[j]
+				if err := fn(p, sum); err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// eachSegmentTotals calls fn with the index of each segment of segs (in
+// order, not overlapping) and its students' counts, by ordinal.
+func (e *Engine) eachSegmentTotals(ctx context.Context, groupID string, segs []analytics.Segment, places int,
+	fn func(i int, sum []analytics.Counts)) error {
+	for first := 0; first < len(segs); first += periodsPerRead {
+		batch := segs[first:min(first+periodsPerRead, len(segs))]
+		err := e.readTotals(ctx, groupID, batch, places, func(totals [][]analytics.Counts) error {
+			for i := range batch {
+				fn(first+i, totals[i])
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readTotals reads the students' counts of segs into buffers of the pool,
+// one a segment, and passes them to fn.
+func (e *Engine) readTotals(ctx context.Context, groupID string, segs []analytics.Segment, places int,
+	fn func(totals [][]analytics.Counts) error) error {
+	// The totals' buffers (half a megabyte a period for 10,000 students)
+	// serve answer after answer.
+	var totals [][]analytics.Counts
+	if kept, ok := totalsPool.Get().(*[][]analytics.Counts); ok {
+		totals = *kept
+	}
+	defer func() { totalsPool.Put(&totals) }()
+	for len(totals) < len(segs) {
+		totals = append(totals, nil)
+	}
+	for i := range totals {
+		// Room for every place at once: grown place by place as the
+		// counts came (the pool is emptied by each collection), the
+		// buffers were copied over and over.
+		totals[i] = slices.Grow(totals[i][:0], places)
+	}
+	if err := e.Usage.StudentTotals(ctx, groupID, segs, totals[:len(segs)]); err != nil {
+		return err
+	}
+	return fn(totals[:len(segs)])
 }
 
 // addUp adds the totals of a period's segments into the first, and

@@ -111,3 +111,119 @@ func TestRosterKeptAcrossProcesses(t *testing.T) {
 		})
 	}
 }
+
+// TestClassCountsKeptAcrossProcesses: an engine keeps a class's counts of
+// the group's rows and the group's classes between reports, and its next
+// class report after any change, made by another process on the same
+// stores, equals that of an engine that keeps nothing: events of members
+// and of others, in rows read before and in new ones; members changed, by
+// the admin and by a roster; the class deleted and made again; an
+// erasure; a new zone; a retention.
+func TestClassCountsKeptAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range storetest.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			var one, other storetest.Stores
+			if kind == "clickhouse" {
+				dir, usage := storetest.NewPostgresDatabase(t), storetest.NewClickHouseURL(t)
+				one, other = storetest.OpenClickHouse(t, dir, usage), storetest.OpenClickHouse(t, dir, usage)
+			} else {
+				dsn := storetest.NewDSN(t, kind)
+				one, other = storetest.SQL(storetest.OpenDSN(t, dsn)), storetest.SQL(storetest.OpenDSN(t, dsn))
+			}
+			engine := report.NewEngine(one.Directory, one.Usage)
+			p := platform.New(other.Directory, other.Usage)
+			now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+			seq := 0
+			send := func(student, at string) {
+				t.Helper()
+				seq++
+				ev := fmt.Sprintf(`{"id": "e%d", "groupId": "north", "studentId": %q, "occurredAt": %q, "kind": "chat.message_sent", "chatType": "main"}`, seq, student, at)
+				if res, err := p.Ingest(ctx, []json.RawMessage{json.RawMessage(ev)}, true); err != nil || res.Accepted != 1 {
+					t.Fatalf("%+v %v", res, err)
+				}
+			}
+			// The class's daily, weekly and monthly reports as "start used total"
+			// lines, or the error.
+			reports := func(e *report.Engine) string {
+				t.Helper()
+				g, err := one.Directory.Group(ctx, "north")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []string
+				for _, iv := range []analytics.Interval{analytics.Daily, analytics.Weekly, analytics.Monthly} {
+					err = e.Run(ctx, g, report.Chat, report.Query{ClassID: "c1", Interval: iv}, now, func(r *report.Report) error {
+						if r.Values[0] != 0 {
+							out = append(out, fmt.Sprintf("%s %d %d", r.Start.Format(time.DateOnly), r.NumStudentsUsed, r.Values[0]))
+						}
+						return nil
+					})
+					if err != nil {
+						return err.Error()
+					}
+				}
+				return strings.Join(out, ", ")
+			}
+			check := func(after string) {
+				t.Helper()
+				want := reports(report.NewEngine(other.Directory, other.Usage))
+				for range 2 { // the first reads, the second is kept
+					if got := reports(engine); got != want {
+						t.Fatalf("after %s: %q, want %q", after, got, want)
+					}
+				}
+			}
+			if _, err := p.CreateGroup(ctx, "north", "North", "UTC"); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []string{"s1", "s2", "s3", "s4"} {
+				send(s, "2026-02-10T23:30:00Z")
+			}
+			// 2026-02-18 in UTC: s1 twice, s3 once; in Kiritimati (UTC+14)
+			// s1 once, s3 twice: the same counts and students in the day's
+			// row of either zone, of which s1's share differs.
+			for _, ev := range [][2]string{{"s1", "2026-02-18T05:00:00Z"}, {"s1", "2026-02-18T12:00:00Z"}, {"s3", "2026-02-18T03:00:00Z"}, {"s3", "2026-02-17T20:00:00Z"}} {
+				send(ev[0], ev[1])
+			}
+			if _, err := p.CreateClass(ctx, analytics.Class{GroupID: "north", ID: "c1", Name: "One", Members: []string{"s1", "s2"}}); err != nil {
+				t.Fatal(err)
+			}
+			check("a class made")
+			send("s1", "2026-02-10T23:30:00Z")
+			check("a member's event in a row read before")
+			send("s3", "2026-02-11T23:30:00Z")
+			check("another's event")
+			send("s2", "2026-03-03T23:30:00Z")
+			check("a member's event in new rows")
+			if _, err := p.SetClassMembers(ctx, "north", "c1", []string{"s2", "s3"}); err != nil {
+				t.Fatal(err)
+			}
+			check("new members")
+			if err := other.Directory.ApplyRoster(ctx, "north", analytics.RosterChange{Classes: []analytics.Class{{GroupID: "north", ID: "c1", Name: "One", Members: []string{"s3", "s4"}}}}); err != nil {
+				t.Fatal(err)
+			}
+			check("members by a roster")
+			if err := p.DeleteClass(ctx, "north", "c1"); err != nil {
+				t.Fatal(err)
+			}
+			check("the class deleted")
+			if _, err := p.CreateClass(ctx, analytics.Class{GroupID: "north", ID: "c1", Name: "One", Members: []string{"s1", "s4"}}); err != nil {
+				t.Fatal(err)
+			}
+			check("the class made again")
+			if err := p.DeleteStudent(ctx, "north", "s4"); err != nil {
+				t.Fatal(err)
+			}
+			check("a member erased")
+			if _, err := p.SetTimeZone(ctx, "north", "Pacific/Kiritimati"); err != nil {
+				t.Fatal(err)
+			}
+			check("a new zone")
+			if _, err := p.SetRetention(ctx, "north", "30d"); err != nil {
+				t.Fatal(err)
+			}
+			check("a retention")
+		})
+	}
+}

@@ -1,0 +1,224 @@
+package report
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/maphash"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"groupanalytics/internal/analytics"
+)
+
+// A class's group reports need its members' counts, which only the
+// students' counts hold: adding them up reads every student's counts of
+// every period, a scan of the group. So the engine keeps, per class (or a
+// teacher's classes together, with their members as they are now), what
+// the members' counts came to in each group rollup row a report read,
+// beside that row's counts and students then. A row whose counts and
+// students are still those has had no event appended (each adds one to
+// its rows) and no student erased (their ordinal, never given again,
+// leaves its sets), so its members' counts are unchanged; only the rows
+// that differ are read again from the students' counts. Appends touch a
+// group's current day, week and month: a class report then costs its
+// group report and those rows.
+//
+// What else rewrites rows is in the version the counts are kept under:
+// the roster's (students enrolled, renamed, erased), the group's zone (a
+// rebuild in another zone cuts the days anew) and its retention (a cut
+// rewrites the week and month it falls in, which no report asks for until
+// the retention is changed).
+
+// classCounts is what the engine keeps of one class.
+type classCounts struct {
+	members []string // the class is this one while its members are these
+	cost    int      // of members
+	mu      sync.Mutex
+	// The members' places in the students' counts and their set, made of
+	// a group's ordinals numbering ordinals students: under one roster
+	// version a group's ordinals are only added to, never changed, so
+	// they hold while there are as many.
+	ordinals  int
+	places    []int
+	memberSet analytics.StudentSet
+	rows      map[rowKey]classRow
+}
+
+// placesOf returns the members' places in the students' counts, and
+// their set, kept while the group numbers as many students.
+func (kept *classCounts) placesOf(ordinals map[string]int) ([]int, analytics.StudentSet) {
+	kept.mu.Lock()
+	defer kept.mu.Unlock()
+	if kept.places != nil && kept.ordinals == len(ordinals) {
+		return kept.places, kept.memberSet
+	}
+	places := make([]int, 0, len(kept.members))
+	var memberSet analytics.StudentSet
+	for _, id := range kept.members {
+		if n := placeOf(ordinals, id); n >= 0 {
+			memberSet.Add(n)
+			places = append(places, n)
+		}
+	}
+	kept.ordinals, kept.places, kept.memberSet = len(ordinals), places, memberSet
+	return places, memberSet
+}
+
+type rowKey struct {
+	span analytics.Span
+	key  analytics.Day
+}
+
+// classRow is what the members' counts came to in a group rollup row
+// whose counts were group and whose students hashed to users.
+type classRow struct {
+	group, class analytics.Counts
+	users        uint64
+}
+
+// rowCost is about what a kept row costs, its map entry included.
+const rowCost = int(unsafe.Sizeof(classRow{})+unsafe.Sizeof(rowKey{})) + 32
+
+// maxKeptClassCounts bounds the bytes of the class counts an engine
+// keeps: a class asked for a year by day keeps about 430 rows, 70 KB.
+const maxKeptClassCounts = 32 << 20
+
+// usersSeed seeds usersHash.
+var usersSeed = maphash.MakeSeed()
+
+// usersHash sums up the row's two student sets.
+func usersHash(r *analytics.GroupRollup) uint64 {
+	var h maphash.Hash
+	h.SetSeed(usersSeed)
+	var b [8]byte
+	for _, set := range [...]analytics.StudentSet{r.LiveLectureUsers, r.ChatUsers} {
+		h.Write(binary.LittleEndian.AppendUint64(b[:0], uint64(len(set))))
+		for _, w := range set {
+			h.Write(binary.LittleEndian.AppendUint64(b[:0], w))
+		}
+	}
+	return h.Sum64()
+}
+
+// keptCounts returns what is kept of the class of these members (the
+// classes asked), under version, or a new, empty one.
+func (e *Engine) keptCounts(key, version string, members []string) *classCounts {
+	if kept, ok := e.classCounts.Get(key, version); ok && slices.Equal(kept.members, members) {
+		return kept
+	}
+	kept := &classCounts{members: members, rows: map[rowKey]classRow{}}
+	for _, id := range members {
+		kept.cost += len(id) + 16 + 8 + 8 // and its place, and room in the set
+	}
+	e.classCounts.Put(key, version, kept, kept.cost)
+	return kept
+}
+
+// classGroupReports emits the group reports of members (a class, or a
+// teacher's classes together), read under the roster version roster: in
+// each period, their counts added up and how many of them used the
+// endpoint.
+func (e *Engine) classGroupReports(ctx context.Context, group analytics.Group, loc *time.Location, ep *Endpoint,
+	periods []analytics.DayRange, roster string, asked, members []string, emit func(*Report) error) error {
+	key := group.ID + "\x00" + strings.Join(asked, "\x00")
+	version := roster + "\x00" + group.TimeZone + "\x00" + group.Retention.String()
+	kept := e.keptCounts(key, version, members)
+	// The rows first, then the ordinals and the students' counts, each at
+	// least as new as the rows: a member counted in a row has a place,
+	// and a row is never kept with counts older than it.
+	rollups, err := e.fetchGroupRollups(ctx, group.ID, periods)
+	if err != nil {
+		return err
+	}
+	ordinals, err := e.Usage.Ordinals(ctx, group.ID)
+	if err != nil {
+		return err
+	}
+	places, memberSet := kept.placesOf(ordinals)
+
+	// Each row the periods read, in order, with the members' counts kept
+	// for it; those not kept as the row is now are read again.
+	type read struct {
+		row   *analytics.GroupRollup
+		key   rowKey
+		class analytics.Counts
+	}
+	var reads []read
+	var stale []int // of reads
+	var segs []analytics.Segment
+	kept.mu.Lock()
+	for _, p := range periods {
+		for _, seg := range analytics.GroupSegments(p) {
+			for day := seg.Keys.First; day <= seg.Keys.Last; day = seg.Span.Next(day) {
+				r := rollups[seg.Span][day]
+				if r == nil {
+					continue
+				}
+				k := rowKey{seg.Span, day}
+				row, ok := kept.rows[k]
+				if !ok || row.group != r.Counts || row.users != usersHash(r) {
+					stale = append(stale, len(reads))
+					segs = append(segs, studentSegment(k))
+				}
+				reads = append(reads, read{r, k, row.class})
+			}
+		}
+	}
+	kept.mu.Unlock()
+	err = e.eachSegmentTotals(ctx, group.ID, segs, len(ordinals), func(i int, sum []analytics.Counts) {
+		rd := &reads[stale[i]]
+		rd.class = analytics.Counts{}
+		for _, n := range places {
+			if n < len(sum) {
+				rd.class.Add(&sum[n])
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if len(stale) > 0 {
+		kept.mu.Lock()
+		for _, i := range stale {
+			rd := &reads[i]
+			kept.rows[rd.key] = classRow{group: rd.row.Counts, users: usersHash(rd.row), class: rd.class}
+		}
+		cost := kept.cost + len(kept.rows)*rowCost
+		kept.mu.Unlock()
+		e.classCounts.Put(key, version, kept, cost)
+	}
+
+	rep := &Report{Values: make([]int64, len(ep.Titles))}
+	for _, p := range periods {
+		var counts analytics.Counts
+		var users analytics.StudentSet
+		for _, seg := range analytics.GroupSegments(p) {
+			for day := seg.Keys.First; day <= seg.Keys.Last; day = seg.Span.Next(day) {
+				if len(reads) > 0 && reads[0].key == (rowKey{seg.Span, day}) {
+					counts.Add(&reads[0].class)
+					users.Union(ep.users(reads[0].row))
+					reads = reads[1:]
+				}
+			}
+		}
+		rep.Start, rep.End = p.First.Start(loc), p.Last.End(loc)
+		rep.NumStudentsUsed = users.IntersectionLen(memberSet)
+		ep.values(&counts, rep.Values)
+		if err := emit(rep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// studentSegment is the segment of the students' counts that a group
+// rollup row covers: a week's are its days'.
+func studentSegment(k rowKey) analytics.Segment {
+	if k.span == analytics.SpanWeek {
+		return analytics.Segment{Span: analytics.SpanDay, Keys: analytics.DayRange{First: k.key, Last: k.key + 6}}
+	}
+	return analytics.Segment{Span: k.span, Keys: analytics.DayRange{First: k.key, Last: k.key}}
+}
