@@ -83,6 +83,9 @@ type Engine struct {
 	rosters *cache.Versioned[[]analytics.Student]
 	// classes keeps each group's classes under its roster version.
 	classes *cache.Versioned[[]analytics.Class]
+	// sums keeps the students' counts of student reports' periods
+	// (sums.go).
+	sums *cache.Versioned[[]analytics.Counts]
 	// classCounts keeps classes' counts of the group's rollup rows
 	// (classcounts.go).
 	classCounts *cache.Versioned[*classCounts]
@@ -102,7 +105,8 @@ const DefaultMaxReports = 200_000
 // NewEngine returns an engine on the stores, with the documented cap.
 func NewEngine(dir analytics.Directory, usage analytics.UsageStore) *Engine {
 	return &Engine{Directory: dir, Usage: usage, MaxReports: DefaultMaxReports, rosters: cache.New[[]analytics.Student](maxKeptRosters),
-		classes: cache.New[[]analytics.Class](maxKeptClasses), classCounts: cache.New[*classCounts](maxKeptClassCounts)}
+		classes: cache.New[[]analytics.Class](maxKeptClasses), classCounts: cache.New[*classCounts](maxKeptClassCounts),
+		sums: cache.New[[]analytics.Counts](maxKeptSums)}
 }
 
 // Run computes the reports q asks of group at time now and passes them to
@@ -187,7 +191,7 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 		if q.Disclosing != nil && len(students) > 0 {
 			q.Disclosing()
 		}
-		return e.studentReports(ctx, group.ID, loc, ep, periods, students, ordinals, emit)
+		return e.studentReports(ctx, group, loc, ep, periods, students, ordinals, emit)
 	case cellsRule:
 		cells := newSmallCells(group.MinCellSize, classes, keys, q.asked(), !restricted, ordinals, len(ep.Titles), ep.total)
 		return e.classReports(ctx, group.ID, loc, ep, periods, members, !restricted, ordinals, cells, emit)
@@ -400,13 +404,20 @@ func (e *Engine) groupReports(ctx context.Context, groupID string, loc *time.Loc
 	return nil
 }
 
-// fetchGroupRollups reads every rollup the periods need, merging the
-// segments of neighbouring periods into one read, and the reads at once.
+// fetchGroupRollups reads every group rollup the periods' group reports
+// need.
 func (e *Engine) fetchGroupRollups(ctx context.Context, groupID string, periods []analytics.DayRange) (map[analytics.Span]map[analytics.Day]*analytics.GroupRollup, error) {
 	var segs []analytics.Segment
 	for _, p := range periods {
 		segs = append(segs, analytics.GroupSegments(p)...)
 	}
+	return e.fetchRollups(ctx, groupID, segs)
+}
+
+// fetchRollups reads the group's rollups of segs (in order, not
+// overlapping), merging neighbouring segments into one read, and the
+// reads at once.
+func (e *Engine) fetchRollups(ctx context.Context, groupID string, segs []analytics.Segment) (map[analytics.Span]map[analytics.Day]*analytics.GroupRollup, error) {
 	reads := analytics.Runs(segs)
 	results := make([][]analytics.GroupRollup, len(reads))
 	err := inParallel(len(reads), func(i int) (err error) {
@@ -462,7 +473,7 @@ const periodsPerRead = 32
 // studentReports emits the students' reports period by period, in the
 // order of students. Each student's counts sit at their ordinal in the
 // totals the usage store sums; the place of each student's is found once.
-func (e *Engine) studentReports(ctx context.Context, groupID string, loc *time.Location, ep *Endpoint,
+func (e *Engine) studentReports(ctx context.Context, group analytics.Group, loc *time.Location, ep *Endpoint,
 	periods []analytics.DayRange, students []analytics.Student, ordinals map[string]int, emit func(*Report) error) error {
 	if len(students) == 0 {
 		return nil
@@ -473,7 +484,7 @@ func (e *Engine) studentReports(ctx context.Context, groupID string, loc *time.L
 	}
 	var zero analytics.Counts
 	rep := &Report{Values: make([]int64, len(ep.Titles))}
-	return e.eachPeriodTotals(ctx, groupID, periods, len(ordinals), func(p analytics.DayRange, sum []analytics.Counts) error {
+	return e.eachPeriodSum(ctx, group, periods, len(ordinals), func(p analytics.DayRange, sum []analytics.Counts) error {
 		rep.Start, rep.End = p.First.Start(loc), p.Last.End(loc)
 		for i := range students {
 			counts := &zero

@@ -114,8 +114,8 @@ func TestRosterKeptAcrossProcesses(t *testing.T) {
 
 // TestClassCountsKeptAcrossProcesses: an engine keeps a class's counts of
 // the group's rows and the group's classes between reports, and its next
-// class report after any change, made by another process on the same
-// stores, equals that of an engine that keeps nothing: events of members
+// class report (and student report) after any change, made by another
+// process on the same stores, equals that of an engine that keeps nothing: events of members
 // and of others, in rows read before and in new ones; members changed, by
 // the admin and by a roster; the class deleted and made again; an
 // erasure; a new zone; a retention.
@@ -143,8 +143,9 @@ func TestClassCountsKeptAcrossProcesses(t *testing.T) {
 					t.Fatalf("%+v %v", res, err)
 				}
 			}
-			// The class's daily, weekly and monthly reports as "start used total"
-			// lines, or the error.
+			// The class's daily, weekly and monthly reports as "start used
+			// total" lines, then the school's students' as "start id total",
+			// or the error.
 			reports := func(e *report.Engine) string {
 				t.Helper()
 				g, err := one.Directory.Group(ctx, "north")
@@ -156,6 +157,17 @@ func TestClassCountsKeptAcrossProcesses(t *testing.T) {
 					err = e.Run(ctx, g, report.Chat, report.Query{ClassID: "c1", Interval: iv}, now, func(r *report.Report) error {
 						if r.Values[0] != 0 {
 							out = append(out, fmt.Sprintf("%s %d %d", r.Start.Format(time.DateOnly), r.NumStudentsUsed, r.Values[0]))
+						}
+						return nil
+					})
+					if err != nil {
+						return err.Error()
+					}
+					// And the school's student reports, whose periods' sums
+					// are kept too (sums.go).
+					err = e.Run(ctx, g, report.Chat, report.Query{Students: true, Interval: iv}, now, func(r *report.Report) error {
+						if r.Values[0] != 0 {
+							out = append(out, fmt.Sprintf("%s %s %d", r.Start.Format(time.DateOnly), r.Student.ID, r.Values[0]))
 						}
 						return nil
 					})
