@@ -61,7 +61,7 @@ func askEverySchool(srv *Server, keys []string, r analytics.DayRange, cfg Config
 				for key := range next {
 					for _, sc := range []scenario{group, students} {
 						start := time.Now()
-						_, _, err := request(srv.Base, key, sc)
+						err := timedRequest(srv.Base, key, sc)
 						took := ms(time.Since(start))
 						mu.Lock()
 						if err != nil && firstErr == nil {

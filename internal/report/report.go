@@ -77,6 +77,9 @@ type Engine struct {
 	Usage     analytics.UsageStore
 	// MaxReports caps the reports of one response (docs/decisions.md, R2).
 	MaxReports int
+	// KeepSumsFrom is the fewest students (numbered by the usage store) a
+	// group has whose student reports' sums are kept (sums.go).
+	KeepSumsFrom int
 	// rosters keeps each group's students in report order under the
 	// directory's roster version, so that student reports read only the
 	// counts while no student is enrolled, renamed or erased.
@@ -104,7 +107,7 @@ const DefaultMaxReports = 200_000
 
 // NewEngine returns an engine on the stores, with the documented cap.
 func NewEngine(dir analytics.Directory, usage analytics.UsageStore) *Engine {
-	return &Engine{Directory: dir, Usage: usage, MaxReports: DefaultMaxReports, rosters: cache.New[[]analytics.Student](maxKeptRosters),
+	return &Engine{Directory: dir, Usage: usage, MaxReports: DefaultMaxReports, KeepSumsFrom: DefaultKeepSumsFrom, rosters: cache.New[[]analytics.Student](maxKeptRosters),
 		classes: cache.New[[]analytics.Class](maxKeptClasses), classCounts: cache.New[*classCounts](maxKeptClassCounts),
 		sums: cache.New[[]analytics.Counts](maxKeptSums)}
 }

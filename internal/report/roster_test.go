@@ -132,6 +132,7 @@ func TestClassCountsKeptAcrossProcesses(t *testing.T) {
 				one, other = storetest.SQL(storetest.OpenDSN(t, dsn)), storetest.SQL(storetest.OpenDSN(t, dsn))
 			}
 			engine := report.NewEngine(one.Directory, one.Usage)
+			engine.KeepSumsFrom = 0
 			p := platform.New(other.Directory, other.Usage)
 			now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 			seq := 0

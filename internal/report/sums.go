@@ -32,11 +32,19 @@ const maxKeptSums = 48 << 20
 // countsCost is what a student's place in a sum costs.
 const countsCost = int(unsafe.Sizeof(analytics.Counts{}))
 
+// DefaultKeepSumsFrom is the fewest students whose sums an engine keeps:
+// a smaller group's counts are a row or a few per period, about what the
+// school's rows that a kept sum is checked against cost to read.
+const DefaultKeepSumsFrom = 1024
+
 // eachPeriodSum calls fn with each period and its students' counts, by
 // ordinal, in order, as eachPeriodTotals does, from the sums kept where
 // the period's rows are unchanged. fn must not change the counts.
 func (e *Engine) eachPeriodSum(ctx context.Context, group analytics.Group, periods []analytics.DayRange, places int,
 	fn func(p analytics.DayRange, sum []analytics.Counts) error) error {
+	if places < e.KeepSumsFrom {
+		return e.eachPeriodTotals(ctx, group.ID, periods, places, fn)
+	}
 	var segs []analytics.Segment
 	for _, p := range periods {
 		segs = append(segs, analytics.Segments(p)...)
