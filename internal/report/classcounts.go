@@ -84,7 +84,7 @@ const rowCost = int(unsafe.Sizeof(classRow{})+unsafe.Sizeof(rowKey{})) + 32
 
 // maxKeptClassCounts bounds the bytes of the class counts an engine
 // keeps: a class asked for a year by day keeps about 430 rows, 70 KB.
-const maxKeptClassCounts = 32 << 20
+const maxKeptClassCounts = 16 << 20
 
 // usersSeed seeds usersHash.
 var usersSeed = maphash.MakeSeed()

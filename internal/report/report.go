@@ -96,11 +96,11 @@ type Engine struct {
 
 // maxKeptRosters bounds the bytes of the students an engine keeps: 2,000
 // schools of 150 students take about 25 MB, one of 10,000 about 1 MB.
-const maxKeptRosters = 64 << 20
+const maxKeptRosters = 32 << 20
 
 // maxKeptClasses bounds the bytes of the classes an engine keeps: a
 // school of 3,000 students in 300 classes of 30 takes about 0.4 MB.
-const maxKeptClasses = 32 << 20
+const maxKeptClasses = 16 << 20
 
 // DefaultMaxReports is the documented cap on reports per response.
 const DefaultMaxReports = 200_000

@@ -26,8 +26,8 @@ import (
 // would have changed.
 
 // maxKeptSums bounds the bytes of the sums an engine keeps: a year of
-// 10,000 students takes 0.6 MB, a month of 150, 8 KB.
-const maxKeptSums = 48 << 20
+// 10,000 students takes 0.6 MB, their months 6.7 MB.
+const maxKeptSums = 32 << 20
 
 // countsCost is what a student's place in a sum costs.
 const countsCost = int(unsafe.Sizeof(analytics.Counts{}))
