@@ -140,7 +140,51 @@ func (s *Store) readState(ctx context.Context, groupID string, withCounts bool) 
 	if err != nil {
 		return nil, err
 	}
+	// A report reads several runs of rows at once, each through here: the
+	// first loads the group's state from the shard, the others wait and
+	// find it kept, rather than each asking the shard for the same rows.
+	unlock, err := s.loading.lock(ctx, groupID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	return s.stateAt(ctx, sh, p, withCounts)
+}
+
+// keyLocks holds locks by key, made as they are taken and let go with
+// their last holder.
+type keyLocks struct {
+	mu   sync.Mutex
+	held map[string]chan struct{} // closed when let go
+}
+
+// lock takes key's lock, waiting while another holds it or until ctx
+// ends, and returns what lets it go.
+func (l *keyLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
+	for {
+		l.mu.Lock()
+		released, busy := l.held[key]
+		if !busy {
+			if l.held == nil {
+				l.held = map[string]chan struct{}{}
+			}
+			released = make(chan struct{})
+			l.held[key] = released
+			l.mu.Unlock()
+			return func() {
+				l.mu.Lock()
+				delete(l.held, key)
+				l.mu.Unlock()
+				close(released)
+			}, nil
+		}
+		l.mu.Unlock()
+		select {
+		case <-released:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // stateAt returns the group's rows on sh as of write number p.Seq, its

@@ -54,6 +54,9 @@ type Store struct {
 	startFlusher sync.Once
 	// states are the groups' current rows, kept by the process.
 	states stateCache
+	// loading has the groups whose state a read is loading: the reads of
+	// one report, made at once, load it once.
+	loading keyLocks
 	// The applier of the write-behind log (log.go): woken by applyWake,
 	// stopped by quit; logDepth and logOldest (Unix ms) are its figures
 	// as last read, logDepth kept up to date in between; sinceApply
