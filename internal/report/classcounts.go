@@ -47,21 +47,18 @@ type classCounts struct {
 	rows      map[rowKey]classRow
 }
 
-// placesOf returns the members' places in the students' counts, and
+// memberPlaces returns the members' places in the students' counts, and
 // their set, kept while the group numbers as many students.
-func (kept *classCounts) placesOf(ordinals map[string]int) ([]int, analytics.StudentSet) {
+func (kept *classCounts) memberPlaces(ordinals map[string]int) ([]int, analytics.StudentSet) {
 	kept.mu.Lock()
 	defer kept.mu.Unlock()
 	if kept.places != nil && kept.ordinals == len(ordinals) {
 		return kept.places, kept.memberSet
 	}
-	places := make([]int, 0, len(kept.members))
+	places := placesOf(ordinals, kept.members)
 	var memberSet analytics.StudentSet
-	for _, id := range kept.members {
-		if n := placeOf(ordinals, id); n >= 0 {
-			memberSet.Add(n)
-			places = append(places, n)
-		}
+	for _, n := range places {
+		memberSet.Add(n)
 	}
 	kept.ordinals, kept.places, kept.memberSet = len(ordinals), places, memberSet
 	return places, memberSet
@@ -126,7 +123,7 @@ func (e *Engine) keptCounts(key, version string, members []string) *classCounts 
 func (e *Engine) classGroupReports(ctx context.Context, group analytics.Group, loc *time.Location, ep *Endpoint,
 	periods []analytics.DayRange, roster string, asked, members []string, emit func(*Report) error) error {
 	key := group.ID + "\x00" + strings.Join(asked, "\x00")
-	version := roster + "\x00" + group.TimeZone + "\x00" + group.Retention.String()
+	version := roster + "\x00" + rewrites(group)
 	kept := e.keptCounts(key, version, members)
 	// The rows first, then the ordinals and the students' counts, each at
 	// least as new as the rows: a member counted in a row has a place,
@@ -139,35 +136,38 @@ func (e *Engine) classGroupReports(ctx context.Context, group analytics.Group, l
 	if err != nil {
 		return err
 	}
-	places, memberSet := kept.placesOf(ordinals)
+	places, memberSet := kept.memberPlaces(ordinals)
 
 	// Each row the periods read, in order, with the members' counts kept
 	// for it; those not kept as the row is now are read again.
 	type read struct {
 		row   *analytics.GroupRollup
 		key   rowKey
+		users uint64 // the row's students hashed
 		class analytics.Counts
 	}
 	var reads []read
-	var stale []int // of reads
+	ends := make([]int, len(periods)) // of each period's reads
+	var stale []int                   // of reads
 	var segs []analytics.Segment
 	kept.mu.Lock()
-	for _, p := range periods {
+	for i, p := range periods {
 		for _, seg := range analytics.GroupSegments(p) {
 			for day := seg.Keys.First; day <= seg.Keys.Last; day = seg.Span.Next(day) {
 				r := rollups[seg.Span][day]
 				if r == nil {
 					continue
 				}
-				k := rowKey{seg.Span, day}
+				k, users := rowKey{seg.Span, day}, usersHash(r)
 				row, ok := kept.rows[k]
-				if !ok || row.group != r.Counts || row.users != usersHash(r) {
+				if !ok || row.group != r.Counts || row.users != users {
 					stale = append(stale, len(reads))
 					segs = append(segs, studentSegment(k))
 				}
-				reads = append(reads, read{r, k, row.class})
+				reads = append(reads, read{r, k, users, row.class})
 			}
 		}
+		ends[i] = len(reads)
 	}
 	kept.mu.Unlock()
 	err = e.eachSegmentTotals(ctx, group.ID, segs, len(ordinals), func(i int, sum []analytics.Counts) {
@@ -186,7 +186,7 @@ func (e *Engine) classGroupReports(ctx context.Context, group analytics.Group, l
 		kept.mu.Lock()
 		for _, i := range stale {
 			rd := &reads[i]
-			kept.rows[rd.key] = classRow{group: rd.row.Counts, users: usersHash(rd.row), class: rd.class}
+			kept.rows[rd.key] = classRow{group: rd.row.Counts, users: rd.users, class: rd.class}
 		}
 		cost := kept.cost + len(kept.rows)*rowCost
 		kept.mu.Unlock()
@@ -194,18 +194,15 @@ func (e *Engine) classGroupReports(ctx context.Context, group analytics.Group, l
 	}
 
 	rep := &Report{Values: make([]int64, len(ep.Titles))}
-	for _, p := range periods {
+	first := 0
+	for i, p := range periods {
 		var counts analytics.Counts
 		var users analytics.StudentSet
-		for _, seg := range analytics.GroupSegments(p) {
-			for day := seg.Keys.First; day <= seg.Keys.Last; day = seg.Span.Next(day) {
-				if len(reads) > 0 && reads[0].key == (rowKey{seg.Span, day}) {
-					counts.Add(&reads[0].class)
-					users.Union(ep.users(reads[0].row))
-					reads = reads[1:]
-				}
-			}
+		for _, rd := range reads[first:ends[i]] {
+			counts.Add(&rd.class)
+			users.Union(ep.users(rd.row))
 		}
+		first = ends[i]
 		rep.Start, rep.End = p.First.Start(loc), p.Last.End(loc)
 		rep.NumStudentsUsed = users.IntersectionLen(memberSet)
 		ep.values(&counts, rep.Values)
@@ -214,6 +211,14 @@ func (e *Engine) classGroupReports(ctx context.Context, group analytics.Group, l
 		}
 	}
 	return nil
+}
+
+// rewrites names what rewrites a group's rows other than its writes of
+// events and erasures: its zone (a rebuild in another cuts the days anew)
+// and its retention (a cut rewrites the week and month it falls in). What
+// is kept of the rows is kept under it.
+func rewrites(group analytics.Group) string {
+	return group.TimeZone + "\x00" + group.Retention.String()
 }
 
 // studentSegment is the segment of the students' counts that a group

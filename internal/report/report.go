@@ -510,12 +510,7 @@ func (e *Engine) studentReports(ctx context.Context, group analytics.Group, loc 
 // counts), and then cells hides the figures of too few students.
 func (e *Engine) classReports(ctx context.Context, groupID string, loc *time.Location, ep *Endpoint,
 	periods []analytics.DayRange, members []string, whole bool, ordinals map[string]int, cells *smallCells, emit func(*Report) error) error {
-	places := make([]int, 0, len(members))
-	for _, id := range members {
-		if n := placeOf(ordinals, id); n >= 0 {
-			places = append(places, n) // a member without usage adds nothing
-		}
-	}
+	places := placesOf(ordinals, members)
 	rep := &Report{Values: make([]int64, len(ep.Titles))}
 	one := make([]int64, len(ep.Titles))
 	return e.eachPeriodTotals(ctx, groupID, periods, len(ordinals), func(p analytics.DayRange, sum []analytics.Counts) error {
@@ -543,6 +538,18 @@ func (e *Engine) classReports(ctx context.Context, groupID string, loc *time.Loc
 		cells.apply(ep, sum, rep)
 		return emit(rep)
 	})
+}
+
+// placesOf returns the places in the totals of the students of ids who
+// have one: a student without usage adds nothing.
+func placesOf(ordinals map[string]int, ids []string) []int {
+	places := make([]int, 0, len(ids))
+	for _, id := range ids {
+		if n := placeOf(ordinals, id); n >= 0 {
+			places = append(places, n)
+		}
+	}
+	return places
 }
 
 // placeOf is the student's place in the totals, -1 without an ordinal.

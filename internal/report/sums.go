@@ -55,7 +55,7 @@ func (e *Engine) eachPeriodSum(ctx context.Context, group analytics.Group, perio
 	if err != nil {
 		return err
 	}
-	prefix := group.ID + "\x00" + group.TimeZone + "\x00" + group.Retention.String() + "\x00"
+	prefix := group.ID + "\x00" + rewrites(group) + "\x00"
 	// Period by period, a read's worth at a time, so that the answer
 	// streams as it did.
 	for batch := range slices.Chunk(periods, periodsPerRead) {
