@@ -271,6 +271,13 @@ func runDifferential(t *testing.T, e *testEnv, rng *rand.Rand) {
 		}
 	}
 	rng.Shuffle(len(sent), func(i, j int) { sent[i], sent[j] = sent[j], sent[i] })
+	// send sends a batch and applies it to the model.
+	send := func(batch ...platform.EventInput) {
+		e.send(batch...)
+		for _, in := range batch {
+			m.apply(in)
+		}
+	}
 	// Batches of random size; some re-send earlier events.
 	for len(sent) > 0 {
 		n := min(len(sent), 1+rng.IntN(400))
@@ -281,10 +288,7 @@ func runDifferential(t *testing.T, e *testEnv, rng *rand.Rand) {
 				batch = append(batch, batch[rng.IntN(len(batch))])
 			}
 		}
-		e.send(batch...)
-		for _, in := range batch {
-			m.apply(in)
-		}
+		send(batch...)
 	}
 	// Classes: random students of each group, one of them all of its
 	// students (whose reports are the group's).
@@ -354,10 +358,7 @@ func runDifferential(t *testing.T, e *testEnv, rng *rand.Rand) {
 		late = append(late, in)
 	}
 	for batch := range slices.Chunk(late, 50) {
-		e.send(batch...)
-		for _, in := range batch {
-			m.apply(in)
-		}
+		send(batch...)
 	}
 	check("after renames and re-enrolments")
 	// New members: the classes as they are now count, whenever the
@@ -385,10 +386,7 @@ func runDifferential(t *testing.T, e *testEnv, rng *rand.Rand) {
 		more = append(more, in)
 	}
 	for batch := range slices.Chunk(more, 30) {
-		e.send(batch...)
-		for _, in := range batch {
-			m.apply(in)
-		}
+		send(batch...)
 	}
 	check("after more events")
 }

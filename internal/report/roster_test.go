@@ -14,6 +14,17 @@ import (
 	"groupanalytics/internal/stores/storetest"
 )
 
+// twoProcesses opens the stores of two processes on one new database of
+// kind.
+func twoProcesses(t *testing.T, kind string) (one, other storetest.Stores) {
+	if kind == "clickhouse" {
+		dir, usage := storetest.NewPostgresDatabase(t), storetest.NewClickHouseURL(t)
+		return storetest.OpenClickHouse(t, dir, usage), storetest.OpenClickHouse(t, dir, usage)
+	}
+	dsn := storetest.NewDSN(t, kind)
+	return storetest.SQL(storetest.OpenDSN(t, dsn)), storetest.SQL(storetest.OpenDSN(t, dsn))
+}
+
 // TestRosterKeptAcrossProcesses: an engine keeps each group's students
 // (and a SQL store its ordinals) between reports, and its next report
 // after any change of them, made by another process on the same stores,
@@ -24,14 +35,7 @@ func TestRosterKeptAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
 	for _, kind := range storetest.Kinds {
 		t.Run(kind, func(t *testing.T) {
-			var one, other storetest.Stores
-			if kind == "clickhouse" {
-				dir, usage := storetest.NewPostgresDatabase(t), storetest.NewClickHouseURL(t)
-				one, other = storetest.OpenClickHouse(t, dir, usage), storetest.OpenClickHouse(t, dir, usage)
-			} else {
-				dsn := storetest.NewDSN(t, kind)
-				one, other = storetest.SQL(storetest.OpenDSN(t, dsn)), storetest.SQL(storetest.OpenDSN(t, dsn))
-			}
+			one, other := twoProcesses(t, kind)
 			engine := report.NewEngine(one.Directory, one.Usage)
 			p := platform.New(other.Directory, other.Usage)
 			now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
@@ -123,14 +127,7 @@ func TestClassCountsKeptAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
 	for _, kind := range storetest.Kinds {
 		t.Run(kind, func(t *testing.T) {
-			var one, other storetest.Stores
-			if kind == "clickhouse" {
-				dir, usage := storetest.NewPostgresDatabase(t), storetest.NewClickHouseURL(t)
-				one, other = storetest.OpenClickHouse(t, dir, usage), storetest.OpenClickHouse(t, dir, usage)
-			} else {
-				dsn := storetest.NewDSN(t, kind)
-				one, other = storetest.SQL(storetest.OpenDSN(t, dsn)), storetest.SQL(storetest.OpenDSN(t, dsn))
-			}
+			one, other := twoProcesses(t, kind)
 			engine := report.NewEngine(one.Directory, one.Usage)
 			engine.KeepSumsFrom = 0
 			p := platform.New(other.Directory, other.Usage)
