@@ -138,8 +138,10 @@ type UsageStore interface {
 	// called visible to the reads that follow, the directory's students
 	// included: a store may acknowledge events before it has written
 	// them where reads look (ClickHouse's write-behind log). Every read
-	// of a group's usage or students calls it first.
-	Settle(ctx context.Context, groupID string) error
+	// of a group's usage or students calls it first. The reads that follow
+	// take the context it returns, in which a store may carry what it read
+	// to settle, so that they need not read it again.
+	Settle(ctx context.Context, groupID string) (context.Context, error)
 	// GroupRollups returns the group's rollups of seg's span (any of the
 	// three: GroupSegments) whose keys lie in seg, ascending; periods
 	// without usage have no row.

@@ -504,7 +504,7 @@ func bulkLoad(ctx context.Context, store analytics.UsageStore, cfg Config, now t
 		}
 		// Until the events are where reports read (ClickHouse, behind its
 		// write-behind log), they are not loaded.
-		if err := store.Settle(ctx, g.id); err != nil {
+		if _, err := store.Settle(ctx, g.id); err != nil {
 			return err
 		}
 		if i == 0 {

@@ -47,7 +47,7 @@ func (f *fixture) appendEvents(events []analytics.Event) (analytics.AppendResult
 	res, err := f.usage.AppendEvents(ctx, events)
 	for _, e := range events {
 		if err == nil {
-			err = f.usage.Settle(ctx, e.GroupID)
+			_, err = f.usage.Settle(ctx, e.GroupID)
 		}
 	}
 	return res, err

@@ -28,11 +28,12 @@ type Coordinator interface {
 	// busy.
 	WithGroupsLogging(ctx context.Context, groupIDs []string, fn func(tx LogLock) error) error
 	// LoggedGroups returns the groups with events in the write-behind
-	// log, those waiting longest first, up to limit; HasLogged whether a
-	// group has any; LogStats how many events the log holds and when the
+	// log, those waiting longest first, up to limit; LoggedPlacement
+	// whether a group has any and, read at the same moment, its
+	// placement; LogStats how many events the log holds and when the
 	// oldest was logged (zero when none is).
 	LoggedGroups(ctx context.Context, limit int) ([]string, error)
-	HasLogged(ctx context.Context, groupID string) (bool, error)
+	LoggedPlacement(ctx context.Context, groupID string) (logged bool, p Placement, placed bool, err error)
 	LogStats(ctx context.Context) (events int, oldest time.Time, err error)
 	// LeadApplier reports whether this process leads the log's appliers
 	// (one process at a time does), trying to become the leader when none

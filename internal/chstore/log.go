@@ -373,23 +373,52 @@ func (s *Store) writeAtOnce(ctx context.Context, groupID string, events []analyt
 }
 
 // Settle applies what the log holds of the group, so that the reads that
-// follow see every event acknowledged before it was called.
-func (s *Store) Settle(ctx context.Context, groupID string) error {
-	ctx, cancel := s.bound(ctx)
+// follow see every event acknowledged before it was called. The context
+// it returns carries the group's placement, read as Settle found the log
+// empty of the group: the reads made with it start from there rather
+// than each asking the directory again (a report makes several).
+func (s *Store) Settle(ctx context.Context, groupID string) (context.Context, error) {
+	bounded, cancel := s.bound(ctx)
 	defer cancel()
-	for {
-		has, err := s.dir.HasLogged(ctx, groupID)
-		if err != nil || !has {
-			return s.wrap("Settle", err)
-		}
-		res, err := s.apply(ctx, []string{groupID}, WaitApply, nil)
-		if err = cmp.Or(err, res.failed[groupID]); err != nil {
-			return s.wrap("Settle", err)
-		}
-		if res.logged < maxApplied {
-			return nil
+	logged, p, placed, err := s.dir.LoggedPlacement(bounded, groupID)
+	for err == nil && logged {
+		var res applied
+		res, err = s.apply(bounded, []string{groupID}, WaitApply, nil)
+		switch err = cmp.Or(err, res.failed[groupID]); {
+		case err == nil && res.logged < maxApplied:
+			// Every event logged before the call is applied; events
+			// logged since need not be.
+			logged = false
+			p, placed, err = s.dir.Placement(bounded, groupID)
+		case err == nil:
+			logged, p, placed, err = s.dir.LoggedPlacement(bounded, groupID)
 		}
 	}
+	switch {
+	case err != nil:
+		return ctx, s.wrap("Settle", err)
+	case p.Intent != nil:
+		return ctx, nil // each read settles the unfinished write
+	}
+	return context.WithValue(ctx, settledKey{}, settledPlacement{p, placed}), nil
+}
+
+// settledPlacement is a group's placement as Settle read it, with no
+// write unfinished, carried by the context Settle returns.
+type settledPlacement struct {
+	p      Placement
+	placed bool
+}
+
+type settledKey struct{}
+
+// placementToRead returns the placement the group's reads start from:
+// the one Settle read, carried by ctx, or else the directory's.
+func (s *Store) placementToRead(ctx context.Context, groupID string) (Placement, bool, error) {
+	if v, ok := ctx.Value(settledKey{}).(settledPlacement); ok && v.p.GroupID == groupID {
+		return v.p, v.placed, nil
+	}
+	return s.dir.Placement(ctx, groupID)
 }
 
 // LogStats returns how many events the write-behind log holds and how long

@@ -1,6 +1,7 @@
 package chstore_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -57,7 +58,7 @@ func TestWriteBehindLog(t *testing.T) {
 	if _, err := f.usage.EraseStudent(ctx, "north", "s2"); err != nil {
 		t.Errorf("erasing a student whose only event is logged: %v", err)
 	}
-	if err := f.usage.Settle(ctx, "north"); err != nil {
+	if _, err := f.usage.Settle(ctx, "north"); err != nil {
 		t.Fatal(err)
 	}
 	if got := stored(); !slices.Equal(got, []string{"e1", "e3"}) {
@@ -101,7 +102,7 @@ func TestAppliesDyingBeforeTheirCommits(t *testing.T) {
 	if n, _ := f.usage.LogStats(); n != 2 {
 		t.Errorf("log depth %d after two applies that died, want 2", n)
 	}
-	if err := f.usage.Settle(ctx, "north"); err != nil {
+	if _, err := f.usage.Settle(ctx, "north"); err != nil {
 		t.Fatal(err)
 	}
 	students, err := f.dir.Students(ctx, "north")
@@ -168,7 +169,7 @@ func TestOneProcessApplies(t *testing.T) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			raw, err := reader.Usage.(*chstore.Store).RawEvents(ctx, "west")
-			if logged, _ := reader.Directory.HasLogged(ctx, "west"); err == nil && len(raw) == n && !logged {
+			if logged, _, _, _ := reader.Directory.LoggedPlacement(ctx, "west"); err == nil && len(raw) == n && !logged {
 				return
 			}
 			if time.Now().After(deadline) {
@@ -221,5 +222,61 @@ func TestLargeCallWrittenAtOnce(t *testing.T) {
 	res, err = f.usage.AppendEvents(ctx, []analytics.Event{msg("e1"), msg("e2"), msg("e3"), msg("e6")})
 	if err != nil || res.Accepted != 1 || res.Duplicates != 3 {
 		t.Errorf("large call again: %+v %v, want 1 accepted, 3 duplicates", res, err)
+	}
+}
+
+// TestReadsStartFromSettle: the reads made with the context Settle
+// returns start from the placement it read, as of its write number, and
+// take a state this process keeps of a later write as it is; another
+// process's write after Settle is read by the next Settle's reads.
+func TestReadsStartFromSettle(t *testing.T) {
+	chstore.SetApplyEvery(t, time.Hour) // only Settle applies
+	f := newFixture(t)
+	f.group("north")
+	other := storetest.OpenClickHouse(t, f.dsn, f.url)
+	chats := func(usage analytics.UsageStore, settled context.Context) int64 {
+		t.Helper()
+		d := analytics.DayOf(day, time.UTC)
+		rows, err := usage.GroupRollups(settled, "north", analytics.Segment{Span: analytics.SpanDay, Keys: analytics.DayRange{First: d, Last: d}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 0 {
+			return 0
+		}
+		return rows[0].Counts[analytics.MainChatMessages]
+	}
+	settle := func(usage analytics.UsageStore) context.Context {
+		t.Helper()
+		settled, err := usage.Settle(ctx, "north")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return settled
+	}
+	send := func(usage analytics.UsageStore, id string) {
+		t.Helper()
+		if _, err := usage.AppendEvents(ctx, []analytics.Event{event("north", id, "s1", day, analytics.MainChatMessages)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty := settle(f.usage)
+	if got := chats(f.usage, empty); got != 0 {
+		t.Errorf("before any event: %d chats", got)
+	}
+	send(f.usage, "e1")
+	first := settle(f.usage)
+	if got := chats(f.usage, first); got != 1 {
+		t.Errorf("after e1: %d chats, want 1", got)
+	}
+	send(f.usage, "e2")
+	settle(f.usage) // applies e2: this process keeps the state of its write
+	if got := chats(f.usage, first); got != 2 {
+		t.Errorf("settled before e2, read after this process applied it: %d chats, want its kept state's 2", got)
+	}
+	send(other.Usage, "e3")
+	settle(other.Usage)
+	if got := chats(f.usage, settle(f.usage)); got != 3 {
+		t.Errorf("after another process applied e3: %d chats, want 3", got)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // report reads them, those without usage left out.
 func (f *fixture) dayRows(usage *chstore.Store, group string, first, last analytics.Day) map[analytics.Day]analytics.Counts {
 	f.t.Helper()
-	if err := usage.Settle(ctx, group); err != nil {
+	if _, err := usage.Settle(ctx, group); err != nil {
 		f.t.Fatal(err)
 	}
 	rows, err := usage.GroupRollups(ctx, group, analytics.Segment{Span: analytics.SpanDay, Keys: analytics.DayRange{First: first, Last: last}})

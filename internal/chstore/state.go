@@ -108,7 +108,7 @@ var readRepairWait = 2 * time.Second
 // counts if withCounts, after settling a write the group's placement shows
 // unfinished, or nil when the group holds no usage.
 func (s *Store) readState(ctx context.Context, groupID string, withCounts bool) (*state, error) {
-	p, ok, err := s.dir.Placement(ctx, groupID)
+	p, ok, err := s.placementToRead(ctx, groupID)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -187,19 +187,20 @@ func (l *keyLocks) lock(ctx context.Context, key string) (unlock func(), err err
 	}
 }
 
-// stateAt returns the group's rows on sh as of write number p.Seq, its
-// rows of counts too if withCounts: every write up to it must be whole
-// (done, or repaired). A kept state is brought up to date with the rows
-// written since; its counts, if it lacks them and they are wanted, are
-// read whole.
+// stateAt returns the group's rows on sh as of write number p.Seq or
+// later, its rows of counts too if withCounts: every write up to p.Seq
+// must be whole (done, or repaired). A kept state of a later write (which
+// only a whole write keeps) is as good; an earlier one is brought up to
+// date with the rows written since; its counts, if it lacks them and they
+// are wanted, are read whole.
 func (s *Store) stateAt(ctx context.Context, sh *shard, p Placement, withCounts bool) (*state, error) {
 	groupID, seq := p.GroupID, p.Seq
 	old := s.states.get(groupID)
-	if old != nil && (old.shard != sh.name || old.epoch != p.Epoch || old.seq > seq) {
-		old = nil // of another shard, of a group deleted before this one, or newer
-	}
-	if old != nil && old.seq == seq && (old.withCounts || !withCounts) {
+	if old != nil && old.shard == sh.name && old.epoch == p.Epoch && old.seq >= seq && (old.withCounts || !withCounts) {
 		return old, nil
+	}
+	if old != nil && (old.shard != sh.name || old.epoch != p.Epoch || old.seq > seq) {
+		old = nil // of another shard, of a group deleted before this one, or newer without the counts
 	}
 	st, since := emptyState(sh.name, p.Epoch, seq, false), int64(-1)
 	if old != nil {

@@ -89,7 +89,7 @@ func TestRacingWritersStayExact(t *testing.T) {
 				third := open()
 				raw = func() map[string]string {
 					// What the write-behind log holds first, as a report does.
-					if err := third.Usage.Settle(ctx, "race"); err != nil {
+					if _, err := third.Usage.Settle(ctx, "race"); err != nil {
 						t.Fatal(err)
 					}
 					return storetest.RawClickHouseEvents(t, usage, "race")

@@ -120,7 +120,8 @@ func (p *Platform) checkMembers(ctx context.Context, groupID string, studentIDs 
 	if len(studentIDs) == 0 {
 		return nil
 	}
-	return p.Usage.Settle(ctx, groupID)
+	_, err := p.Usage.Settle(ctx, groupID)
+	return err
 }
 
 // knownClass answers NotFound for ids that could not have been stored,

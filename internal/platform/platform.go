@@ -471,7 +471,7 @@ func (p *Platform) AddStudent(ctx context.Context, groupID, studentID, name stri
 		return s, err
 	}
 	// Events acknowledged before name the student before this does.
-	if err := p.Usage.Settle(ctx, groupID); err != nil {
+	if _, err := p.Usage.Settle(ctx, groupID); err != nil {
 		return s, err
 	}
 	return s, p.Directory.AddStudent(ctx, s)
@@ -494,7 +494,7 @@ func (p *Platform) RenameStudent(ctx context.Context, groupID, studentID, name s
 		return s, err
 	}
 	// Events acknowledged before name the student before this does.
-	if err := p.Usage.Settle(ctx, groupID); err != nil {
+	if _, err := p.Usage.Settle(ctx, groupID); err != nil {
 		return s, err
 	}
 	return s, p.Directory.RenameStudent(ctx, s)
@@ -505,7 +505,7 @@ func (p *Platform) Students(ctx context.Context, groupID string) ([]analytics.St
 	if _, err := p.Group(ctx, groupID); err != nil {
 		return nil, err
 	}
-	if err := p.Usage.Settle(ctx, groupID); err != nil {
+	if _, err := p.Usage.Settle(ctx, groupID); err != nil {
 		return nil, err
 	}
 	return p.Directory.Students(ctx, groupID)

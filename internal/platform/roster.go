@@ -39,7 +39,7 @@ func (p *Platform) ImportRoster(ctx context.Context, groupID, org string, b *ros
 	if _, err := p.Group(ctx, groupID); err != nil {
 		return res, err
 	}
-	if err := p.Usage.Settle(ctx, groupID); err != nil {
+	if _, err := p.Usage.Settle(ctx, groupID); err != nil {
 		return res, err
 	}
 	students, err := p.Directory.Students(ctx, groupID)

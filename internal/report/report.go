@@ -134,7 +134,7 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	case r.First > r.Last:
 		return analytics.Errorf(analytics.Invalid, "Invalid range: startDate %s is after endDate %s", r.First, r.Last)
 	}
-	if err := e.Usage.Settle(ctx, group.ID); err != nil {
+	if ctx, err = e.Usage.Settle(ctx, group.ID); err != nil {
 		return err
 	}
 	// A group with a minCellSize hides the small figures of its group

@@ -464,7 +464,7 @@ var studentKeyTypes = []string{"text", "text"}
 
 // Settle does nothing: AppendEvents answers once its events are where
 // reads look.
-func (s *Store) Settle(context.Context, string) error { return nil }
+func (s *Store) Settle(ctx context.Context, _ string) (context.Context, error) { return ctx, nil }
 
 // GroupRollups returns the group's rollups of seg, ascending by period.
 func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.Segment) ([]analytics.GroupRollup, error) {

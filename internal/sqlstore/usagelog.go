@@ -170,13 +170,26 @@ func (s *Store) LoggedGroups(ctx context.Context, limit int) ([]string, error) {
 	return groups, s.wrap("LoggedGroups", err)
 }
 
-// HasLogged reports whether the group has events in the log.
-func (s *Store) HasLogged(ctx context.Context, groupID string) (bool, error) {
+// LoggedPlacement reports whether the group has events in the log and,
+// read at the same moment, its placement (placed is false when it has
+// none).
+func (s *Store) LoggedPlacement(ctx context.Context, groupID string) (logged bool, p Placement, placed bool, err error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	var has bool
-	err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM usage_log WHERE group_id = $1)`, groupID).Scan(&has)
-	return has, s.wrap("HasLogged", err)
+	p.GroupID = groupID
+	var shard, intent sql.NullString
+	var seq, epoch sql.NullInt64
+	err = s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM usage_log WHERE group_id = $1), p.shard, p.seq, p.intent, p.epoch
+		FROM (SELECT 1 AS one) AS probe LEFT JOIN usage_placements p ON p.group_id = $1`, groupID).
+		Scan(&logged, &shard, &seq, &intent, &epoch)
+	if err != nil {
+		return false, Placement{}, false, s.wrap("LoggedPlacement", err)
+	}
+	p.Shard, p.Seq, p.Epoch = shard.String, seq.Int64, epoch.Int64
+	if intent.Valid {
+		p.Intent = []byte(intent.String)
+	}
+	return logged, p, shard.Valid, nil
 }
 
 // leadLockKey is the session advisory lock held by the process that

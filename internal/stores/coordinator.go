@@ -31,8 +31,9 @@ func (c coordinator) LoggedGroups(ctx context.Context, limit int) ([]string, err
 	return c.dir.LoggedGroups(ctx, limit)
 }
 
-func (c coordinator) HasLogged(ctx context.Context, groupID string) (bool, error) {
-	return c.dir.HasLogged(ctx, groupID)
+func (c coordinator) LoggedPlacement(ctx context.Context, groupID string) (bool, chstore.Placement, bool, error) {
+	logged, p, placed, err := c.dir.LoggedPlacement(ctx, groupID)
+	return logged, chstore.Placement(p), placed, err
 }
 
 func (c coordinator) LeadApplier(ctx context.Context) (bool, error) {
