@@ -178,7 +178,8 @@ func flags(e *env, name string) (*flag.FlagSet, *storeFlags) {
 // what student delete deletes.
 var configFlags = map[string]bool{"db": true, "usage": true, "addr": true, "log-level": true, "store-timeout": true,
 	"metrics-addr": true, "key-rate-limit": true, "token-rate-limit": true, "failed-auth-limit": true, "client-ip-header": true,
-	"smtp-url": true, "public-url": true, "mail-from": true, "digest-interval": true}
+	"smtp-url": true, "public-url": true, "mail-from": true, "digest-interval": true, "access-log-retention": true,
+	"memory-limit": true}
 
 // notFromEnvironment are the configuration flags a command does not take
 // from the environment: the demo's store is its own, and

@@ -221,6 +221,44 @@ func TestEnvironmentOverridesFlagDefaults(t *testing.T) {
 	}
 }
 
+// TestDocumentedEnvironmentIsTaken: every flag that docs/operating.md's
+// table gives an environment variable takes it.
+func TestDocumentedEnvironmentIsTaken(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/operating.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile("(?m)^\\| `--([a-z-]+)` \\| `(GROUPANALYTICS_[A-Z_]+)`").FindAllStringSubmatch(string(doc), -1)
+	if len(rows) < 10 {
+		t.Fatalf("found %d rows of flags in docs/operating.md", len(rows))
+	}
+	for _, row := range rows {
+		if !configFlags[row[1]] {
+			t.Errorf("--%s: docs/operating.md says %s sets it, but the environment is not read for it", row[1], row[2])
+		}
+	}
+}
+
+func TestMemoryLimitFlag(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want memoryLimit
+		err  bool
+	}{
+		{"256MiB", 256 << 20, false}, {"2GiB", 2 << 30, false}, {"off", -1, false},
+		{"256", 0, true}, {"0MiB", 0, true}, {"-1GiB", 0, true}, {"1.5GiB", 0, true}, {"256MB", 0, true},
+	} {
+		var m memoryLimit
+		err := m.Set(c.in)
+		if m != c.want || (err != nil) != c.err {
+			t.Errorf("%q: %d, %v; want %d, error %v", c.in, m, err, c.want, c.err)
+		}
+		if err == nil && m.String() != c.in {
+			t.Errorf("%q is written back as %q", c.in, m.String())
+		}
+	}
+}
+
 // TestEnvironmentNeverNamesWhatIsDeleted: the environment sets where and
 // how commands run, never what they work on.
 func TestEnvironmentNeverNamesWhatIsDeleted(t *testing.T) {

@@ -11,6 +11,10 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/url"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -39,6 +43,7 @@ type serveFlags struct {
 	mail                     *mailFlags
 	digestEvery              time.Duration
 	accessLogKept            analytics.Days
+	memoryLimit              memoryLimit
 }
 
 func addServeFlags(fs *flag.FlagSet) *serveFlags {
@@ -55,7 +60,60 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.DurationVar(&sf.digestEvery, "digest-interval", time.Minute, "how often to look for weekly digests due (with --smtp-url)")
 	sf.accessLogKept = defaultAccessLogKept
 	fs.Var(&sf.accessLogKept, "access-log-retention", "how long the access log keeps an entry, in days (e.g. 730d), or off: for good")
+	fs.Var(&sf.memoryLimit, "memory-limit", "the Go runtime's soft memory limit, e.g. 256MiB or 2GiB, or off (default 256MiB, or GOMEMLIMIT when set)")
 	return sf
+}
+
+// defaultMemoryLimit keeps a serving process within the memory goal (300
+// MB resident): the garbage collector works harder as the heap nears it,
+// rather than letting it grow to twice what is live. What the process
+// keeps between requests is bounded well below it (docs/operating.md).
+const defaultMemoryLimit = 256 << 20
+
+// memoryLimit is a flag of bytes, written with MiB or GiB; 0 is the
+// default, -1 off.
+type memoryLimit int64
+
+func (m *memoryLimit) String() string {
+	switch {
+	case *m == 0:
+		return ""
+	case *m < 0:
+		return "off"
+	case *m%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", *m>>30)
+	}
+	return fmt.Sprintf("%dMiB", *m>>20)
+}
+
+func (m *memoryLimit) Set(v string) error {
+	if v == "off" {
+		*m = -1
+		return nil
+	}
+	unit := int64(1 << 20)
+	number, ok := strings.CutSuffix(v, "MiB")
+	if !ok {
+		number, ok = strings.CutSuffix(v, "GiB")
+		unit = 1 << 30
+	}
+	n, err := strconv.ParseInt(number, 10, 32)
+	if !ok || err != nil || n <= 0 {
+		return fmt.Errorf("expected a size such as 256MiB or 2GiB, or off")
+	}
+	*m = memoryLimit(n * unit)
+	return nil
+}
+
+// apply sets the limit: the flag's, or the default unless GOMEMLIMIT
+// set one already.
+func (m memoryLimit) apply() {
+	switch {
+	case m > 0:
+		debug.SetMemoryLimit(int64(m))
+	case m == 0 && os.Getenv("GOMEMLIMIT") == "":
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 }
 
 // mailFlags are the flags of the weekly digest's mail: serve's, and
@@ -122,6 +180,7 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 	if sf.digestEvery <= 0 {
 		return fmt.Errorf("invalid --digest-interval %s: expected a positive duration such as 1m", sf.digestEvery)
 	}
+	sf.memoryLimit.apply()
 	// The address first: a process that cannot listen (a second demo on
 	// the same port) fails before it opens, let alone changes, a store.
 	ln, err := net.Listen("tcp", sf.addr)
