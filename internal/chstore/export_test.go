@@ -219,3 +219,7 @@ func (s *Store) ExpireHalfway(ctx context.Context, groupID string, first analyti
 	}
 	return err
 }
+
+// SetReadDrain sets how long a move lets reads of the old shard finish
+// before it deletes the group's copy there, until the test ends.
+func SetReadDrain(t interface{ Cleanup(func()) }, d time.Duration) { setForTest(t, &readDrain, d) }

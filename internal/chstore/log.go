@@ -400,7 +400,7 @@ func (s *Store) Settle(ctx context.Context, groupID string) (context.Context, er
 	case p.Intent != nil:
 		return ctx, nil // each read settles the unfinished write
 	}
-	return context.WithValue(ctx, settledKey{}, settledPlacement{p, placed}), nil
+	return context.WithValue(ctx, settledKey{}, settledPlacement{p, placed, time.Now()}), nil
 }
 
 // settledPlacement is a group's placement as Settle read it, with no
@@ -408,14 +408,18 @@ func (s *Store) Settle(ctx context.Context, groupID string) (context.Context, er
 type settledPlacement struct {
 	p      Placement
 	placed bool
+	at     time.Time
 }
 
 type settledKey struct{}
 
 // placementToRead returns the placement the group's reads start from:
-// the one Settle read, carried by ctx, or else the directory's.
+// the one Settle read, carried by ctx, or else the directory's. A move
+// deletes the group's old copy readDrain after its placement names the new
+// shard: the one Settle read is used for half that time, so that a long
+// report's later reads look again.
 func (s *Store) placementToRead(ctx context.Context, groupID string) (Placement, bool, error) {
-	if v, ok := ctx.Value(settledKey{}).(settledPlacement); ok && v.p.GroupID == groupID {
+	if v, ok := ctx.Value(settledKey{}).(settledPlacement); ok && v.p.GroupID == groupID && time.Since(v.at) < readDrain/2 {
 		return v.p, v.placed, nil
 	}
 	return s.dir.Placement(ctx, groupID)

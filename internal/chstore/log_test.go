@@ -228,9 +228,12 @@ func TestLargeCallWrittenAtOnce(t *testing.T) {
 // TestReadsStartFromSettle: the reads made with the context Settle
 // returns start from the placement it read, as of its write number, and
 // take a state this process keeps of a later write as it is; another
-// process's write after Settle is read by the next Settle's reads.
+// process's write after Settle is read by the next Settle's reads; and
+// reads long after Settle look for the placement again, since a move
+// deletes the old copy a while after it.
 func TestReadsStartFromSettle(t *testing.T) {
 	chstore.SetApplyEvery(t, time.Hour) // only Settle applies
+	chstore.SetReadDrain(t, 100*time.Millisecond)
 	f := newFixture(t)
 	f.group("north")
 	other := storetest.OpenClickHouse(t, f.dsn, f.url)
@@ -278,5 +281,13 @@ func TestReadsStartFromSettle(t *testing.T) {
 	settle(other.Usage)
 	if got := chats(f.usage, settle(f.usage)); got != 3 {
 		t.Errorf("after another process applied e3: %d chats, want 3", got)
+	}
+	third := storetest.OpenClickHouse(t, f.dsn, f.url) // keeps nothing of north
+	beforeMove := settle(third.Usage)
+	if _, err := f.usage.MoveGroup(ctx, "north", f.otherShard("north")); err != nil {
+		t.Fatal(err)
+	}
+	if got := chats(third.Usage, beforeMove); got != 3 {
+		t.Errorf("settled before a move, read after the old copy went: %d chats, want 3", got)
 	}
 }
