@@ -47,7 +47,7 @@ type state struct {
 }
 
 // stateCacheBytes bounds the states a process keeps: about 10 MB for a
-// group of 10,000 students and a year of usage, 30 KB for one of 150 and
+// group of 10,000 students and a year of usage, 40 KB for one of 150 and
 // 90 days. With the engine's own, it fits the memory goal (300 MB
 // resident; docs/operating.md, "Memory").
 const stateCacheBytes = 96 << 20
