@@ -1,7 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -190,5 +194,69 @@ func TestZooKeeperStoppedMidStream(t *testing.T) {
 	if len(counts) != n {
 		t.Errorf("%d students, want one per batch: %d", len(counts), n)
 	}
+	storetest.CheckReplicasAlike(t, usage)
+}
+
+// TestReplicaStartsWithUnexpectedParts starts a replica whose tables hold
+// parts that ZooKeeper does not know of, as a replica killed between
+// writing an insert's part and recording it does: here, copies of every
+// part, twice, so that such rows are two thirds of each table, past
+// ClickHouse's default limit (half) that would keep the table from
+// starting. The replica starts, sets the copies aside, and holds what its
+// peer holds; every acknowledged batch counts once.
+func TestReplicaStartsWithUnexpectedParts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a server process and kills a ClickHouse replica")
+	}
+	cluster, usage, base, key, token := startReplicated(t)
+	acked := map[int]bool{}
+	for b := range 6 {
+		if accepted, _, err := sendBatch(base, token, b); err != nil || accepted != batchSize {
+			t.Fatalf("batch %d: accepted %d, %v", b, accepted, err)
+		}
+		acked[b] = true
+	}
+	for !reportWithin(t, base, key, acked) {
+		time.Sleep(100 * time.Millisecond) // until the log is applied
+	}
+	storetest.CheckReplicasAlike(t, usage)
+	cluster.KillReplica(1, 2)
+	copied := 0
+	for _, table := range []string{"events", "group_rollups", "student_counts", "students"} {
+		dir := cluster.TableDir(1, 2, "replicas", table)
+		parts, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, part := range parts {
+			fields := strings.Split(part.Name(), "_")
+			if !part.IsDir() || part.Name() == "detached" || len(fields) < 4 {
+				continue
+			}
+			for n := range 2 {
+				copied++
+				name := fmt.Sprintf("%s_%d_%d_0", fields[0], 900_000+copied, 900_000+copied)
+				if err := os.CopyFS(filepath.Join(dir, name), os.DirFS(filepath.Join(dir, part.Name()))); err != nil {
+					t.Fatalf("copy %d of %s: %v", n, part.Name(), err)
+				}
+			}
+		}
+	}
+	if copied == 0 {
+		t.Fatal("the replica holds no parts to copy")
+	}
+	cluster.Start()
+	// A batch written after the restart is applied once the replica is
+	// back in the quorum; until then its reports answer 503.
+	if accepted, _, err := sendBatch(base, token, 6); err != nil || accepted != batchSize {
+		t.Fatalf("batch 6: accepted %d, %v", accepted, err)
+	}
+	acked[6] = true
+	for start := time.Now(); !reportWithin(t, base, key, acked); time.Sleep(200 * time.Millisecond) {
+		if time.Since(start) > time.Minute {
+			t.Fatal("reports did not answer within a minute of the restart")
+		}
+	}
+	checkEveryBatchOnce(t, base, key, token, acked, 7)
 	storetest.CheckReplicasAlike(t, usage)
 }

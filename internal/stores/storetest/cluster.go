@@ -90,6 +90,16 @@ func (c *Cluster) Replace(i, j int) {
 	c.run("replace", strconv.Itoa(i), strconv.Itoa(j))
 }
 
+// TableDir is where replica j of shard i keeps the parts of a table
+// (both from 1), as the cluster script lays its servers out.
+func (c *Cluster) TableDir(i, j int, database, table string) string {
+	server := fmt.Sprintf("shard%d", i)
+	if j > 1 {
+		server += fmt.Sprintf("r%d", j)
+	}
+	return filepath.Join(c.dir, server, "data", "data", database, table)
+}
+
 // StopZooKeeper and StartZooKeeper stop and start the cluster's ZooKeeper.
 func (c *Cluster) StopZooKeeper()  { c.t.Helper(); c.run("zookeeper", "stop") }
 func (c *Cluster) StartZooKeeper() { c.t.Helper(); c.run("zookeeper", "start") }
