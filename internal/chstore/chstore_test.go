@@ -281,49 +281,6 @@ func TestCountsReadWhenNeeded(t *testing.T) {
 	}
 }
 
-// TestOrdinalsReadWithTheCounts: in a process that keeps a group's state
-// without the students' counts (it made a group report), asking for the
-// ordinals, as a student report does first, leaves the state with both,
-// so that the report's counts are read at once with its ordinals.
-func TestOrdinalsReadWithTheCounts(t *testing.T) {
-	f := newFixture(t)
-	f.group("north")
-	if _, err := f.appendEvents([]analytics.Event{event("north", "e1", "s1", day, analytics.MainChatMessages),
-		event("north", "e2", "s2", day, analytics.MainChatMessages), event("north", "e3", "s2", day, analytics.MainChatMessages)}); err != nil {
-		t.Fatal(err)
-	}
-	other := storetest.OpenClickHouse(t, f.dsn, f.url).Shards // a process that keeps nothing yet
-	settled, err := other.Settle(ctx, "north")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := analytics.DayOf(day, time.UTC)
-	seg := analytics.Segment{Span: analytics.SpanDay, Keys: analytics.DayRange{First: d, Last: d}}
-	if _, err := other.GroupRollups(settled, "north", seg); err != nil {
-		t.Fatal(err)
-	}
-	if kept, withCounts, ordinals := other.KeptState("north"); !kept || withCounts || ordinals {
-		t.Fatalf("after a group report: kept %v, with counts %v, ordinals %v; want the group rows only", kept, withCounts, ordinals)
-	}
-	ordinals, err := other.Ordinals(settled, "north")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ordinals) != 2 {
-		t.Errorf("ordinals %v, want s1's and s2's", ordinals)
-	}
-	if kept, withCounts, read := other.KeptState("north"); !kept || !withCounts || !read {
-		t.Errorf("after the ordinals: kept %v, with counts %v, ordinals %v; want all", kept, withCounts, read)
-	}
-	totals := [][]analytics.Counts{nil}
-	if err := other.StudentTotals(settled, "north", []analytics.Segment{seg}, totals); err != nil {
-		t.Fatal(err)
-	}
-	if got := totals[0][ordinals["s2"]][analytics.MainChatMessages]; got != 2 {
-		t.Errorf("s2's messages %d, want 2", got)
-	}
-}
-
 func TestParseURL(t *testing.T) {
 	cfg, err := chstore.ParseURL("clickhouse://ops:s3cret@ch1:9000,ch2:9000/usage")
 	if err != nil || cfg.Database != "usage" || cfg.User != "ops" || cfg.Password != "s3cret" || len(cfg.Shards) != 2 || cfg.Shards[1] != "ch2:9000" {

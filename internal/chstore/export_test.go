@@ -223,15 +223,3 @@ func (s *Store) ExpireHalfway(ctx context.Context, groupID string, first analyti
 // SetReadDrain sets how long a move lets reads of the old shard finish
 // before it deletes the group's copy there, until the test ends.
 func SetReadDrain(t interface{ Cleanup(func()) }, d time.Duration) { setForTest(t, &readDrain, d) }
-
-// KeptState says whether the process keeps a state of the group, and
-// whether it holds the students' counts and their ordinals.
-func (s *Store) KeptState(groupID string) (kept, withCounts, ordinals bool) {
-	st := s.states.get(groupID)
-	if st == nil {
-		return false, false, false
-	}
-	st.ords.mu.Lock()
-	defer st.ords.mu.Unlock()
-	return true, st.withCounts, st.ords.m != nil
-}

@@ -10,8 +10,6 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // Every row of group_rollups and student_counts is the whole state of its
@@ -43,16 +41,9 @@ type state struct {
 	withCounts bool
 	bytes      int
 	used       int64 // when last used, in the cache's ticks
-	ords       *lazyOrdinals
-}
-
-// lazyOrdinals are a group's students' ordinals, read on first use
-// (writers do not need them) and shared by its states of one write
-// number: a state made to add the counts to another keeps the ordinals
-// the other reads.
-type lazyOrdinals struct {
-	mu sync.Mutex
-	m  map[string]int
+	// ordinals are read on first use: writers do not need them.
+	ordinalsMu sync.Mutex
+	ordinals   map[string]int
 }
 
 // stateCacheBytes bounds the states a process keeps: about 10 MB for a
@@ -233,9 +224,11 @@ func (s *Store) stateAt(ctx context.Context, sh *shard, p Placement, withCounts 
 		}
 		st.withCounts = true
 		if since == seq {
-			// The same write's state: its students' ordinals are still
-			// theirs.
-			st.ords = old.ords
+			// The same write's state: its students' ordinals, if read,
+			// are still theirs.
+			old.ordinalsMu.Lock()
+			st.ordinals = old.ordinals
+			old.ordinalsMu.Unlock()
 		}
 	}
 	s.states.put(groupID, st)
@@ -246,13 +239,13 @@ func (s *Store) stateAt(ctx context.Context, sh *shard, p Placement, withCounts 
 // withCounts when its counts are whole too (a group without usage).
 func emptyState(shard string, epoch, seq int64, withCounts bool) *state {
 	return &state{shard: shard, epoch: epoch, seq: seq, groups: map[period]analytics.GroupRollup{}, counts: map[period][][]byte{},
-		withCounts: withCounts, ords: &lazyOrdinals{}}
+		withCounts: withCounts}
 }
 
 // next returns a copy of st as of write seq, to be changed: its maps are
 // its own, their rows still st's.
 func (st *state) next(seq int64) *state {
-	next := &state{shard: st.shard, epoch: st.epoch, seq: seq, bytes: st.bytes, withCounts: st.withCounts, ords: &lazyOrdinals{},
+	next := &state{shard: st.shard, epoch: st.epoch, seq: seq, bytes: st.bytes, withCounts: st.withCounts,
 		groups: make(map[period]analytics.GroupRollup, len(st.groups)), counts: make(map[period][][]byte, len(st.counts))}
 	for k, v := range st.groups {
 		next.groups[k] = v
@@ -415,11 +408,7 @@ func (st *state) week(monday analytics.Day) analytics.GroupRollup {
 	return w
 }
 
-// Ordinals reads the group's ordinals from the process's state. Who asks
-// for them adds up the students' counts next (a class's report may find
-// its own kept): a state without them loads them meanwhile, so that a
-// school's first student report asks its shard for both at once rather
-// than one after the other.
+// Ordinals reads the group's ordinals from the process's state.
 func (s *Store) Ordinals(ctx context.Context, groupID string) (map[string]int, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -427,29 +416,19 @@ func (s *Store) Ordinals(ctx context.Context, groupID string) (map[string]int, e
 	if err != nil || st == nil {
 		return map[string]int{}, s.wrap("Ordinals", err)
 	}
-	st.ords.mu.Lock()
-	defer st.ords.mu.Unlock()
-	if st.ords.m == nil {
-		var reads errgroup.Group
-		if !st.withCounts {
-			reads.Go(func() error {
-				_, err := s.readState(ctx, groupID, true)
-				return err
-			})
+	st.ordinalsMu.Lock()
+	defer st.ordinalsMu.Unlock()
+	if st.ordinals == nil {
+		sh, err := s.shardOf(Placement{GroupID: groupID, Shard: st.shard})
+		if err == nil {
+			st.ordinals, err = s.readOrdinals(ctx, sh, groupID)
 		}
-		reads.Go(func() (err error) {
-			sh, err := s.shardOf(Placement{GroupID: groupID, Shard: st.shard})
-			if err == nil {
-				st.ords.m, err = s.readOrdinals(ctx, sh, groupID)
-			}
-			return err
-		})
-		if err := reads.Wait(); err != nil {
+		if err != nil {
 			return nil, s.wrap("Ordinals", err)
 		}
 	}
 	// The map is the state's, shared by its readers.
-	return st.ords.m, nil
+	return st.ordinals, nil
 }
 
 // StudentTotals adds up the rows of the process's state.
