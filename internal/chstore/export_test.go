@@ -223,3 +223,18 @@ func (s *Store) ExpireHalfway(ctx context.Context, groupID string, first analyti
 // SetReadDrain sets how long a move lets reads of the old shard finish
 // before it deletes the group's copy there, until the test ends.
 func SetReadDrain(t interface{ Cleanup(func()) }, d time.Duration) { setForTest(t, &readDrain, d) }
+
+// WaitWarm waits until the process's warm-up ends.
+func (s *Store) WaitWarm() { <-s.warmDone }
+
+// KeptState says whether the process keeps a state of the group, and
+// whether it holds the students' counts and their ordinals.
+func (s *Store) KeptState(groupID string) (kept, withCounts, ordinals bool) {
+	st := s.states.get(groupID)
+	if st == nil {
+		return false, false, false
+	}
+	st.ordinalsMu.Lock()
+	defer st.ordinalsMu.Unlock()
+	return true, st.withCounts, st.ordinals != nil
+}

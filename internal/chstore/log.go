@@ -190,10 +190,15 @@ func (s *Store) storedOnShards(ctx context.Context, tx LogLock, added map[string
 
 // Start starts the applier of the write-behind log, once: it writes what
 // the log holds (of this process and of others) to ClickHouse behind the
-// acknowledgements while the process leads the appliers.
+// acknowledgements while the process leads the appliers. Beside it, the
+// process warms the states of the groups written most (warm.go).
 func (s *Store) Start() {
 	s.applierOnce.Do(func() {
-		s.applierDone = make(chan struct{})
+		s.applierDone, s.warmDone = make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(s.warmDone)
+			s.warm(s.quit)
+		}()
 		go s.applyLoop()
 	})
 }

@@ -72,6 +72,13 @@ func (c *stateCache) get(groupID string) *state {
 	return st
 }
 
+// size is the bytes of the states kept.
+func (c *stateCache) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
+}
+
 // put keeps st unless a newer state of the group is kept already, or
 // one as new with the counts st lacks.
 func (c *stateCache) put(groupID string, st *state) {

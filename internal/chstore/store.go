@@ -64,6 +64,7 @@ type Store struct {
 	// groups it failed to apply until they are tried again.
 	applierOnce sync.Once
 	applierDone chan struct{}
+	warmDone    chan struct{} // closed when the warm-up ends
 	applyWake   chan struct{}
 	quit        context.Context
 	stop        context.CancelFunc
@@ -263,6 +264,7 @@ func (s *Store) Close() error {
 	s.applierOnce.Do(func() {}) // none starts after Close
 	if s.applierDone != nil {
 		<-s.applierDone
+		<-s.warmDone
 	}
 	if s.loggedAny.Swap(false) { // closed twice, it applies once
 		ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.timeout, 30*time.Second))

@@ -1,0 +1,171 @@
+package chstore
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+// A school's first report in a process loads the group's state from its
+// shard: a few point queries, each 1.5 to 3 ms of ClickHouse's CPU
+// whatever it reads (BENCHMARKS.md, "Every school's first report"). After
+// a restart or a deploy every school would pay it, all at once. So a
+// serving process first loads the states of the groups written most, a
+// few hundred groups a query: a scan of many groups' rows costs the shard
+// far less a group than a query of each.
+
+// warmBatch is how many groups one round of the warm-up reads.
+const warmBatch = 500
+
+// warmBytes bounds what the warm-up loads: a quarter of what is kept stays
+// for the groups that reports load.
+const warmBytes = stateCacheBytes / 4 * 3
+
+// warmTimeout bounds the warm-up.
+const warmTimeout = time.Minute
+
+// warm loads the states of the groups with usage, those of the most
+// writes first, until they fill warmBytes. A group with a write unfinished
+// or in progress is left to its first read, which settles it.
+func (s *Store) warm(ctx context.Context) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, warmTimeout)
+	defer cancel()
+	placements, err := s.dir.Placements(ctx)
+	if err != nil {
+		s.log.Warn("states not warmed", "error", err)
+		return
+	}
+	placements = slices.DeleteFunc(placements, func(p Placement) bool { return p.Seq == 0 || p.Intent != nil })
+	slices.SortStableFunc(placements, func(a, b Placement) int { return cmp.Compare(b.Seq, a.Seq) })
+	warmed := 0
+	for batch := range slices.Chunk(placements, warmBatch) {
+		if s.states.size() >= warmBytes || ctx.Err() != nil {
+			break
+		}
+		byShard := map[string][]Placement{}
+		for _, p := range batch {
+			byShard[p.Shard] = append(byShard[p.Shard], p)
+		}
+		for name, list := range byShard {
+			sh := s.shardNamed(name)
+			if sh == nil {
+				continue
+			}
+			n, err := s.warmGroups(ctx, sh, list)
+			if err != nil {
+				s.log.Warn("states not warmed", "shard", name, "error", err)
+				return
+			}
+			warmed += n
+		}
+	}
+	s.log.Info("states warmed", "groups", warmed, "bytes", s.states.size(), "duration", time.Since(start))
+}
+
+// warmGroups loads the states of the groups placed on sh as list says, in
+// three queries, and keeps those whose rows are all of writes up to the
+// placement's number: a group with rows of a later one is being written,
+// and left to its first read. It returns how many it kept.
+func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement) (int, error) {
+	states := map[string]*state{}
+	ids := make([]string, len(list))
+	for i, p := range list {
+		ids[i] = p.GroupID
+		st := emptyState(sh.name, p.Epoch, p.Seq, true)
+		st.ordinals = map[string]int{}
+		states[p.GroupID] = st
+	}
+	ctx, err := withLookup(ctx, nil, ids...)
+	if err != nil {
+		return 0, err
+	}
+	// Of a group whose rows are newer than its placement, nothing is kept.
+	current := func(groupID string, version uint64) *state {
+		st := states[groupID]
+		if st != nil && version > uint64(st.seq) {
+			delete(states, groupID)
+			return nil
+		}
+		return st
+	}
+	rows, err := sh.query(ctx, `SELECT group_id, max(version), span, period, `+groupColumns+` FROM `+s.table("group_rollups")+`
+		WHERE group_id IN groups GROUP BY group_id, span, period`)
+	if err != nil {
+		return 0, err
+	}
+	for rows.Next() {
+		var groupID string
+		var version uint64
+		var span uint8
+		var key int32
+		r, err := scanGroupRow(rows, &groupID, &version, &span, &key)
+		if err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if st := current(groupID, version); st != nil {
+			r.Key = analytics.Day(key)
+			st.setGroupRow(period{analytics.Span(span), r.Key}, r)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	rows, err = sh.query(ctx, `SELECT group_id, max(version), span, period, chunk, argMax(counts, version) FROM `+s.table("student_counts")+`
+		WHERE group_id IN groups GROUP BY group_id, span, period, chunk`)
+	if err != nil {
+		return 0, err
+	}
+	copied := map[string]map[period]bool{}
+	for rows.Next() {
+		var groupID, counts string
+		var version uint64
+		var span uint8
+		var key int32
+		var chunk uint32
+		if err := rows.Scan(&groupID, &version, &span, &key, &chunk, &counts); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if st := current(groupID, version); st != nil {
+			if copied[groupID] == nil {
+				copied[groupID] = map[period]bool{}
+			}
+			st.setChunk(period{analytics.Span(span), analytics.Day(key)}, int(chunk), []byte(counts), copied[groupID])
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	rows, err = sh.query(ctx, `SELECT group_id, student_id, min(ordinal) FROM `+s.table("students")+`
+		WHERE group_id IN groups GROUP BY group_id, student_id`)
+	if err != nil {
+		return 0, err
+	}
+	for rows.Next() {
+		var groupID, studentID string
+		var n uint32
+		if err := rows.Scan(&groupID, &studentID, &n); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if st := states[groupID]; st != nil && !strings.HasPrefix(studentID, erasedMark) {
+			st.ordinals[studentID] = int(n)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for groupID, st := range states {
+		s.states.put(groupID, st)
+	}
+	return len(states), nil
+}
