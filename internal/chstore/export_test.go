@@ -224,6 +224,10 @@ func (s *Store) ExpireHalfway(ctx context.Context, groupID string, first analyti
 // before it deletes the group's copy there, until the test ends.
 func SetReadDrain(t interface{ Cleanup(func()) }, d time.Duration) { setForTest(t, &readDrain, d) }
 
+// SetWarmBytes sets what a process's warm-up loads at most (0: nothing),
+// until the test ends.
+func SetWarmBytes(t interface{ Cleanup(func()) }, n int) { setForTest(t, &warmBytes, n) }
+
 // WaitWarm waits until the process's warm-up ends.
 func (s *Store) WaitWarm() { <-s.warmDone }
 

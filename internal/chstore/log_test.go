@@ -234,6 +234,7 @@ func TestLargeCallWrittenAtOnce(t *testing.T) {
 func TestReadsStartFromSettle(t *testing.T) {
 	chstore.SetApplyEvery(t, time.Hour) // only Settle applies
 	chstore.SetReadDrain(t, 100*time.Millisecond)
+	chstore.SetWarmBytes(t, 0) // the processes keep only what they read
 	f := newFixture(t)
 	f.group("north")
 	other := storetest.OpenClickHouse(t, f.dsn, f.url)

@@ -23,7 +23,7 @@ const warmBatch = 500
 
 // warmBytes bounds what the warm-up loads: a quarter of what is kept stays
 // for the groups that reports load.
-const warmBytes = stateCacheBytes / 4 * 3
+var warmBytes = stateCacheBytes / 4 * 3
 
 // warmTimeout bounds the warm-up.
 const warmTimeout = time.Minute
