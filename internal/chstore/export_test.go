@@ -242,3 +242,12 @@ func (s *Store) KeptState(groupID string) (kept, withCounts, ordinals bool) {
 	defer st.ordinalsMu.Unlock()
 	return true, st.withCounts, st.ordinals != nil
 }
+
+// KeptBytes is what the process's state of the group takes, by the
+// cache's count; 0 when it keeps none.
+func (s *Store) KeptBytes(groupID string) int {
+	if st := s.states.get(groupID); st != nil {
+		return st.bytes
+	}
+	return 0
+}

@@ -3,6 +3,7 @@ package chstore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -18,8 +19,15 @@ import (
 // few hundred groups a query: a scan of many groups' rows costs the shard
 // far less a group than a query of each.
 
-// warmBatch is how many groups one round of the warm-up reads.
+// warmBatch is how many groups one round of the warm-up reads at most; the
+// first reads one, and each next as many as the groups read so far say
+// fit in what is left.
 const warmBatch = 500
+
+// errWarmFull stops a round of the warm-up that would load more than is
+// left of its budget: its states are dropped whole, never kept in part,
+// and its groups tried again in smaller rounds.
+var errWarmFull = errors.New("the warm-up's budget is spent")
 
 // warmBytes bounds what the warm-up loads: a quarter of what is kept stays
 // for the groups that reports load.
@@ -42,36 +50,55 @@ func (s *Store) warm(ctx context.Context) {
 	}
 	placements = slices.DeleteFunc(placements, func(p Placement) bool { return p.Seq == 0 || p.Intent != nil })
 	slices.SortStableFunc(placements, func(a, b Placement) int { return cmp.Compare(b.Seq, a.Seq) })
-	warmed := 0
-	for batch := range slices.Chunk(placements, warmBatch) {
-		if s.states.size() >= warmBytes || ctx.Err() != nil {
-			break
+	warmed, loaded, size := 0, 0, 1
+	defer func() {
+		s.log.Info("states warmed", "groups", warmed, "bytes", loaded, "duration", time.Since(start))
+	}()
+	for len(placements) > 0 && ctx.Err() == nil {
+		left := warmBytes - s.states.size()
+		if warmed > 0 {
+			size = min(size, warmBatch, left/max(1, loaded/warmed))
 		}
-		byShard := map[string][]Placement{}
-		for _, p := range batch {
-			byShard[p.Shard] = append(byShard[p.Shard], p)
+		if size < 1 {
+			return
 		}
-		for name, list := range byShard {
-			sh := s.shardNamed(name)
-			if sh == nil {
-				continue
+		// A round reads the groups of one shard.
+		shard := placements[0].Shard
+		var list []Placement
+		rest := placements[:0:0]
+		for _, p := range placements {
+			if p.Shard == shard && len(list) < size {
+				list = append(list, p)
+			} else {
+				rest = append(rest, p)
 			}
-			n, err := s.warmGroups(ctx, sh, list)
-			if err != nil {
-				s.log.Warn("states not warmed", "shard", name, "error", err)
-				return
-			}
-			warmed += n
 		}
+		placements = rest
+		sh := s.shardNamed(shard)
+		if sh == nil {
+			continue
+		}
+		n, bytes, err := s.warmGroups(ctx, sh, list, left)
+		switch {
+		case errors.Is(err, errWarmFull) && len(list) > 1:
+			placements, size = append(list, placements...), len(list)/2
+			continue
+		case errors.Is(err, errWarmFull):
+			return
+		case err != nil:
+			s.log.Warn("states not warmed", "shard", shard, "error", err)
+			return
+		}
+		warmed, loaded, size = warmed+n, loaded+bytes, warmBatch
 	}
-	s.log.Info("states warmed", "groups", warmed, "bytes", s.states.size(), "duration", time.Since(start))
 }
 
 // warmGroups loads the states of the groups placed on sh as list says, in
 // three queries, and keeps those whose rows are all of writes up to the
 // placement's number: a group with rows of a later one is being written,
-// and left to its first read. It returns how many it kept.
-func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement) (int, error) {
+// and left to its first read. It returns how many it kept and their
+// bytes, or errWarmFull, keeping none, if they came to more than limit.
+func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement, limit int) (kept, bytes int, err error) {
 	states := map[string]*state{}
 	ids := make([]string, len(list))
 	for i, p := range list {
@@ -80,9 +107,9 @@ func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement) (in
 		st.ordinals = map[string]int{}
 		states[p.GroupID] = st
 	}
-	ctx, err := withLookup(ctx, nil, ids...)
+	ctx, err = withLookup(ctx, nil, ids...)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// Of a group whose rows are newer than its placement, nothing is kept.
 	current := func(groupID string, version uint64) *state {
@@ -96,7 +123,7 @@ func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement) (in
 	rows, err := sh.query(ctx, `SELECT group_id, max(version), span, period, `+groupColumns+` FROM `+s.table("group_rollups")+`
 		WHERE group_id IN groups GROUP BY group_id, span, period`)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for rows.Next() {
 		var groupID string
@@ -106,21 +133,27 @@ func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement) (in
 		r, err := scanGroupRow(rows, &groupID, &version, &span, &key)
 		if err != nil {
 			rows.Close()
-			return 0, err
+			return 0, 0, err
 		}
 		if st := current(groupID, version); st != nil {
 			r.Key = analytics.Day(key)
+			bytes -= st.bytes
 			st.setGroupRow(period{analytics.Span(span), r.Key}, r)
+			bytes += st.bytes
+		}
+		if bytes > limit {
+			rows.Close()
+			return 0, 0, errWarmFull
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	rows, err = sh.query(ctx, `SELECT group_id, max(version), span, period, chunk, argMax(counts, version) FROM `+s.table("student_counts")+`
 		WHERE group_id IN groups GROUP BY group_id, span, period, chunk`)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	copied := map[string]map[period]bool{}
 	for rows.Next() {
@@ -131,30 +164,36 @@ func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement) (in
 		var chunk uint32
 		if err := rows.Scan(&groupID, &version, &span, &key, &chunk, &counts); err != nil {
 			rows.Close()
-			return 0, err
+			return 0, 0, err
 		}
 		if st := current(groupID, version); st != nil {
 			if copied[groupID] == nil {
 				copied[groupID] = map[period]bool{}
 			}
+			bytes -= st.bytes
 			st.setChunk(period{analytics.Span(span), analytics.Day(key)}, int(chunk), []byte(counts), copied[groupID])
+			bytes += st.bytes
+		}
+		if bytes > limit {
+			rows.Close()
+			return 0, 0, errWarmFull
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	rows, err = sh.query(ctx, `SELECT group_id, student_id, min(ordinal) FROM `+s.table("students")+`
 		WHERE group_id IN groups GROUP BY group_id, student_id`)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for rows.Next() {
 		var groupID, studentID string
 		var n uint32
 		if err := rows.Scan(&groupID, &studentID, &n); err != nil {
 			rows.Close()
-			return 0, err
+			return 0, 0, err
 		}
 		if st := states[groupID]; st != nil && !strings.HasPrefix(studentID, erasedMark) {
 			st.ordinals[studentID] = int(n)
@@ -162,10 +201,12 @@ func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement) (in
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	bytes = 0
 	for groupID, st := range states {
 		s.states.put(groupID, st)
+		bytes += st.bytes
 	}
-	return len(states), nil
+	return len(states), bytes, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/chstore"
 	"groupanalytics/internal/stores/storetest"
 )
 
@@ -80,4 +81,55 @@ func reportsOf(t *testing.T, usage analytics.UsageStore, groupID string, seg ana
 		}
 	}
 	return fmt.Sprint(group, students)
+}
+
+// TestWarmUpKeepsWithinItsBudget: the warm-up keeps the states that fit
+// its budget, each whole, and leaves the others to their first reads.
+func TestWarmUpKeepsWithinItsBudget(t *testing.T) {
+	f := newFixture(t)
+	groups := []string{"a", "b", "c"}
+	for _, g := range groups {
+		f.group(g)
+		if _, err := f.appendEvents([]analytics.Event{event(g, g+"1", "s1", day, analytics.MainChatMessages),
+			event(g, g+"2", "s2", day, analytics.TutorMeMessages)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := f.usage.KeptBytes("a") // what the writer keeps of a group
+	if one == 0 || f.usage.KeptBytes("c") != one {
+		t.Fatalf("the writer keeps %d and %d bytes of a and c, want the same, not 0", one, f.usage.KeptBytes("c"))
+	}
+	f.usage.WaitWarm()
+	chstore.SetWarmBytes(t, 2*one+one/2)
+	other := storetest.OpenClickHouse(t, f.dsn, f.url).Shards
+	other.WaitWarm()
+	d := analytics.DayOf(day, time.UTC)
+	seg := analytics.Segment{Span: analytics.SpanDay, Keys: analytics.DayRange{First: d, Last: d}}
+	var warmed []string
+	for _, g := range groups {
+		if kept, withCounts, ordinals := other.KeptState(g); kept {
+			if !withCounts || !ordinals || other.KeptBytes(g) != one {
+				t.Errorf("%s warmed in part: with counts %v, ordinals %v, %d bytes of %d", g, withCounts, ordinals, other.KeptBytes(g), one)
+			}
+			warmed = append(warmed, g)
+		}
+	}
+	if len(warmed) != 2 {
+		t.Errorf("warmed %v with room for two", warmed)
+	}
+	for _, g := range groups {
+		if want, got := reportsOf(t, f.usage, g, seg), reportsOf(t, other, g, seg); got != want {
+			t.Errorf("%s from the warmed process: %s, want %s", g, got, want)
+		}
+	}
+
+	// With room for less than one, none.
+	chstore.SetWarmBytes(t, one/2)
+	third := storetest.OpenClickHouse(t, f.dsn, f.url).Shards
+	third.WaitWarm()
+	for _, g := range groups {
+		if kept, _, _ := third.KeptState(g); kept {
+			t.Errorf("%s warmed with room for half a group", g)
+		}
+	}
 }
