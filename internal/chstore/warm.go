@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"groupanalytics/internal/analytics"
 )
 
@@ -120,87 +122,74 @@ func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement, lim
 		}
 		return st
 	}
-	rows, err := sh.query(ctx, `SELECT group_id, max(version), span, period, `+groupColumns+` FROM `+s.table("group_rollups")+`
-		WHERE group_id IN groups GROUP BY group_id, span, period`)
-	if err != nil {
-		return 0, 0, err
+	// grow makes a change to st and counts the bytes it adds, failing
+	// once the round's pass limit.
+	grow := func(st *state, change func()) error {
+		bytes -= st.bytes
+		change()
+		if bytes += st.bytes; bytes > limit {
+			return errWarmFull
+		}
+		return nil
 	}
-	for rows.Next() {
+	err = eachRow(ctx, sh, `SELECT group_id, max(version), span, period, `+groupColumns+` FROM `+s.table("group_rollups")+`
+		WHERE group_id IN groups GROUP BY group_id, span, period`, func(rows driver.Rows) error {
 		var groupID string
 		var version uint64
 		var span uint8
 		var key int32
 		r, err := scanGroupRow(rows, &groupID, &version, &span, &key)
 		if err != nil {
-			rows.Close()
-			return 0, 0, err
+			return err
 		}
-		if st := current(groupID, version); st != nil {
-			r.Key = analytics.Day(key)
-			bytes -= st.bytes
-			st.setGroupRow(period{analytics.Span(span), r.Key}, r)
-			bytes += st.bytes
+		st := current(groupID, version)
+		if st == nil {
+			return nil
 		}
-		if bytes > limit {
-			rows.Close()
-			return 0, 0, errWarmFull
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, 0, err
-	}
-	rows, err = sh.query(ctx, `SELECT group_id, max(version), span, period, chunk, argMax(counts, version) FROM `+s.table("student_counts")+`
-		WHERE group_id IN groups GROUP BY group_id, span, period, chunk`)
+		r.Key = analytics.Day(key)
+		return grow(st, func() { st.setGroupRow(period{analytics.Span(span), r.Key}, r) })
+	})
 	if err != nil {
 		return 0, 0, err
 	}
 	copied := map[string]map[period]bool{}
-	for rows.Next() {
+	err = eachRow(ctx, sh, `SELECT group_id, max(version), span, period, chunk, argMax(counts, version) FROM `+s.table("student_counts")+`
+		WHERE group_id IN groups GROUP BY group_id, span, period, chunk`, func(rows driver.Rows) error {
 		var groupID, counts string
 		var version uint64
 		var span uint8
 		var key int32
 		var chunk uint32
 		if err := rows.Scan(&groupID, &version, &span, &key, &chunk, &counts); err != nil {
-			rows.Close()
-			return 0, 0, err
+			return err
 		}
-		if st := current(groupID, version); st != nil {
-			if copied[groupID] == nil {
-				copied[groupID] = map[period]bool{}
-			}
-			bytes -= st.bytes
+		st := current(groupID, version)
+		if st == nil {
+			return nil
+		}
+		if copied[groupID] == nil {
+			copied[groupID] = map[period]bool{}
+		}
+		return grow(st, func() {
 			st.setChunk(period{analytics.Span(span), analytics.Day(key)}, int(chunk), []byte(counts), copied[groupID])
-			bytes += st.bytes
-		}
-		if bytes > limit {
-			rows.Close()
-			return 0, 0, errWarmFull
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, 0, err
-	}
-	rows, err = sh.query(ctx, `SELECT group_id, student_id, min(ordinal) FROM `+s.table("students")+`
-		WHERE group_id IN groups GROUP BY group_id, student_id`)
+		})
+	})
 	if err != nil {
 		return 0, 0, err
 	}
-	for rows.Next() {
+	err = eachRow(ctx, sh, `SELECT group_id, student_id, min(ordinal) FROM `+s.table("students")+`
+		WHERE group_id IN groups GROUP BY group_id, student_id`, func(rows driver.Rows) error {
 		var groupID, studentID string
 		var n uint32
 		if err := rows.Scan(&groupID, &studentID, &n); err != nil {
-			rows.Close()
-			return 0, 0, err
+			return err
 		}
 		if st := states[groupID]; st != nil && !strings.HasPrefix(studentID, erasedMark) {
 			st.ordinals[studentID] = int(n)
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return 0, 0, err
 	}
 	bytes = 0
@@ -209,4 +198,20 @@ func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement, lim
 		bytes += st.bytes
 	}
 	return len(states), bytes, nil
+}
+
+// eachRow runs a query on sh and calls fn with each row of its answer, until
+// fn fails.
+func eachRow(ctx context.Context, sh *shard, query string, fn func(rows driver.Rows) error) error {
+	rows, err := sh.query(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
