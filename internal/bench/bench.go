@@ -71,6 +71,7 @@ type Result struct {
 	Ingest           IngestResult     `json:"ingest"`
 	IngestOne        IngestResult     `json:"ingestOneEventBatches"`
 	Firehose         *FirehoseResult  `json:"firehose,omitempty"`
+	AccessLog        []AccessLogCost  `json:"accessLog"`
 	PeakRSSBytes     int64            `json:"serverPeakRSSBytes"`
 	DiskBytes        int64            `json:"storeBytes"`
 	DiskBytesPerEvt  float64          `json:"storeBytesPerEvent"`
@@ -95,6 +96,23 @@ type ReportResult struct {
 	Bytes    int    `json:"bytes"`
 	Encoding string `json:"contentEncoding,omitempty"`
 }
+
+// AccessLogCost is what the access log costs a student report: the
+// scenario measured in turn on the server, which records each answer, and
+// on one that does not (serve --access-log=false), Runs times each; the
+// figures are the medians of the runs'.
+type AccessLogCost struct {
+	Name      string  `json:"name"`
+	Runs      int     `json:"runsEach"`
+	P50       float64 `json:"p50Ms"`
+	P50Off    float64 `json:"p50MsWithout"`
+	PerSec    float64 `json:"requestsPerSec"`
+	PerSecOff float64 `json:"requestsPerSecWithout"`
+}
+
+// accessLogRuns is how many times each student report scenario is measured
+// on each server to tell what the access log costs.
+const accessLogRuns = 3
 
 // MoveResult is the figures of moving the main group to another shard (a
 // report after the move must equal the one before, or the run fails).
@@ -197,8 +215,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	// The server runs with rate limits (too high to refuse anything) and
 	// metrics, as in production; the floor is measured again without them.
-	srv, err := StartServer(cfg.Binary, append(slices.Clone(serverArgs), "--key-rate-limit", "1000000/s",
-		"--token-rate-limit", "1000000/s", "--metrics-addr", "127.0.0.1:0"))
+	prodArgs := slices.Concat(serverArgs, []string{"--key-rate-limit", "1000000/s", "--token-rate-limit", "1000000/s",
+		"--metrics-addr", "127.0.0.1:0"})
+	srv, err := StartServer(cfg.Binary, prodArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -307,6 +326,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Reports = append(res.Reports, rr)
 		fmt.Fprintf(cfg.Out, "measured %s\n", sc.name)
 	}
+	students := slices.DeleteFunc(slices.Clone(scenarios), func(sc scenario) bool {
+		return !strings.Contains(sc.params, "students=true") || sc.acceptEncoding != ""
+	})
+	if res.AccessLog, err = measureAccessLog(cfg, prodArgs, srv, keys, students); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "measured the access log's cost\n")
 	if cfg.Scale.OtherGroups > 0 {
 		others, err := schoolKeys(ctx, store, cfg.Scale)
 		if err != nil {
@@ -528,6 +554,36 @@ func measureBareFloor(ctx context.Context, cfg Config, serverArgs []string, key 
 	defer srv.Stop()
 	rr, _, err := measure(srv.Base, key, scenario{name: "floor without limits and metrics", endpoint: floor.endpoint, r: floor.r}, cfg)
 	return rr, err
+}
+
+// measureAccessLog measures each scenario on srv and on a server like it
+// without the access log, in turn, accessLogRuns times each.
+func measureAccessLog(cfg Config, serverArgs []string, srv *Server, keys benchKeys, scenarios []scenario) ([]AccessLogCost, error) {
+	off, err := StartServer(cfg.Binary, append(slices.Clone(serverArgs), "--access-log=false"))
+	if err != nil {
+		return nil, err
+	}
+	defer off.Stop()
+	var costs []AccessLogCost
+	for _, sc := range scenarios {
+		key := keys.main
+		if sc.group != "" {
+			key = keys.other
+		}
+		var p50, perSec [2][]float64
+		for range accessLogRuns {
+			for i, s := range []*Server{srv, off} {
+				rr, _, err := measure(s.Base, key, sc, cfg)
+				if err != nil {
+					return nil, err
+				}
+				p50[i], perSec[i] = append(p50[i], rr.P50), append(perSec[i], rr.RequestsPerS)
+			}
+		}
+		costs = append(costs, AccessLogCost{Name: sc.name, Runs: accessLogRuns, P50: percentile(p50[0], 50), P50Off: percentile(p50[1], 50),
+			PerSec: percentile(perSec[0], 50), PerSecOff: percentile(perSec[1], 50)})
+	}
+	return costs, nil
 }
 
 // moveMain moves the main group to another shard, and checks that a report
@@ -950,6 +1006,13 @@ func printTable(w io.Writer, res *Result) {
 	row(res.FloorBare)
 	for _, r := range res.Reports {
 		row(r)
+	}
+	if len(res.AccessLog) > 0 {
+		fmt.Fprintf(w, "\nthe access log: student reports on the server, which records each answer, and on one without the log, in turn (%d runs each, medians):\n", res.AccessLog[0].Runs)
+		for _, c := range res.AccessLog {
+			fmt.Fprintf(w, "  %-54s p50 %7.2f ms, without %7.2f (%+.0f%%)   req/s %6.0f, without %6.0f (%+.0f%%)\n", c.Name, c.P50, c.P50Off,
+				100*(c.P50/c.P50Off-1), c.PerSec, c.PerSecOff, 100*(c.PerSec/c.PerSecOff-1))
+		}
 	}
 	if sc := res.Schools; sc.Schools > 0 {
 		fmt.Fprintf(w, "\nevery other school (%d), each asked for its chat group report and student report over the whole period by %d clients:\n", sc.Schools, sc.Clients)

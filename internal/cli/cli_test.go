@@ -693,6 +693,53 @@ func TestAccessLogCommand(t *testing.T) {
 	}
 }
 
+// TestServeWithoutAccessLog: serve --access-log=false answers student
+// reports without recording them, and says so when it starts; the
+// environment cannot turn the log off.
+func TestServeWithoutAccessLog(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "group", "create", "--db", db, "--id", "north", "--name", "Northside")
+	mustRun(t, "plan", "set", "--db", db, "--group", "north", "--start", "2025-01-01")
+	key := regexp.MustCompile(`gak_[A-Z0-9]+`).FindString(mustRun(t, "key", "create", "--db", db, "--group", "north", "--label", "reports"))
+	mustRun(t, "student", "add", "--db", db, "--group", "north", "--id", "s1", "--name", "Ada")
+	t.Setenv("GROUPANALYTICS_ACCESS_LOG", "false")
+	for _, c := range []struct {
+		args    []string
+		entries int
+	}{{[]string{"--access-log=false"}, 0}, {nil, 1}} {
+		addr := freeAddr(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan int)
+		var stderr bytes.Buffer
+		go func() {
+			done <- Main(ctx, append([]string{"serve", "--db", db, "--addr", addr}, c.args...), nil, io.Discard, &stderr)
+		}()
+		var resp *http.Response
+		for range 100 {
+			req, _ := http.NewRequest("POST", "http://"+addr+"/api/groups/chat?students=true&startDate=2025-03-01&endDate=2025-03-01", nil)
+			req.Header.Set("x-api-key", key)
+			var err error
+			if resp, err = http.DefaultClient.Do(req); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if resp == nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("serve %v: no student report:\n%s", c.args, stderr.String())
+		}
+		resp.Body.Close()
+		cancel()
+		<-done
+		lines := strings.Split(strings.TrimSpace(mustRun(t, "access-log", "--db", db, "--group", "north")), "\n")
+		if len(lines) != 1+c.entries {
+			t.Errorf("serve %v: %d access log entries, want %d", c.args, len(lines)-1, c.entries)
+		}
+		if warned := strings.Contains(stderr.String(), `"msg":"access log off: answers that carry student-level data are not recorded"`); warned != (c.entries == 0) {
+			t.Errorf("serve %v: warned %v that the access log is off:\n%s", c.args, warned, stderr.String())
+		}
+	}
+}
+
 // TestStudentExportCommand: student export writes a new zip of the
 // student's data, and never over a file that exists.
 func TestStudentExportCommand(t *testing.T) {

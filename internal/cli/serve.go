@@ -43,6 +43,7 @@ type serveFlags struct {
 	mail                     *mailFlags
 	digestEvery              time.Duration
 	accessLogKept            analytics.Days
+	accessLog                bool
 	memoryLimit              memoryLimit
 }
 
@@ -60,6 +61,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.DurationVar(&sf.digestEvery, "digest-interval", time.Minute, "how often to look for weekly digests due (with --smtp-url)")
 	sf.accessLogKept = defaultAccessLogKept
 	fs.Var(&sf.accessLogKept, "access-log-retention", "how long the access log keeps an entry, in days (e.g. 730d), or off: for good")
+	fs.BoolVar(&sf.accessLog, "access-log", true, "record every answer that carries student-level data in the access log; false only to measure what the log costs")
 	fs.Var(&sf.memoryLimit, "memory-limit", "the Go runtime's soft memory limit, e.g. 256MiB or 2GiB, or off (default 256MiB, or GOMEMLIMIT when set)")
 	return sf
 }
@@ -232,6 +234,8 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 			Log:      log,
 			Limits:   sf.limits,
 			Metrics:  m,
+
+			AccessLogOff: !sf.accessLog,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
@@ -251,6 +255,9 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 	} else {
 		log.Info("weekly digests on", "smtp", sender.Mailer.String(), "from", sender.Mailer.From, "every", sf.digestEvery.String())
 		go func() { defer close(digests); sender.Run(ctx, sf.digestEvery) }()
+	}
+	if !sf.accessLog {
+		log.Warn("access log off: answers that carry student-level data are not recorded")
 	}
 	pruned := make(chan struct{})
 	go func() { defer close(pruned); keepRetention(ctx, plat, sf.accessLogKept, log) }()

@@ -55,7 +55,7 @@ func (s *Server) reports(ep *report.Endpoint) http.HandlerFunc {
 		if format == formatCSV {
 			out.csv, out.students = csvFileName(group, ep, q, now), q.Students
 		}
-		if q.Students {
+		if q.Students && !s.accessLogOff {
 			// The access log's entry is written while the reports are
 			// computed, and waited for before the first student's figures
 			// go out; an answer refused, or without students, has none.

@@ -46,6 +46,7 @@ type Server struct {
 	streamWriteTimeout time.Duration
 	limits             *limiters
 	metrics            *metrics.Metrics
+	accessLogOff       bool
 }
 
 // Config is what a Server is made of.
@@ -67,6 +68,9 @@ type Config struct {
 	Limits Limits
 	// Metrics, if set, records what the server does.
 	Metrics *metrics.Metrics
+	// AccessLogOff leaves student-level answers out of the access log:
+	// only to measure what the log costs (serve --access-log=false).
+	AccessLogOff bool
 }
 
 // New returns a Server for cfg.
@@ -81,6 +85,7 @@ func New(cfg Config) *Server {
 		streamWriteTimeout: cmp.Or(cfg.StreamWriteTimeout, 20*time.Second),
 		limits:             newLimiters(cfg.Limits),
 		metrics:            cfg.Metrics,
+		accessLogOff:       cfg.AccessLogOff,
 	}
 	if s.now == nil {
 		s.now = time.Now
