@@ -559,7 +559,8 @@ func measureBareFloor(ctx context.Context, cfg Config, serverArgs []string, key 
 // measureAccessLog measures each scenario on srv and on a server like it
 // without the access log, in turn, accessLogRuns times each.
 func measureAccessLog(cfg Config, serverArgs []string, srv *Server, keys benchKeys, scenarios []scenario) ([]AccessLogCost, error) {
-	off, err := StartServer(cfg.Binary, append(slices.Clone(serverArgs), "--access-log=false"))
+	// Its warning that the log is off is expected: errors only.
+	off, err := StartServer(cfg.Binary, append(slices.Clone(serverArgs), "--access-log=false", "--log-level", "error"))
 	if err != nil {
 		return nil, err
 	}
