@@ -107,6 +107,22 @@ func (sh *shard) query(ctx context.Context, query string, args ...any) (rows dri
 	return rows, err
 }
 
+// eachRow runs a query as query does and calls fn with each row of its
+// answer, until fn fails.
+func (sh *shard) eachRow(ctx context.Context, query string, args []any, fn func(rows driver.Rows) error) error {
+	rows, err := sh.query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // queryRow runs a query of one row on the first replica that answers it.
 func (sh *shard) queryRow(ctx context.Context, query string, args ...any) (row driver.Row) {
 	sh.read(ctx, func(ctx context.Context, r *replica) error {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
 )
@@ -307,23 +309,19 @@ func (st *state) after(w written) *state {
 
 // readGroupRows adds to st the group rows of versions in (since, seq].
 func (s *Store) readGroupRows(ctx context.Context, sh *shard, groupID string, since, seq int64, st *state) error {
-	rows, err := sh.query(ctx, `SELECT span, period, `+groupColumns+` FROM `+s.table("group_rollups")+`
-		WHERE group_id = ? AND version >= ? AND version <= ? GROUP BY span, period`, groupID, uint64(since+1), uint64(seq))
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var span uint8
-		var key int32
-		r, err := scanGroupRow(rows, &span, &key)
-		if err != nil {
-			return err
-		}
-		r.Key = analytics.Day(key)
-		st.setGroupRow(period{analytics.Span(span), r.Key}, r)
-	}
-	return rows.Err()
+	return sh.eachRow(ctx, `SELECT span, period, `+groupColumns+` FROM `+s.table("group_rollups")+`
+		WHERE group_id = ? AND version >= ? AND version <= ? GROUP BY span, period`, []any{groupID, uint64(since + 1), uint64(seq)},
+		func(rows driver.Rows) error {
+			var span uint8
+			var key int32
+			r, err := scanGroupRow(rows, &span, &key)
+			if err != nil {
+				return err
+			}
+			r.Key = analytics.Day(key)
+			st.setGroupRow(period{analytics.Span(span), r.Key}, r)
+			return nil
+		})
 }
 
 // groupRowBytes is about what a group row takes in memory.
@@ -334,47 +332,42 @@ func groupRowBytes(r analytics.GroupRollup) int {
 // readCountsRows adds to st the rows of student counts of versions in
 // (since, seq].
 func (s *Store) readCountsRows(ctx context.Context, sh *shard, groupID string, since, seq int64, st *state) error {
-	rows, err := sh.query(ctx, `SELECT span, period, chunk, argMax(counts, version) FROM `+s.table("student_counts")+`
-		WHERE group_id = ? AND version >= ? AND version <= ? GROUP BY span, period, chunk`, groupID, uint64(since+1), uint64(seq))
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
 	copied := map[period]bool{}
-	for rows.Next() {
-		var span uint8
-		var key int32
-		var chunk uint32
-		var b string
-		if err := rows.Scan(&span, &key, &chunk, &b); err != nil {
-			return err
-		}
-		st.setChunk(period{analytics.Span(span), analytics.Day(key)}, int(chunk), []byte(b), copied)
-	}
-	return rows.Err()
+	return sh.eachRow(ctx, `SELECT span, period, chunk, argMax(counts, version) FROM `+s.table("student_counts")+`
+		WHERE group_id = ? AND version >= ? AND version <= ? GROUP BY span, period, chunk`, []any{groupID, uint64(since + 1), uint64(seq)},
+		func(rows driver.Rows) error {
+			var span uint8
+			var key int32
+			var chunk uint32
+			var b string
+			if err := rows.Scan(&span, &key, &chunk, &b); err != nil {
+				return err
+			}
+			st.setChunk(period{analytics.Span(span), analytics.Day(key)}, int(chunk), []byte(b), copied)
+			return nil
+		})
 }
 
 // readOrdinals reads the group's numbered students, without the marks of
 // erased students' ordinals.
 func (s *Store) readOrdinals(ctx context.Context, sh *shard, groupID string) (map[string]int, error) {
-	rows, err := sh.query(ctx, `SELECT student_id, min(ordinal) FROM `+s.table("students")+`
-		WHERE group_id = ? GROUP BY student_id`, groupID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	ordinals := map[string]int{}
-	for rows.Next() {
+	err := sh.eachRow(ctx, `SELECT student_id, min(ordinal) FROM `+s.table("students")+`
+		WHERE group_id = ? GROUP BY student_id`, []any{groupID}, func(rows driver.Rows) error {
 		var id string
 		var n uint32
 		if err := rows.Scan(&id, &n); err != nil {
-			return nil, err
+			return err
 		}
 		if !strings.HasPrefix(id, erasedMark) {
 			ordinals[id] = int(n)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return ordinals, rows.Err()
+	return ordinals, nil
 }
 
 // GroupRollups reads the group's current rows from the process's state.

@@ -132,8 +132,8 @@ func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement, lim
 		}
 		return nil
 	}
-	err = eachRow(ctx, sh, `SELECT group_id, max(version), span, period, `+groupColumns+` FROM `+s.table("group_rollups")+`
-		WHERE group_id IN groups GROUP BY group_id, span, period`, func(rows driver.Rows) error {
+	err = sh.eachRow(ctx, `SELECT group_id, max(version), span, period, `+groupColumns+` FROM `+s.table("group_rollups")+`
+		WHERE group_id IN groups GROUP BY group_id, span, period`, nil, func(rows driver.Rows) error {
 		var groupID string
 		var version uint64
 		var span uint8
@@ -153,8 +153,8 @@ func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement, lim
 		return 0, 0, err
 	}
 	copied := map[string]map[period]bool{}
-	err = eachRow(ctx, sh, `SELECT group_id, max(version), span, period, chunk, argMax(counts, version) FROM `+s.table("student_counts")+`
-		WHERE group_id IN groups GROUP BY group_id, span, period, chunk`, func(rows driver.Rows) error {
+	err = sh.eachRow(ctx, `SELECT group_id, max(version), span, period, chunk, argMax(counts, version) FROM `+s.table("student_counts")+`
+		WHERE group_id IN groups GROUP BY group_id, span, period, chunk`, nil, func(rows driver.Rows) error {
 		var groupID, counts string
 		var version uint64
 		var span uint8
@@ -177,8 +177,8 @@ func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement, lim
 	if err != nil {
 		return 0, 0, err
 	}
-	err = eachRow(ctx, sh, `SELECT group_id, student_id, min(ordinal) FROM `+s.table("students")+`
-		WHERE group_id IN groups GROUP BY group_id, student_id`, func(rows driver.Rows) error {
+	err = sh.eachRow(ctx, `SELECT group_id, student_id, min(ordinal) FROM `+s.table("students")+`
+		WHERE group_id IN groups GROUP BY group_id, student_id`, nil, func(rows driver.Rows) error {
 		var groupID, studentID string
 		var n uint32
 		if err := rows.Scan(&groupID, &studentID, &n); err != nil {
@@ -198,20 +198,4 @@ func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement, lim
 		bytes += st.bytes
 	}
 	return len(states), bytes, nil
-}
-
-// eachRow runs a query on sh and calls fn with each row of its answer, until
-// fn fails.
-func eachRow(ctx context.Context, sh *shard, query string, fn func(rows driver.Rows) error) error {
-	rows, err := sh.query(ctx, query)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
