@@ -337,6 +337,28 @@ func TestUnreachableStoreSaysWhy(t *testing.T) {
 	}
 }
 
+// askUntilUp sends a request to a server that may still be starting, again
+// every 20 ms until it answers, and fails the test, with the server's log,
+// if it never does.
+func askUntilUp(t *testing.T, method, url, header, value, body string, log fmt.Stringer) *http.Response {
+	t.Helper()
+	var lastErr error
+	for range 100 {
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		if header != "" {
+			req.Header.Set(header, value)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			return resp
+		}
+		lastErr = err
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s %s: no answer (%v)\n%s", method, url, lastErr, log)
+	return nil
+}
+
 func freeAddr(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -375,19 +397,8 @@ func TestAdminThenServe(t *testing.T) {
 	done := make(chan int)
 	var stderr bytes.Buffer
 	go func() { done <- Main(ctx, []string{"serve", "--db", db, "--addr", addr}, nil, io.Discard, &stderr) }()
-	var resp *http.Response
-	for range 100 {
-		req, _ := http.NewRequest("POST", "http://"+addr+"/api/groups/live-lecture?students=true&startDate=2025-03-01&endDate=2025-03-01", nil)
-		req.Header.Set("x-api-key", key)
-		var err error
-		if resp, err = http.DefaultClient.Do(req); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if resp == nil {
-		t.Fatalf("server did not answer:\n%s", stderr.String())
-	}
+	resp := askUntilUp(t, "POST", "http://"+addr+"/api/groups/live-lecture?students=true&startDate=2025-03-01&endDate=2025-03-01",
+		"x-api-key", key, "", &stderr)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	want := `{"success":true,"reports":[` +
@@ -714,17 +725,9 @@ func TestServeWithoutAccessLog(t *testing.T) {
 		go func() {
 			done <- Main(ctx, append([]string{"serve", "--db", db, "--addr", addr}, c.args...), nil, io.Discard, &stderr)
 		}()
-		var resp *http.Response
-		for range 100 {
-			req, _ := http.NewRequest("POST", "http://"+addr+"/api/groups/chat?students=true&startDate=2025-03-01&endDate=2025-03-01", nil)
-			req.Header.Set("x-api-key", key)
-			var err error
-			if resp, err = http.DefaultClient.Do(req); err == nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if resp == nil || resp.StatusCode != http.StatusOK {
+		resp := askUntilUp(t, "POST", "http://"+addr+"/api/groups/chat?students=true&startDate=2025-03-01&endDate=2025-03-01",
+			"x-api-key", key, "", &stderr)
+		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("serve %v: no student report:\n%s", c.args, stderr.String())
 		}
 		resp.Body.Close()

@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestServeMetrics: with --metrics-addr, the metrics are served on that
@@ -32,21 +31,7 @@ func TestServeMetrics(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	request := func(method, url, header, value, body string) *http.Response {
 		t.Helper()
-		var lastErr error
-		for range 100 {
-			req, _ := http.NewRequest(method, url, strings.NewReader(body))
-			if header != "" {
-				req.Header.Set(header, value)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err == nil {
-				return resp
-			}
-			lastErr = err
-			time.Sleep(20 * time.Millisecond)
-		}
-		t.Fatalf("%s %s: no answer (%v)\n%s", method, url, lastErr, stderr.String())
-		return nil
+		return askUntilUp(t, method, url, header, value, body, &stderr)
 	}
 	events := `[{"id":"e1","groupId":"north","studentId":"s1","occurredAt":"2025-03-01T10:00:00Z","kind":"live_lecture.session_created"},
 		{"id":"e1","groupId":"north","studentId":"s1","occurredAt":"2025-03-01T10:00:00Z","kind":"live_lecture.session_created"},
