@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -73,14 +74,11 @@ func (s *Store) writeAccess() {
 			continue
 		}
 		ctx, cancel := mergedContext(calls, func(c *accessCall) context.Context { return c.ctx })
-		err := s.transact(ctx, "RecordAccess", func(tx *txn) error {
-			for _, c := range calls {
-				if err := s.insertAccess(ctx, tx, c.entry); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		entries := make([]analytics.AccessEntry, len(calls))
+		for i, c := range calls {
+			entries[i] = c.entry
+		}
+		err := s.insertAccess(ctx, entries)
 		cancel()
 		for _, c := range calls {
 			c.done <- err
@@ -88,30 +86,73 @@ func (s *Store) writeAccess() {
 	}
 }
 
-// insertAccess writes an entry and the enrolled students it names.
-func (s *Store) insertAccess(ctx context.Context, tx *txn, e analytics.AccessEntry) error {
-	classes, err := json.Marshal(append([]string{}, e.ClassIDs...))
-	if err != nil {
-		return err
-	}
-	students := slices.Compact(slices.Sorted(slices.Values(e.StudentIDs)))
-	var id int64
-	err = tx.QueryRowContext(ctx, s.q(`INSERT INTO access_log (group_id, at, key_id, client, endpoint, format,
-		start_date, end_date, report_interval, class_ids, students_asked)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING entry_id`),
-		e.GroupID, millis(e.At), e.KeyID, e.Client, e.Endpoint, e.Format, e.StartDate, e.EndDate, e.Interval,
-		string(classes), len(students)).Scan(&id)
-	if err != nil {
-		return err
-	}
-	for _, student := range students {
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO access_log_students (entry_id, group_id, student_id)
-			SELECT ?, group_id, student_id FROM students WHERE group_id = ? AND student_id = ?`), id, e.GroupID, student); err != nil {
+// insertAccess writes the entries, each with the enrolled students it
+// names, all or none. On PostgreSQL that is one statement, its own
+// transaction: one round trip and one commit for the batch, where a
+// transaction took two more round trips, and one more a student named.
+func (s *Store) insertAccess(ctx context.Context, entries []analytics.AccessEntry) error {
+	rows := make([][]any, len(entries))
+	asked := make([][]string, len(entries))
+	for i, e := range entries {
+		classes, err := json.Marshal(append([]string{}, e.ClassIDs...))
+		if err != nil {
 			return err
 		}
+		asked[i] = slices.Compact(slices.Sorted(slices.Values(e.StudentIDs)))
+		rows[i] = []any{e.GroupID, millis(e.At), e.KeyID, e.Client, e.Endpoint, e.Format, e.StartDate, e.EndDate, e.Interval,
+			string(classes), len(asked[i])}
 	}
-	return nil
+	if s.dialect.name == "postgres" {
+		for i := range rows {
+			rows[i] = append(rows[i], jsonList(append([]string{}, asked[i]...)))
+		}
+		return s.eachRowSource(accessTypes, rows, func(source string, args []any) error {
+			return s.retrying(ctx, "RecordAccess", func(ctx context.Context) error {
+				_, err := s.write.ExecContext(ctx, s.q(strings.Replace(insertAccessPostgres, "{entries}", source, 1)), args...)
+				return err
+			})
+		})
+	}
+	return s.transact(ctx, "RecordAccess", func(tx *txn) error {
+		for i, row := range rows {
+			var id int64
+			err := tx.QueryRowContext(ctx, `INSERT INTO access_log (`+accessColumns+`)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING entry_id`, row...).Scan(&id)
+			if err != nil {
+				return err
+			}
+			for _, student := range asked[i] {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO access_log_students (entry_id, group_id, student_id)
+					SELECT ?, group_id, student_id FROM students WHERE group_id = ? AND student_id = ?`, id, row[0], student); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }
+
+// accessColumns are the columns of an access log entry that its writer
+// gives; accessTypes their SQL types, and that of the students it names,
+// a JSON array (PostgreSQL).
+const accessColumns = `group_id, at, key_id, client, endpoint, format, start_date, end_date, report_interval, class_ids, students_asked`
+
+var accessTypes = []string{"text", "bigint", "text", "text", "text", "text", "text", "text", "text", "text", "integer", "text"}
+
+// insertAccessPostgres writes the entries that {entries} selects, the
+// students each names last. Each entry takes its id first, once (a CTE
+// that calls a volatile function is evaluated once), so that the
+// students' rows can name it.
+const insertAccessPostgres = `WITH entries AS (
+	SELECT nextval('access_log_entry_id_seq') AS entry_id, e.*
+	FROM ({entries}) AS e(` + accessColumns + `, students)
+), logged AS (
+	INSERT INTO access_log (entry_id, ` + accessColumns + `) SELECT entry_id, ` + accessColumns + ` FROM entries
+)
+INSERT INTO access_log_students (entry_id, group_id, student_id)
+SELECT e.entry_id, s.group_id, s.student_id
+FROM entries e CROSS JOIN LATERAL jsonb_array_elements_text(CAST(e.students AS jsonb)) AS asked(student_id)
+JOIN students s ON s.group_id = e.group_id AND s.student_id = asked.student_id`
 
 // AccessLog lists the group's entries as f picks them, newest first, with
 // their keys' prefixes and labels as they are now.

@@ -234,10 +234,16 @@ func (s *Store) wrap(op string, err error) error {
 // transact runs fn in a write transaction, again when the database asks
 // for a retry (a deadlock or serialization failure) while ctx lasts.
 func (s *Store) transact(ctx context.Context, op string, fn func(tx *txn) error) error {
+	return s.retrying(ctx, op, func(ctx context.Context) error { return s.transactOnce(ctx, fn) })
+}
+
+// retrying runs once, again when the database asks for a retry (a
+// deadlock or serialization failure) while ctx lasts.
+func (s *Store) retrying(ctx context.Context, op string, once func(context.Context) error) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
-		err := s.transactOnce(ctx, fn)
+		err := once(ctx)
 		if err != nil && attempt < 5 && s.dialect.retryable(err) {
 			if s.observer != nil {
 				s.observer.Retried(op)
