@@ -109,7 +109,10 @@ func (s *Store) migrateServer(ctx context.Context, log *slog.Logger, sh *shard, 
 			return applied, err
 		}
 		applied++
-		log.Info("migrated", "server", sh.replicas[0].addr, "version", m.version, "file", m.file, "duration", time.Since(start))
+		log.Debug("migration applied", "server", sh.replicas[0].addr, "version", m.version, "file", m.file, "duration", time.Since(start))
+	}
+	if applied > 0 {
+		log.Info("migrated", "server", sh.replicas[0].addr, "migrations", applied, "version", list[len(list)-1].version)
 	}
 	return applied, nil
 }

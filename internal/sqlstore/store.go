@@ -198,8 +198,15 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) (applied int, err
 	if err != nil {
 		return 0, s.wrap("Migrate", err)
 	}
+	// A new store takes every migration: one line says so, each its own
+	// at debug.
+	var took time.Duration
 	for _, r := range results {
-		log.Info("migrated", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+		log.Debug("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+		took += r.Duration
+	}
+	if len(results) > 0 {
+		log.Info("migrated", "migrations", len(results), "version", results[len(results)-1].Source.Version, "duration", took)
 	}
 	return len(results), nil
 }
