@@ -87,25 +87,22 @@ func (s *Store) writeAccess() {
 }
 
 // insertAccess writes the entries, each with the enrolled students it
-// names, all or none. On PostgreSQL that is one statement, its own
-// transaction: one round trip and one commit for the batch, where a
-// transaction took two more round trips, and one more a student named.
+// names (a JSON array, the last column of its row), all or none. On
+// PostgreSQL that is one statement, its own transaction: one round trip
+// and one commit for the batch, where a transaction took two more round
+// trips, and one more a student named.
 func (s *Store) insertAccess(ctx context.Context, entries []analytics.AccessEntry) error {
 	rows := make([][]any, len(entries))
-	asked := make([][]string, len(entries))
 	for i, e := range entries {
 		classes, err := json.Marshal(append([]string{}, e.ClassIDs...))
 		if err != nil {
 			return err
 		}
-		asked[i] = slices.Compact(slices.Sorted(slices.Values(e.StudentIDs)))
+		asked := slices.Compact(slices.Sorted(slices.Values(e.StudentIDs)))
 		rows[i] = []any{e.GroupID, millis(e.At), e.KeyID, e.Client, e.Endpoint, e.Format, e.StartDate, e.EndDate, e.Interval,
-			string(classes), len(asked[i])}
+			string(classes), len(asked), jsonList(append([]string{}, asked...))}
 	}
 	if s.dialect.name == "postgres" {
-		for i := range rows {
-			rows[i] = append(rows[i], jsonList(append([]string{}, asked[i]...)))
-		}
 		return s.eachRowSource(accessTypes, rows, func(source string, args []any) error {
 			return s.retrying(ctx, "RecordAccess", func(ctx context.Context) error {
 				_, err := s.write.ExecContext(ctx, s.q(strings.Replace(insertAccessPostgres, "{entries}", source, 1)), args...)
@@ -114,18 +111,21 @@ func (s *Store) insertAccess(ctx context.Context, entries []analytics.AccessEntr
 		})
 	}
 	return s.transact(ctx, "RecordAccess", func(tx *txn) error {
-		for i, row := range rows {
+		for _, row := range rows {
+			entry, students := row[:len(row)-1], row[len(row)-1]
 			var id int64
 			err := tx.QueryRowContext(ctx, `INSERT INTO access_log (`+accessColumns+`)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING entry_id`, row...).Scan(&id)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING entry_id`, entry...).Scan(&id)
 			if err != nil {
 				return err
 			}
-			for _, student := range asked[i] {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO access_log_students (entry_id, group_id, student_id)
-					SELECT ?, group_id, student_id FROM students WHERE group_id = ? AND student_id = ?`, id, row[0], student); err != nil {
-					return err
-				}
+			if students == "[]" { // all of them: none named
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO access_log_students (entry_id, group_id, student_id)
+				SELECT ?, group_id, student_id FROM students
+				WHERE group_id = ? AND student_id IN (SELECT value FROM json_each(?))`, id, row[0], students); err != nil {
+				return err
 			}
 		}
 		return nil
