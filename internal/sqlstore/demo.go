@@ -81,8 +81,15 @@ func (s *Store) lockDemo(ctx context.Context) error {
 			}
 			return ErrDemoRunning
 		}
-		// Before the pool closes, which waits for its connections.
-		s.closers = append([]func() error{conn.Close}, s.closers...)
+		// Before the pool closes, which waits for its connections. The lock
+		// is let go of first, at once: closed, the connection's session
+		// would end (and let go) a moment after Close returns, when a demo
+		// started again at once could find it still held.
+		release := func() error {
+			_, err := conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, int64(demoLockID))
+			return errors.Join(err, conn.Close())
+		}
+		s.closers = append([]func() error{release}, s.closers...)
 		return nil
 	}
 	f, err := os.Open(s.file)
