@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 )
 
 // demoApplicationID marks a SQLite file as a demo store ("GAdm" in the
@@ -86,7 +87,9 @@ func (s *Store) lockDemo(ctx context.Context) error {
 		// would end (and let go) a moment after Close returns, when a demo
 		// started again at once could find it still held.
 		release := func() error {
-			_, err := conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, int64(demoLockID))
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, err := conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, int64(demoLockID))
 			return errors.Join(err, conn.Close())
 		}
 		s.closers = append([]func() error{release}, s.closers...)
