@@ -283,10 +283,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	fmt.Fprintf(cfg.Out, "floor: p50 %.3f ms with rate limits and metrics, %.3f ms without\n", res.Floor.P50, res.FloorBare.P50)
 	answers := map[string]answer{}
 	for _, sc := range scenarios {
-		key := keys.main
-		if sc.group != "" {
-			key = keys.other
-		}
+		key := keys.of(sc)
 		if sc.minCellSize > 0 {
 			if err := store.SetMinCellSize(ctx, "bench-main", sc.minCellSize); err != nil {
 				return nil, err
@@ -462,6 +459,15 @@ func usageDatabase(cfg Config) (string, error) {
 
 type benchKeys struct{ main, other, empty, token string }
 
+// of is the key that asks sc's reports: the other group's when sc names
+// it, else the main group's.
+func (k benchKeys) of(sc scenario) string {
+	if sc.group != "" {
+		return k.other
+	}
+	return k.main
+}
+
 // setUp creates the groups (in UTC, so that the baseline's SQL cuts days
 // as the service does), their plans, students and keys, an empty group for
 // the floor, a group for ingestion, and a platform token.
@@ -569,10 +575,7 @@ func measureAccessLog(cfg Config, serverArgs []string, srv *Server, keys benchKe
 	servers := []*Server{srv, off}
 	var costs []AccessLogCost
 	for _, sc := range scenarios {
-		key := keys.main
-		if sc.group != "" {
-			key = keys.other
-		}
+		key := keys.of(sc)
 		// One answer each first, unmeasured: the second server has not
 		// answered this yet, and what a first answer costs (reading what
 		// the engine keeps) is not what the log costs.
