@@ -514,6 +514,7 @@ func (s *Store) prepareWrites(ctx context.Context, sh *shard, ws []*groupWrite) 
 	if err := lookups.Wait(); err != nil {
 		return err
 	}
+	s.readIDSets(ctx, sh, ws)
 	for _, w := range ws {
 		w.ords = ords[w.p.GroupID]
 		seen := stored[w.p.GroupID]

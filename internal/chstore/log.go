@@ -162,10 +162,16 @@ func (s *Store) storedOnShards(ctx context.Context, tx LogLock, added map[string
 			failed[g] = err
 			continue
 		}
+		list := slices.Collect(maps.Keys(ids))
+		if maybe, known := s.ids.maybeStored(p, list); known {
+			if list = maybe; len(list) == 0 {
+				continue // none can be on the shard
+			}
+		}
 		if byShard[sh] == nil {
 			byShard[sh] = map[string][]string{}
 		}
-		byShard[sh][g] = slices.Collect(maps.Keys(ids))
+		byShard[sh][g] = list
 	}
 	stored := map[string]map[string]bool{}
 	var mu sync.Mutex
@@ -344,6 +350,9 @@ func (s *Store) apply(ctx context.Context, groups []string, mode LockMode, extra
 			res.failed[g] = w.err
 		case len(w.rows.events) > 0:
 			s.states.put(g, w.st.after(w.rows))
+			s.ids.written(w.p, w.rows.seq, w.ids)
+		default: // every id found stored: the group's number stays
+			s.ids.written(w.p, w.p.Seq, w.ids)
 		}
 		if w.err == nil && len(w.extra) > 0 {
 			res.extraNew[g] = w.extraNew

@@ -57,6 +57,9 @@ type Store struct {
 	// loading has the groups whose state a read is loading: the reads of
 	// one report, made at once, load it once.
 	loading keyLocks
+	// ids are the hashes of the ids the shards hold of the groups the
+	// process writes (ids.go).
+	ids *idSets
 	// The applier of the write-behind log (log.go): woken by applyWake,
 	// stopped by quit; logDepth and logOldest (Unix ms) are its figures
 	// as last read, logDepth kept up to date in between; sinceApply
@@ -172,7 +175,7 @@ func Open(ctx context.Context, raw string, dir Coordinator, opts Options) (*Stor
 	s := &Store{dir: dir, database: cfg.Database, timeout: opts.CallTimeout,
 		observer: opts.Observer, log: opts.Log, pending: map[string][]*rollup.Call{},
 		flushing: map[string]bool{}, wake: make(chan struct{}, 1),
-		applyWake: make(chan struct{}, 1), retryAt: map[string]time.Time{}}
+		applyWake: make(chan struct{}, 1), retryAt: map[string]time.Time{}, ids: newIDSets()}
 	s.quit, s.stop = context.WithCancel(context.Background())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
