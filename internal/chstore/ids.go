@@ -9,6 +9,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/cache"
 )
 
 // Telling a logged event's id new from one the group's shard holds takes a
@@ -36,43 +37,44 @@ const (
 	maxLoadedIDs = 200_000
 )
 
-// idSet is the hashes of the ids a group's shard holds as of write seq.
-type idSet struct {
-	shard  string
-	epoch  int64
-	seq    int64
-	hashes map[uint64]struct{}
-	used   int64
-}
-
-// idSets are the sets a process keeps, by group.
+// idSets are the hashes of the ids each group's shard holds, kept by
+// group under the version of the placement they are as of (idsVersion),
+// the groups used longest ago dropped first. mu guards the hashes, which a
+// write adds to in place.
 type idSets struct {
 	mu   sync.Mutex
 	seed maphash.Seed
-	sets map[string]*idSet
+	sets *cache.Versioned[map[uint64]struct{}]
 	// tooLarge are the groups found with more than maxGroupIDs ids.
 	tooLarge map[string]bool
-	kept     int
-	tick     int64
 }
 
 func newIDSets() *idSets {
-	return &idSets{seed: maphash.MakeSeed(), sets: map[string]*idSet{}, tooLarge: map[string]bool{}}
+	return &idSets{seed: maphash.MakeSeed(), sets: cache.New[map[uint64]struct{}](maxKeptIDs), tooLarge: map[string]bool{}}
+}
+
+// idsVersion names a group's writes as of placement p: its shard, its
+// epoch and its write number.
+func idsVersion(p Placement) string {
+	return p.Shard + " " + strconv.FormatInt(p.Epoch, 10) + " " + strconv.FormatInt(p.Seq, 10)
 }
 
 // maybeStored returns the ids of the group placed as p that its shard may
 // hold, and true; or false when no set agrees with p, and every id must be
 // looked up.
 func (s *idSets) maybeStored(p Placement, ids []string) ([]string, bool) {
+	if p.Intent != nil {
+		return nil, false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	set := s.sets[p.GroupID]
-	if set == nil || p.Intent != nil || set.shard != p.Shard || set.epoch != p.Epoch || set.seq != p.Seq {
+	hashes, ok := s.sets.Get(p.GroupID, idsVersion(p))
+	if !ok {
 		return nil, false
 	}
 	var maybe []string
 	for _, id := range ids {
-		if _, ok := set.hashes[maphash.String(s.seed, id)]; ok {
+		if _, ok := hashes[maphash.String(s.seed, id)]; ok {
 			maybe = append(maybe, id)
 		}
 	}
@@ -84,11 +86,8 @@ func (s *idSets) maybeStored(p Placement, ids []string) ([]string, bool) {
 func (s *idSets) wanted(p Placement) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.tooLarge[p.GroupID] {
-		return false
-	}
-	set := s.sets[p.GroupID]
-	return set == nil || set.shard != p.Shard || set.epoch != p.Epoch || set.seq != p.Seq
+	_, ok := s.sets.Get(p.GroupID, idsVersion(p))
+	return !ok && !s.tooLarge[p.GroupID]
 }
 
 // load makes ids, all its shard holds, the set of the group placed as p
@@ -97,14 +96,10 @@ func (s *idSets) load(p Placement, ids []string, tooLarge bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if tooLarge {
-		s.dropLocked(p.GroupID)
-		s.tooLarge[p.GroupID] = true
+		s.keepLocked(p, nil)
 		return
 	}
-	set := &idSet{shard: p.Shard, epoch: p.Epoch, seq: p.Seq, hashes: make(map[uint64]struct{}, len(ids))}
-	s.dropLocked(p.GroupID)
-	s.sets[p.GroupID] = set
-	s.addLocked(p.GroupID, set, ids)
+	s.keepLocked(p, s.addLocked(make(map[uint64]struct{}, len(ids)), ids))
 }
 
 // written moves the group's set, at p's number, on to seq: a write of ids
@@ -113,54 +108,36 @@ func (s *idSets) load(p Placement, ids []string, tooLarge bool) {
 func (s *idSets) written(p Placement, seq int64, ids []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	set := s.sets[p.GroupID]
-	if set == nil {
-		return
+	hashes, ok := s.sets.Get(p.GroupID, idsVersion(p))
+	if !ok {
+		return // none, or one at another number, which no later placement is at
 	}
-	if set.shard != p.Shard || set.epoch != p.Epoch || set.seq != p.Seq {
-		s.dropLocked(p.GroupID)
-		return
-	}
-	set.seq = seq
-	s.addLocked(p.GroupID, set, ids)
+	p.Seq = seq
+	s.keepLocked(p, s.addLocked(hashes, ids))
 }
 
 // room is how many more ids the sets may hold.
 func (s *idSets) room() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return int64(maxKeptIDs - s.kept)
+	return int64(maxKeptIDs - s.sets.Cost())
 }
 
-func (s *idSets) addLocked(groupID string, set *idSet, ids []string) {
-	before := len(set.hashes)
+func (s *idSets) addLocked(hashes map[uint64]struct{}, ids []string) map[uint64]struct{} {
 	for _, id := range ids {
-		set.hashes[maphash.String(s.seed, id)] = struct{}{}
+		hashes[maphash.String(s.seed, id)] = struct{}{}
 	}
-	s.kept += len(set.hashes) - before
-	s.tick++
-	set.used = s.tick
-	if len(set.hashes) > maxGroupIDs {
-		s.dropLocked(groupID)
-		s.tooLarge[groupID] = true
+	return hashes
+}
+
+// keepLocked keeps hashes as the set of the group placed as p, in place
+// of its set at another number; nil hashes, or more than maxGroupIDs,
+// mark the group too large for a set.
+func (s *idSets) keepLocked(p Placement, hashes map[uint64]struct{}) {
+	if hashes == nil || len(hashes) > maxGroupIDs {
+		s.tooLarge[p.GroupID] = true
+		s.sets.Put(p.GroupID, "", nil, 0) // drops what was kept
 		return
 	}
-	for s.kept > maxKeptIDs && len(s.sets) > 1 {
-		oldest := ""
-		for g, other := range s.sets {
-			if g != groupID && (oldest == "" || other.used < s.sets[oldest].used) {
-				oldest = g
-			}
-		}
-		s.dropLocked(oldest)
-	}
-}
-
-func (s *idSets) dropLocked(groupID string) {
-	if set := s.sets[groupID]; set != nil {
-		s.kept -= len(set.hashes)
-		delete(s.sets, groupID)
-	}
+	s.sets.Put(p.GroupID, idsVersion(p), hashes, len(hashes))
 }
 
 // readIDSets makes the sets of the writes' groups that want one, on sh:

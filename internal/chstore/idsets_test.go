@@ -50,10 +50,12 @@ func TestIDSetsAgreeWithThePlacement(t *testing.T) {
 	if sets.wanted(at(5)) {
 		t.Error("a group too large for a set is wanted")
 	}
-	for i := range maxKeptIDs/maxGroupIDs + 1 {
-		sets.load(Placement{GroupID: fmt.Sprint("h", i), Shard: "a", Seq: 1}, idList(fmt.Sprint("h", i), maxGroupIDs), false)
+	h := func(i int) Placement { return Placement{GroupID: fmt.Sprint("h", i), Shard: "a", Seq: 1} }
+	last := maxKeptIDs / maxGroupIDs
+	for i := range last + 1 {
+		sets.load(h(i), idList(h(i).GroupID, maxGroupIDs), false)
 	}
-	if sets.kept > maxKeptIDs || sets.sets["h0"] != nil || sets.sets[fmt.Sprint("h", maxKeptIDs/maxGroupIDs)] == nil {
-		t.Errorf("kept %d ids of %d sets, want at most %d, the oldest dropped", sets.kept, len(sets.sets), maxKeptIDs)
+	if kept := maxKeptIDs - sets.room(); kept > maxKeptIDs || !sets.wanted(h(0)) || sets.wanted(h(last)) {
+		t.Errorf("kept %d ids, want at most %d, the oldest set dropped and the newest kept", kept, maxKeptIDs)
 	}
 }
