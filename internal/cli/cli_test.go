@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"reflect"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -255,6 +257,37 @@ func TestMemoryLimitFlag(t *testing.T) {
 		}
 		if err == nil && m.String() != c.in {
 			t.Errorf("%q is written back as %q", c.in, m.String())
+		}
+	}
+}
+
+// TestMemoryLimitApplied: a serving process runs under the default memory
+// limit, or the flag's, or GOMEMLIMIT's, and then collects at gcPercent
+// unless GOGC is set; with the limit off, Go's defaults stand.
+func TestMemoryLimitApplied(t *testing.T) {
+	limit, percent := debug.SetMemoryLimit(-1), debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetMemoryLimit(limit); debug.SetGCPercent(percent) })
+	for _, c := range []struct {
+		flag             memoryLimit
+		gomemlimit, gogc string
+		wantLimit        int64
+		wantPercent      int
+	}{
+		{0, "", "", defaultMemoryLimit, gcPercent},
+		{2 << 30, "", "", 2 << 30, gcPercent},
+		{0, "1GiB", "", math.MaxInt64, gcPercent}, // the runtime read GOMEMLIMIT at start; here, none
+		{0, "", "150", defaultMemoryLimit, 100},
+		{-1, "", "", math.MaxInt64, 100},
+	} {
+		debug.SetMemoryLimit(math.MaxInt64)
+		debug.SetGCPercent(100)
+		t.Setenv("GOMEMLIMIT", c.gomemlimit)
+		t.Setenv("GOGC", c.gogc)
+		c.flag.apply()
+		gotLimit, gotPercent := debug.SetMemoryLimit(-1), debug.SetGCPercent(100)
+		if gotLimit != c.wantLimit || gotPercent != c.wantPercent {
+			t.Errorf("--memory-limit %v, GOMEMLIMIT %q, GOGC %q: limit %d, GOGC %d; want %d, %d",
+				c.flag, c.gomemlimit, c.gogc, gotLimit, gotPercent, c.wantLimit, c.wantPercent)
 		}
 	}
 }
