@@ -28,7 +28,9 @@ func startReplicated(t *testing.T) (cluster *storetest.Cluster, usage, base, key
 	stores := []string{"--db", storetest.NewPostgresDatabase(t), "--usage", usage}
 	bin := buildBinary(t)
 	key, token = setupGroup(t, bin, stores, "crash")
-	srv := startServer(t, bin, append(stores, "--store-timeout", replicaStoreTimeout.String()))
+	// The tests ask for reports until the replicas answer, for up to a
+	// minute: more than the default key rate (60 a minute) allows.
+	srv := startServer(t, bin, append(stores, "--store-timeout", replicaStoreTimeout.String(), "--key-rate-limit", "off"))
 	return cluster, usage, srv.Base, key, token
 }
 
