@@ -241,8 +241,29 @@ func (s *Store) wrap(op string, err error) error {
 // transact runs fn in a write transaction, again when the database asks
 // for a retry (a deadlock or serialization failure) while ctx lasts.
 func (s *Store) transact(ctx context.Context, op string, fn func(tx *txn) error) error {
-	return s.retrying(ctx, op, func(ctx context.Context) error { return s.transactOnce(ctx, fn) })
+	return s.transactIn(ctx, op, tempOnDisk, fn)
 }
+
+// transactIn is transact with its temporary data kept in temp.
+func (s *Store) transactIn(ctx context.Context, op string, temp tempStore, fn func(tx *txn) error) error {
+	return s.retrying(ctx, op, func(ctx context.Context) error { return s.transactOnce(ctx, temp, fn) })
+}
+
+// tempStore is where a SQLite write transaction keeps its temporary data,
+// its statement journals among them (the pages a statement changes, kept
+// so that it can be undone alone).
+type tempStore string
+
+const (
+	// tempOnDisk, SQLite's default, spills a statement journal past 64 KiB
+	// to a temporary file: a statement deleting a school's million rows
+	// keeps them there, not in memory.
+	tempOnDisk tempStore = "DEFAULT"
+	// tempInMemory keeps them in memory: for appends, whose statements are
+	// bounded by their batch, and which under a firehose wrote as many
+	// pages to the temporary file as to the WAL (BENCHMARKS.md).
+	tempInMemory tempStore = "MEMORY"
+)
 
 // retrying runs once, again when the database asks for a retry (a
 // deadlock or serialization failure) while ctx lasts.
@@ -266,12 +287,19 @@ func (s *Store) retrying(ctx context.Context, op string, once func(context.Conte
 	}
 }
 
-func (s *Store) transactOnce(ctx context.Context, fn func(tx *txn) error) error {
+func (s *Store) transactOnce(ctx context.Context, temp tempStore, fn func(tx *txn) error) error {
 	conn, err := s.write.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	if s.dialect.name == "sqlite" {
+		// Set on the connection before the transaction: it cannot change
+		// within one.
+		if _, err := conn.ExecContext(ctx, "PRAGMA temp_store = "+string(temp)); err != nil {
+			return err
+		}
+	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
