@@ -3,6 +3,8 @@ package sqlstore_test
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,6 +73,47 @@ func BenchmarkAppendOne(b *testing.B) {
 				}
 				n++
 			}
+		})
+	}
+}
+
+// BenchmarkAppendFirehose appends one event a call from 256 goroutines
+// at once, to 1,000 groups, each event a student's first, as the bench's
+// firehose sends them but without HTTP: what the merged writes cost the
+// writer (go test -cpuprofile tells where).
+func BenchmarkAppendFirehose(b *testing.B) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		b.Run(d, func(b *testing.B) {
+			store := storetest.Open(b, d)
+			ctx := context.Background()
+			const groups, callers = 1000, 256
+			for g := range groups {
+				if err := store.CreateGroup(ctx, analytics.Group{ID: fmt.Sprintf("g%04d", g), Name: "g", TimeZone: "UTC"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			at := time.Date(2025, 1, 1, 10, 0, 0, 0, time.UTC)
+			var next atomic.Int64
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for range callers {
+				wg.Go(func() {
+					for {
+						n := next.Add(1) - 1
+						if n >= int64(b.N) {
+							return
+						}
+						e := analytics.Event{GroupID: fmt.Sprintf("g%04d", n%groups), ID: fmt.Sprintf("e%010d", n), StudentID: fmt.Sprintf("s%07d", n/groups),
+							OccurredAt: at, Metric: analytics.Metric(n % int64(analytics.NumMetrics)), Day: analytics.DayOf(at, time.UTC)}
+						if _, err := store.AppendEvents(ctx, []analytics.Event{e}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
 	}
 }

@@ -49,6 +49,9 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	for k, v := range params {
 		writeParams[k] = v
 	}
+	// The one write connection runs every kind of write, each of its
+	// multi-row statements in a few sizes (eachRowSource).
+	writeParams.Set("_stmt_cache_size", "256")
 	write, err := sql.Open("sqlite3", "file:"+path+"?"+writeParams.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)

@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"slices"
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -359,7 +359,15 @@ func (s *Store) eachRowSource(types []string, rows [][]any, run func(source stri
 		}
 		return run("SELECT * FROM unnest("+strings.Join(casts, ", ")+")", args)
 	}
-	for chunk := range slices.Chunk(rows, s.dialect.maxParams/len(types)) {
+	// SQLite parses and plans a statement of n rows anew for each n it
+	// has not prepared yet. So rows go in chunks of powers of two, the
+	// largest that fits first: a statement comes in a few sizes, each kept
+	// prepared in the connection's statement cache.
+	limit := min(s.dialect.maxParams/len(types), maxChunkRows)
+	for len(rows) > 0 {
+		n := 1 << (bits.Len(uint(min(len(rows), limit))) - 1)
+		chunk := rows[:n]
+		rows = rows[n:]
 		args := make([]any, 0, len(chunk)*len(types))
 		for _, row := range chunk {
 			args = append(args, row...)
@@ -370,6 +378,10 @@ func (s *Store) eachRowSource(types []string, rows [][]any, run func(source stri
 	}
 	return nil
 }
+
+// maxChunkRows is the most rows a SQLite statement of eachRowSource
+// takes, which bounds what its prepared statement holds in the cache.
+const maxChunkRows = 4096
 
 // query runs query in tx; with scan set, it passes every row to scan.
 func (s *Store) query(ctx context.Context, tx *txn, query string, args []any, scan func(*sql.Rows) error) error {
