@@ -386,16 +386,21 @@ const maxChunkRows = 4096
 // query runs query in tx; with scan set, it passes every row to scan.
 func (s *Store) query(ctx context.Context, tx *txn, query string, args []any, scan func(*sql.Rows) error) error {
 	query = s.q(query)
-	if scan == nil {
+	if scan == nil && s.dialect.name != "sqlite" {
 		_, err := tx.ExecContext(ctx, query, args...)
 		return err
 	}
+	// On SQLite a statement without rows runs as a query too. The driver
+	// runs an exec on a goroutine of its own, so as to interrupt it if
+	// ctx ends, and the caller waits for that goroutine; it steps a query
+	// on the caller's goroutine, with the interrupt armed by
+	// context.AfterFunc. An append runs dozens of these statements.
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
+	for scan != nil && rows.Next() {
 		if err := scan(rows); err != nil {
 			return err
 		}
