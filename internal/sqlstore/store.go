@@ -344,8 +344,8 @@ func (s *Store) selectKeyed(ctx context.Context, tx *txn, query string, types []
 // eachRowSource passes rows whose columns have the given SQL types to run
 // as the source of a statement, "SELECT …" or "VALUES …", with its
 // arguments: PostgreSQL takes one array per column and unnests them, in
-// one statement; SQLite takes multi-row VALUES, as many rows as its
-// parameter limit allows.
+// one statement; SQLite takes multi-row VALUES, in statements of a few
+// sizes (below).
 func (s *Store) eachRowSource(types []string, rows [][]any, run func(source string, args []any) error) error {
 	if len(rows) == 0 {
 		return nil
