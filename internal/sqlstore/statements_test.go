@@ -9,16 +9,23 @@ import (
 	"testing"
 )
 
+// openTestSQLite opens a store on a new SQLite file, closed when the test
+// ends; it is not migrated.
+func openTestSQLite(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "store.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // TestSQLiteStatementSizes: SQLite's multi-row statements take every row,
 // in order, in chunks of powers of two, the largest first and none over
 // maxChunkRows, so that the statements of any batch come in a few sizes.
 func TestSQLiteStatementSizes(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "store.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestSQLite(t)
 	types := []string{"text", "integer"}
 	for _, tc := range []struct {
 		rows  int
@@ -59,11 +66,7 @@ func TestSQLiteStatementSizes(t *testing.T) {
 // and is not run once its context has ended.
 func TestSQLiteStatementsWithoutRows(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "store.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestSQLite(t)
 	if _, err := s.Migrate(ctx, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}

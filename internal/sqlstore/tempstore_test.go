@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 )
 
@@ -12,11 +11,7 @@ import (
 // deletion never keeps its statement journal in memory after an append.
 func TestTempStoreIsPerTransaction(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "store.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestSQLite(t)
 	tempStoreIn := func(temp tempStore) int {
 		t.Helper()
 		var got int
