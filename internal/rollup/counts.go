@@ -220,6 +220,17 @@ func AddToRow(row []byte, add []StudentCounts) ([]byte, error) {
 	return out, nil
 }
 
+// AddRows returns the encoded row with the encoded row add (both as
+// AppendCounts writes them) added: what a database that merges rows in
+// its upsert computes, so that a write need not read the row first.
+func AddRows(row, add []byte) ([]byte, error) {
+	students, err := DecodeCounts(add)
+	if err != nil {
+		return nil, err
+	}
+	return AddToRow(row, students)
+}
+
 // entrySize returns the length of the entry body at the start of b: its
 // mask byte and one varint per bit set.
 func entrySize(b []byte) (int, error) {

@@ -104,6 +104,9 @@ func TestAddToRowAgreesWithDecodeAndEncode(t *testing.T) {
 		if err != nil || !bytes.Equal(got, AppendCounts(nil, want)) {
 			t.Fatalf("AddToRow(%v, %v) = %x, %v; want %x", row, add, got, err, AppendCounts(nil, want))
 		}
+		if merged, err := AddRows(AppendCounts(nil, row), AppendCounts(nil, add)); err != nil || !bytes.Equal(merged, got) {
+			t.Fatalf("AddRows(%v, %v) = %x, %v; want AddToRow's %x", row, add, merged, err, got)
+		}
 	}
 }
 
@@ -118,6 +121,12 @@ func TestCorruptCountsAreAnError(t *testing.T) {
 		}
 		if _, err := AddToRow(b, nil); !errors.Is(err, ErrCorruptCounts) && b != nil {
 			t.Errorf("AddToRow(%x): %v, want ErrCorruptCounts", b, err)
+		}
+		if _, err := AddRows(good, b); !errors.Is(err, ErrCorruptCounts) {
+			t.Errorf("AddRows(good, %x): %v, want ErrCorruptCounts", b, err)
+		}
+		if _, err := AddRows(b, good); !errors.Is(err, ErrCorruptCounts) && b != nil {
+			t.Errorf("AddRows(%x, good): %v, want ErrCorruptCounts", b, err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package rollup
 
 import (
 	"encoding/binary"
+	"slices"
 	"strings"
 
 	"groupanalytics/internal/analytics"
@@ -45,6 +46,19 @@ func EncodeSet(s analytics.StudentSet) []byte {
 		binary.LittleEndian.PutUint64(b[8*i:], s[i])
 	}
 	return b
+}
+
+// UnionSets returns the union of two sets that EncodeSet stored, stored
+// alike: the words of one ORed into the other's.
+func UnionSets(a, b []byte) []byte {
+	if len(a) < len(b) {
+		a, b = b, a
+	}
+	out := slices.Clone(a)
+	for i := range b {
+		out[i] |= b[i]
+	}
+	return out
 }
 
 // DecodeSet reads what EncodeSet stored.

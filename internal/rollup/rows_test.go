@@ -1,6 +1,8 @@
 package rollup
 
 import (
+	"bytes"
+	"slices"
 	"testing"
 
 	"groupanalytics/internal/analytics"
@@ -15,6 +17,34 @@ func TestSetEncoding(t *testing.T) {
 	b := EncodeSet(s)
 	if round := DecodeSet(b); round.Len() != 5 || len(b) != 8*11 {
 		t.Fatalf("round trip: Len %d, %d bytes; want 5 members in 11 words (no trailing empty ones)", round.Len(), len(b))
+	}
+}
+
+// UnionSets joins two stored sets as StudentSet.Union joins them, whichever
+// is longer, without trailing empty words.
+func TestUnionSets(t *testing.T) {
+	set := func(members ...int) analytics.StudentSet {
+		var s analytics.StudentSet
+		for _, n := range members {
+			s.Add(n)
+		}
+		return s
+	}
+	for _, c := range []struct{ a, b analytics.StudentSet }{
+		{nil, nil},
+		{set(1), nil},
+		{nil, set(700)},
+		{set(0, 63), set(64, 65)},
+		{set(3, 1000), set(3, 4)},
+		{set(5), set(5)},
+	} {
+		want := slices.Clone(c.a)
+		want.Union(c.b)
+		for _, args := range [][2]analytics.StudentSet{{c.a, c.b}, {c.b, c.a}} {
+			if got := UnionSets(EncodeSet(args[0]), EncodeSet(args[1])); !bytes.Equal(got, EncodeSet(want)) {
+				t.Errorf("UnionSets(%v, %v) = %v, want %v", args[0], args[1], DecodeSet(got), want)
+			}
+		}
 	}
 }
 

@@ -17,15 +17,23 @@ import (
 // encoded by rollup.AppendCounts. A write reads the rows it changes, adds
 // its counts and writes them back, under the group's write lock.
 
-// addCounts adds the delta's student counts to their rows.
+// addCounts adds the delta's student counts to their rows: merged into
+// them by the upsert where the database can (mergesRollups), or else read
+// first and written back.
 func (s *Store) addCounts(ctx context.Context, tx *txn, delta *rollup.Delta, ordinals map[[2]string]int) error {
 	keys, add := delta.CountsRows(func(groupID, studentID string) int { return ordinals[[2]string{groupID, studentID}] })
 	if len(keys) == 0 {
 		return nil
 	}
-	current, err := s.countsRows(ctx, tx, keys)
-	if err != nil {
-		return err
+	onConflict := "ON CONFLICT (group_id, span, period, chunk) DO UPDATE SET counts = excluded.counts"
+	var current map[rollup.CountsKey][]byte
+	if s.dialect.mergesRollups {
+		onConflict = "ON CONFLICT (group_id, span, period, chunk) DO UPDATE SET counts = add_student_counts(student_counts.counts, excluded.counts)"
+	} else {
+		var err error
+		if current, err = s.countsRows(ctx, tx, keys); err != nil {
+			return err
+		}
 	}
 	rows := make([][]any, len(keys))
 	for i, k := range keys {
@@ -36,8 +44,7 @@ func (s *Store) addCounts(ctx context.Context, tx *txn, delta *rollup.Delta, ord
 		rows[i] = []any{k.GroupID, int(k.Span), int(k.Key), k.Chunk, b}
 	}
 	return s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
-		append(countsKeyTypes, "bytea"), rows,
-		"ON CONFLICT (group_id, span, period, chunk) DO UPDATE SET counts = excluded.counts", nil)
+		append(countsKeyTypes, "bytea"), rows, onConflict, nil)
 }
 
 // countsRows reads the stored rows of keys (sorted); those not stored yet

@@ -10,6 +10,8 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 	"github.com/pressly/goose/v3"
+
+	"groupanalytics/internal/rollup"
 )
 
 var sqliteDialect = dialect{
@@ -23,7 +25,25 @@ var sqliteDialect = dialect{
 		return errors.As(err, &e) && (e.Code == sqlite3.ErrBusy || e.Code == sqlite3.ErrLocked ||
 			e.Code == sqlite3.ErrCantOpen || e.Code == sqlite3.ErrIoErr || e.Code == sqlite3.ErrFull)
 	},
-	retryable: func(error) bool { return false },
+	retryable:     func(error) bool { return false },
+	mergesRollups: true,
+}
+
+// sqliteDriver is SQLite with the functions by which a write adds to a
+// rollup row in the upsert that writes it, rather than reading the row
+// first: add_student_counts(stored, added) adds two rows of students'
+// counts (rollup.AddRows), union_students(stored, added) joins two
+// student sets (rollup.UnionSets). Nothing stored refers to them, so the
+// file stays readable by any SQLite.
+const sqliteDriver = "sqlite3_groupanalytics"
+
+func init() {
+	sql.Register(sqliteDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		if err := c.RegisterFunc("add_student_counts", rollup.AddRows, true); err != nil {
+			return err
+		}
+		return c.RegisterFunc("union_students", rollup.UnionSets, true)
+	}})
 }
 
 // openSQLite opens the file at path, creating it if needed. Writes go
@@ -52,7 +72,7 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	// The one write connection runs every kind of write, each of its
 	// multi-row statements in a few sizes (eachRowSource).
 	writeParams.Set("_stmt_cache_size", "256")
-	write, err := sql.Open("sqlite3", "file:"+path+"?"+writeParams.Encode())
+	write, err := sql.Open(sqliteDriver, "file:"+path+"?"+writeParams.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}

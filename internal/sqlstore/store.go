@@ -100,6 +100,11 @@ type dialect struct {
 	appendWriters int
 	unavailable   func(error) bool
 	retryable     func(error) bool
+	// mergesRollups: the upsert of a rollup row adds to the stored row
+	// itself (SQLite, by functions of sqliteDriver), so that an append
+	// writes its rollup rows without reading them. Otherwise it reads
+	// them under the group's lock and writes the sums back.
+	mergesRollups bool
 }
 
 // Open opens the store that dsn names: a postgres:// or postgresql:// URL,

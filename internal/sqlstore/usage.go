@@ -10,6 +10,7 @@ import (
 	"hash/maphash"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -311,8 +312,9 @@ func scanKeys(rows *sql.Rows) (map[[2]string]bool, error) {
 
 // applyDelta adds delta to the rollups: the students' counts to their
 // rows, the group rows' counts and student sets (of days, weeks and
-// months) by reading each under lock and writing the sum and union back.
-// known holds ordinals read already in tx (or is nil).
+// months), merged into the stored rows by the upsert where the database
+// can (mergesRollups), or else read under lock and written back. known
+// holds ordinals read already in tx (or is nil).
 func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *rollup.Delta, known map[[2]string]int) error {
 	delta.AddWeeks()
 	ordinals, err := s.ordinals(ctx, tx, delta.StudentIDs(), known)
@@ -322,7 +324,7 @@ func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *rollup.Delta, kn
 	if err := s.addCounts(ctx, tx, delta, ordinals); err != nil {
 		return err
 	}
-	return s.updateGroupRollups(ctx, tx, delta.GroupKeys(), func(k rollup.GroupKey, r *analytics.GroupRollup) {
+	add := func(k rollup.GroupKey, r *analytics.GroupRollup) {
 		d := delta.Groups[k]
 		r.Counts.Add(&d.Counts)
 		for id := range d.LiveLectureUsers {
@@ -331,7 +333,11 @@ func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *rollup.Delta, kn
 		for id := range d.ChatUsers {
 			r.ChatUsers.Add(ordinals[[2]string{k.GroupID, id}])
 		}
-	})
+	}
+	if s.dialect.mergesRollups {
+		return s.writeGroupRollups(ctx, tx, delta.GroupKeys(), nil, add, addToGroupRollup)
+	}
+	return s.updateGroupRollups(ctx, tx, delta.GroupKeys(), add)
 }
 
 // updateGroupRollups applies change to the group rollup rows of keys
@@ -357,6 +363,14 @@ func (s *Store) updateGroupRollups(ctx context.Context, tx *txn, keys []rollup.G
 	if err != nil {
 		return err
 	}
+	return s.writeGroupRollups(ctx, tx, keys, current, change, replaceGroupRollup)
+}
+
+// writeGroupRollups upserts the group rollup rows of keys, each the row of
+// current (zeros if absent) with change applied; onConflict says what
+// becomes of a row stored already.
+func (s *Store) writeGroupRollups(ctx context.Context, tx *txn, keys []rollup.GroupKey, current map[rollup.GroupKey]analytics.GroupRollup,
+	change func(rollup.GroupKey, *analytics.GroupRollup), onConflict string) error {
 	out := make([][]any, len(keys))
 	for i, k := range keys {
 		r := current[k]
@@ -370,8 +384,22 @@ func (s *Store) updateGroupRollups(ctx context.Context, tx *txn, keys []rollup.G
 		out[i] = append(row, rollup.EncodeSet(r.LiveLectureUsers), rollup.EncodeSet(r.ChatUsers))
 	}
 	return s.insertRows(ctx, tx, "group_rollups (group_id, span, period, "+metricList+", live_lecture_users, chat_users)",
-		groupRollupTypes, out, "ON CONFLICT (group_id, span, period) DO UPDATE SET "+
-			rollup.Columns("{c} = excluded.{c}")+", live_lecture_users = excluded.live_lecture_users, chat_users = excluded.chat_users", nil)
+		groupRollupTypes, out, onConflict, nil)
+}
+
+// What becomes of a group rollup row stored already: replaced by the row
+// written, or (mergesRollups) the row written added to it, its sets
+// joined by union_students unless one of them is empty.
+var (
+	replaceGroupRollup = "ON CONFLICT (group_id, span, period) DO UPDATE SET " +
+		rollup.Columns("{c} = excluded.{c}") + ", live_lecture_users = excluded.live_lecture_users, chat_users = excluded.chat_users"
+	addToGroupRollup = "ON CONFLICT (group_id, span, period) DO UPDATE SET " +
+		rollup.Columns("{c} = group_rollups.{c} + excluded.{c}") + ", " + unionOf("live_lecture_users") + ", " + unionOf("chat_users")
+)
+
+func unionOf(column string) string {
+	return strings.ReplaceAll(`{c} = CASE WHEN length(excluded.{c}) = 0 THEN group_rollups.{c}
+		WHEN length(group_rollups.{c}) = 0 THEN excluded.{c} ELSE union_students(group_rollups.{c}, excluded.{c}) END`, "{c}", column)
 }
 
 // groupRollupTypes are the SQL types of a group rollup row's columns.

@@ -1,0 +1,130 @@
+package sqlstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+// openTestUsage opens a migrated SQLite store with groups g0…g(n-1).
+func openTestUsage(t *testing.T, groups int) *Store {
+	t.Helper()
+	ctx := context.Background()
+	s := openTestSQLite(t)
+	if _, err := s.Migrate(ctx, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	for g := range groups {
+		if err := s.CreateGroup(ctx, analytics.Group{ID: fmt.Sprintf("g%d", g), Name: "g", TimeZone: "UTC"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// dumpRollups returns every rollup row of the store, in key order.
+func dumpRollups(t *testing.T, s *Store) string {
+	t.Helper()
+	var out strings.Builder
+	for _, q := range []string{
+		`SELECT group_id, span, period, ` + metricList + `, hex(live_lecture_users), hex(chat_users) FROM group_rollups ORDER BY 1, 2, 3`,
+		`SELECT group_id, span, period, chunk, hex(counts) FROM student_counts ORDER BY 1, 2, 3, 4`,
+	} {
+		rows, err := s.read.Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			values := make([]any, len(cols))
+			dest := make([]any, len(cols))
+			for i := range values {
+				dest[i] = &values[i]
+			}
+			if err := rows.Scan(dest...); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(&out, values...)
+		}
+		rows.Close()
+	}
+	return out.String()
+}
+
+// TestSQLiteUpsertMergesRollups: SQLite's appends add to the stored
+// rollup rows in the upsert (mergesRollups). Over random appends that
+// keep coming back to the same groups, days and chunks of students, the
+// rows must be byte for byte what reading them and writing the sums back
+// gives.
+func TestSQLiteUpsertMergesRollups(t *testing.T) {
+	ctx := context.Background()
+	merged, read := openTestUsage(t, 3), openTestUsage(t, 3)
+	read.dialect.mergesRollups = false
+	rng := rand.New(rand.NewPCG(3, 4))
+	start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	n := 0
+	for range 60 {
+		var events []analytics.Event
+		for range 1 + rng.IntN(40) {
+			n++
+			events = append(events, analytics.Event{
+				GroupID:    fmt.Sprintf("g%d", rng.IntN(3)),
+				ID:         fmt.Sprintf("e%d", n),
+				StudentID:  fmt.Sprintf("s%d", rng.IntN(600)), // chunks 0 to 2
+				OccurredAt: start.Add(time.Duration(rng.IntN(40*24)) * time.Hour),
+				Metric:     analytics.Metric(rng.IntN(analytics.NumMetrics)),
+			})
+		}
+		for _, s := range []*Store{merged, read} {
+			if _, err := s.AppendEvents(ctx, events); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, want := dumpRollups(t, merged), dumpRollups(t, read)
+	if got != want {
+		t.Fatalf("merged in the upsert:\n%s\nread and written back:\n%s", got, want)
+	}
+	if !strings.Contains(got, "g2") || bytes.Count([]byte(got), []byte("\n")) < 100 {
+		t.Fatalf("too few rows to tell:\n%s", got)
+	}
+}
+
+// TestSQLiteUpsertRefusesCorruptCounts: a stored row of students' counts
+// that add_student_counts cannot read fails the append, which leaves
+// nothing behind, rather than being overwritten.
+func TestSQLiteUpsertRefusesCorruptCounts(t *testing.T) {
+	ctx := context.Background()
+	s := openTestUsage(t, 1)
+	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	event := func(id string) []analytics.Event {
+		return []analytics.Event{{GroupID: "g0", ID: id, StudentID: "s", OccurredAt: at, Metric: analytics.Metric(0)}}
+	}
+	if _, err := s.AppendEvents(ctx, event("e1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.write.Exec(`UPDATE student_counts SET counts = x'02'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendEvents(ctx, event("e2")); err == nil {
+		t.Fatal("an append over a corrupt row of counts succeeded")
+	}
+	var events int
+	var counts []byte
+	if err := s.read.QueryRow(`SELECT count(*) FROM events`).Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.read.QueryRow(`SELECT counts FROM student_counts LIMIT 1`).Scan(&counts); err != nil {
+		t.Fatal(err)
+	}
+	if events != 1 || !bytes.Equal(counts, []byte{2}) {
+		t.Errorf("after the failed append: %d events, counts %x; want 1 and the row as it was", events, counts)
+	}
+}
