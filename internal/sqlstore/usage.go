@@ -427,10 +427,14 @@ func (s *Store) ordinals(ctx context.Context, tx *txn, students map[string][]str
 	if err := s.loadOrdinals(ctx, tx, ask, ordinals); err != nil {
 		return nil, err
 	}
-	missing := slices.DeleteFunc(ask, func(k []any) bool {
-		_, ok := ordinals[[2]string{k[0].(string), k[1].(string)}]
-		return ok
-	})
+	// unnumbered drops the keys that have their ordinal already.
+	unnumbered := func(keys [][]any) [][]any {
+		return slices.DeleteFunc(keys, func(k []any) bool {
+			_, ok := ordinals[[2]string{k[0].(string), k[1].(string)}]
+			return ok
+		})
+	}
+	missing := unnumbered(ask)
 	if len(missing) == 0 {
 		return ordinals, nil
 	}
@@ -462,13 +466,16 @@ func (s *Store) ordinals(ctx context.Context, tx *txn, students map[string][]str
 		count[g]--
 		numbered[i] = []any{g, k[1], next[g] - 1 - count[g]}
 	}
-	// A concurrent writer may have numbered the same student first; its
-	// number stands and ours is left unused.
+	// The numbers written come back. A writer that numbered the same
+	// student first (none can while the group's write lock is held) keeps
+	// its number, read afterwards, and ours is left unused.
 	if err := s.insertRows(ctx, tx, "usage_students (group_id, student_id, ordinal)", []string{"text", "text", "integer"}, numbered,
-		"ON CONFLICT (group_id, student_id) DO NOTHING", nil); err != nil {
+		"ON CONFLICT (group_id, student_id) DO NOTHING RETURNING group_id, student_id, ordinal", func(rows *sql.Rows) error {
+			return scanOrdinal(rows, ordinals)
+		}); err != nil {
 		return nil, err
 	}
-	if err := s.loadOrdinals(ctx, tx, missing, ordinals); err != nil {
+	if err := s.loadOrdinals(ctx, tx, unnumbered(missing), ordinals); err != nil {
 		return nil, err
 	}
 	return ordinals, nil
@@ -479,12 +486,17 @@ func (s *Store) ordinals(ctx context.Context, tx *txn, students map[string][]str
 func (s *Store) loadOrdinals(ctx context.Context, tx *txn, keys [][]any, into map[[2]string]int) error {
 	return s.selectKeyed(ctx, tx, `SELECT group_id, student_id, ordinal FROM k
 		JOIN usage_students ON group_id = k.k1 AND student_id = k.k2`, studentKeyTypes, keys, func(rows *sql.Rows) error {
-		var k [2]string
-		var n int
-		err := rows.Scan(&k[0], &k[1], &n)
-		into[k] = n
-		return err
+		return scanOrdinal(rows, into)
 	})
+}
+
+// scanOrdinal reads a (group_id, student_id, ordinal) row into into.
+func scanOrdinal(rows *sql.Rows, into map[[2]string]int) error {
+	var k [2]string
+	var n int
+	err := rows.Scan(&k[0], &k[1], &n)
+	into[k] = n
+	return err
 }
 
 // studentKeyTypes are the SQL types of a (group, student) key.
