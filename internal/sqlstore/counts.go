@@ -14,8 +14,9 @@ import (
 
 // The students' counts live in student_counts: per group, span and
 // period, one row per chunk of student ordinals, its students' counts
-// encoded by rollup.AppendCounts. A write reads the rows it changes, adds
-// its counts and writes them back, under the group's write lock.
+// encoded by rollup.AppendCounts. A write adds its counts to the rows it
+// changes under the group's write lock: in the upsert on SQLite, or by
+// reading them and writing the sums back (addCounts).
 
 // addCounts adds the delta's student counts to their rows: merged into
 // them by the upsert where the database can (mergesRollups), or else read
