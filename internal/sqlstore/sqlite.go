@@ -29,16 +29,29 @@ var sqliteDialect = dialect{
 	mergesRollups: true,
 }
 
-// sqliteDriver is SQLite with the functions by which a write adds to a
-// rollup row in the upsert that writes it, rather than reading the row
-// first: add_student_counts(stored, added) adds two rows of students'
-// counts (rollup.AddRows), union_students(stored, added) joins two
-// student sets (rollup.UnionSets). Nothing stored refers to them, so the
-// file stays readable by any SQLite.
+// sqliteDriver is SQLite as the write connection opens it: with the
+// functions by which a write adds to a rollup row in the upsert that
+// writes it, rather than reading the row first (add_student_counts(stored,
+// added) adds two rows of students' counts, rollup.AddRows;
+// union_students(stored, added) joins two student sets,
+// rollup.UnionSets), and checkpoints every walCheckpointPages. Nothing
+// stored refers to the functions, so the file stays readable by any
+// SQLite.
 const sqliteDriver = "sqlite3_groupanalytics"
+
+// walCheckpointPages is how many pages the WAL takes before a commit
+// copies them back into the database (SQLite's default is 1,000). A
+// flush of the firehose writes hundreds of pages, most of them the same
+// schools' rows again: a checkpoint every few flushes copies each page
+// once for all of them (BENCHMARKS.md, the firehose). The WAL grows to
+// about 40 MB.
+const walCheckpointPages = 10_000
 
 func init() {
 	sql.Register(sqliteDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		if _, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walCheckpointPages), nil); err != nil {
+			return err
+		}
 		if err := c.RegisterFunc("add_student_counts", rollup.AddRows, true); err != nil {
 			return err
 		}

@@ -128,3 +128,16 @@ func TestSQLiteUpsertRefusesCorruptCounts(t *testing.T) {
 		t.Errorf("after the failed append: %d events, counts %x; want 1 and the row as it was", events, counts)
 	}
 }
+
+// TestSQLiteWriterCheckpoints: the write connection checkpoints every
+// walCheckpointPages, not at SQLite's default.
+func TestSQLiteWriterCheckpoints(t *testing.T) {
+	s := openTestSQLite(t)
+	var pages int
+	if err := s.write.QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if pages != walCheckpointPages {
+		t.Errorf("wal_autocheckpoint = %d, want %d", pages, walCheckpointPages)
+	}
+}
