@@ -26,10 +26,10 @@ func (s *Store) addCounts(ctx context.Context, tx *txn, delta *rollup.Delta, ord
 	if len(keys) == 0 {
 		return nil
 	}
-	onConflict := "ON CONFLICT (group_id, span, period, chunk) DO UPDATE SET counts = excluded.counts"
+	onConflict := replaceCounts
 	var current map[rollup.CountsKey][]byte
 	if s.dialect.mergesRollups {
-		onConflict = "ON CONFLICT (group_id, span, period, chunk) DO UPDATE SET counts = add_student_counts(student_counts.counts, excluded.counts)"
+		onConflict = addToCounts
 	} else {
 		var err error
 		if current, err = s.countsRows(ctx, tx, keys); err != nil {
@@ -47,6 +47,13 @@ func (s *Store) addCounts(ctx context.Context, tx *txn, delta *rollup.Delta, ord
 	return s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
 		append(countsKeyTypes, "bytea"), rows, onConflict, nil)
 }
+
+// What becomes of a row of students' counts stored already: replaced by
+// the row written, or (mergesRollups) the row written added to it.
+const (
+	replaceCounts = "ON CONFLICT (group_id, span, period, chunk) DO UPDATE SET counts = excluded.counts"
+	addToCounts   = "ON CONFLICT (group_id, span, period, chunk) DO UPDATE SET counts = add_student_counts(student_counts.counts, excluded.counts)"
+)
 
 // countsRows reads the stored rows of keys (sorted); those not stored yet
 // are absent. A write reads the chunks it changes, not every chunk of its
@@ -194,6 +201,5 @@ func (s *Store) eraseCounts(ctx context.Context, tx *txn, groupID string, ordina
 		}
 	}
 	return shares, s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
-		[]string{"text", "smallint", "integer", "integer", "bytea"}, updates,
-		"ON CONFLICT (group_id, span, period, chunk) DO UPDATE SET counts = excluded.counts", nil)
+		append(countsKeyTypes, "bytea"), updates, replaceCounts, nil)
 }
