@@ -45,7 +45,7 @@ func (s *Store) addCounts(ctx context.Context, tx *txn, delta *rollup.Delta, ord
 		rows[i] = []any{k.GroupID, int(k.Span), int(k.Key), k.Chunk, b}
 	}
 	return s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
-		append(countsKeyTypes, "bytea"), rows, onConflict, nil)
+		countsRowTypes, rows, onConflict, nil)
 }
 
 // What becomes of a row of students' counts stored already: replaced by
@@ -76,8 +76,12 @@ func (s *Store) countsRows(ctx context.Context, tx *txn, keys []rollup.CountsKey
 	return current, err
 }
 
-// countsKeyTypes are the SQL types of a student_counts row's key columns.
-var countsKeyTypes = []string{"text", "smallint", "integer", "integer"}
+// countsKeyTypes are the SQL types of a student_counts row's key columns;
+// countsRowTypes those of the whole row, the key and its counts.
+var (
+	countsKeyTypes = []string{"text", "smallint", "integer", "integer"}
+	countsRowTypes = append(slices.Clip(countsKeyTypes), "bytea")
+)
 
 // Ordinals returns the group's numbered students: kept in the process
 // under the group's roster version, which every change of its ordinals
@@ -201,5 +205,5 @@ func (s *Store) eraseCounts(ctx context.Context, tx *txn, groupID string, ordina
 		}
 	}
 	return shares, s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
-		append(countsKeyTypes, "bytea"), updates, replaceCounts, nil)
+		countsRowTypes, updates, replaceCounts, nil)
 }

@@ -166,7 +166,7 @@ func (s *Store) rewriteCutMonthCounts(ctx context.Context, tx *txn, deleted []an
 	deleted = s.deleted(deleted, "student_counts", max(0, rewritten-int64(len(rows))))
 	deleted = s.deleted(deleted, "student_counts (rewritten)", int64(len(rows)))
 	return deleted, s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
-		append(countsKeyTypes, "bytea"), rows, "", nil)
+		countsRowTypes, rows, "", nil)
 }
 
 // ExpireBefore records first as the group's cut and takes the logged
