@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -312,4 +313,132 @@ func TestCrashLosesNoAcknowledgedEvent(t *testing.T) {
 			checkEveryBatchOnce(t, srv.Base, key, token, acked, inFlight)
 		})
 	}
+}
+
+// TestCrashKeepsEveryDisclosureRecorded kills the server with SIGKILL while
+// clients ask for student reports, each of its own day, restarts it, and
+// checks that every answer whose students' figures reached a client left
+// its access log entry (docs/decisions.md, "The access log"): the entry
+// is committed before the first figure goes out, so no crash can leave a
+// disclosure without its record. Answers cut short may have entries too
+// (the log over-records, never under-records), but none that was not
+// asked.
+func TestCrashKeepsEveryDisclosureRecorded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills a server process")
+	}
+	bin := buildBinary(t)
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			stores := storeKinds[kind](t)
+			key, token := setupGroup(t, bin, stores, "crash")
+			stores = append(stores, "--key-rate-limit", "off")
+			srv := startServer(t, bin, stores)
+			if _, _, err := sendBatch(srv.Base, token, 0); err != nil {
+				t.Fatal(err)
+			}
+			first := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+			day := func(i int) string { return first.AddDate(0, 0, i).Format(time.DateOnly) }
+
+			const clients, perClient, killAfter = 4, 150, 40
+			var next, disclosedCount atomic.Int64
+			disclosed := make([]atomic.Bool, clients*perClient)
+			killed := make(chan struct{})
+			done := make(chan struct{}, clients)
+			for range clients {
+				go func() {
+					defer func() { done <- struct{}{} }()
+					for {
+						i := int(next.Add(1)) - 1
+						if i >= len(disclosed) {
+							return
+						}
+						got, err := askDisclosure(srv.Base, key, day(i))
+						if got {
+							disclosed[i].Store(true)
+							if disclosedCount.Add(1) == killAfter {
+								srv.Cmd.Process.Signal(syscall.SIGKILL)
+								close(killed)
+							}
+						}
+						if err != nil {
+							return
+						}
+					}
+				}()
+			}
+			select {
+			case <-killed:
+			case <-time.After(time.Minute):
+				t.Fatal("the clients never saw enough answers")
+			}
+			for range clients {
+				<-done
+			}
+			srv.Cmd.Wait()
+			asked := int(min(next.Load(), int64(len(disclosed))))
+
+			srv = startServer(t, bin, stores)
+			entries := map[string]int{}
+			for _, e := range accessEntries(t, srv.Base, key) {
+				entries[e]++
+			}
+			for i := range disclosed {
+				switch n := entries[day(i)]; {
+				case disclosed[i].Load() && n != 1:
+					t.Errorf("the answer of %s reached its client, and has %d entries", day(i), n)
+				case i >= asked && n != 0:
+					t.Errorf("%s was never asked, and has %d entries", day(i), n)
+				}
+			}
+			t.Logf("%d answers asked, %d reached their clients, %d entries after the crash", asked, disclosedCount.Load(), len(entries))
+		})
+	}
+}
+
+// askDisclosure asks for the student reports of one day and tells whether
+// any student's figures came back, the answer whole or not.
+func askDisclosure(base, key, day string) (disclosed bool, err error) {
+	req, _ := http.NewRequest("POST", base+"/api/groups/chat?students=true&startDate="+day+"&endDate="+day, nil)
+	req.Header.Set("x-api-key", key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return bytes.Contains(body, []byte(`"studentId"`)), err
+}
+
+// accessEntries reads the whole access log of the key's group and returns
+// each entry's first day.
+func accessEntries(t *testing.T, base, key string) []string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/api/access-log?limit=1000", nil)
+	req.Header.Set("x-api-key", key)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Entries []struct {
+			StartDate string `json:"startDate"`
+		} `json:"entries"`
+		Next *string `json:"next"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /api/access-log: status %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		t.Fatal(err)
+	}
+	if page.Next != nil {
+		t.Fatal("the log holds more entries than the clients asked for")
+	}
+	days := make([]string, len(page.Entries))
+	for i, e := range page.Entries {
+		days[i] = e.StartDate
+	}
+	return days
 }
