@@ -71,6 +71,7 @@ type Result struct {
 	Ingest           IngestResult     `json:"ingest"`
 	IngestOne        IngestResult     `json:"ingestOneEventBatches"`
 	Firehose         *FirehoseResult  `json:"firehose,omitempty"`
+	FirehoseEnrolled *FirehoseResult  `json:"firehoseFromEnrolledStudents,omitempty"`
 	AccessLog        []AccessLogCost  `json:"accessLog"`
 	PeakRSSBytes     int64            `json:"serverPeakRSSBytes"`
 	DiskBytes        int64            `json:"storeBytes"`
@@ -348,11 +349,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	if cfg.Firehose.Duration > 0 {
-		fh, err := firehose(srv.Base, keys.token, firehoseKeys, cfg.Firehose, analytics.DayOf(now, time.UTC)-1)
+		fresh, enrolled, err := firehose(srv.Base, keys.token, firehoseKeys, cfg.Firehose, analytics.DayOf(now, time.UTC)-1)
 		if err != nil {
 			return nil, err
 		}
-		res.Firehose = &fh
+		res.Firehose, res.FirehoseEnrolled = &fresh, &enrolled
 	}
 	if res.PeakRSSBytes, err = srv.memory("VmHWM"); err != nil {
 		return nil, err
@@ -1050,8 +1051,11 @@ func printTable(w io.Writer, res *Result) {
 			in.EventsPerSec, in.Events, in.BatchSize, in.Connections)
 	}
 	if fh := res.Firehose; fh != nil {
-		fmt.Fprintf(w, "firehose, one event per request to %d groups from %d connections: %.0f events/s acknowledged (%d of %d requests in %.0f s), p50 %.1f ms, p99 %.1f ms, max %.0f ms; %d refused (503), %d failed, %d past the store timeout, %d counted though not acknowledged\n",
-			fh.Groups, fh.Connections, fh.EventsPerSec, fh.Acknowledged, fh.Requests, fh.Seconds, fh.P50, fh.P99, fh.Max, fh.Refused, fh.Failed, fh.PastTimeout, fh.CountedNotAcknowledged)
+		fmt.Fprintf(w, "firehose, one event per request to %d groups from %d connections, each from a new student: %s\n",
+			fh.Groups, fh.Connections, fh.summary())
+	}
+	if fh := res.FirehoseEnrolled; fh != nil {
+		fmt.Fprintf(w, "  the same, each from a student who sent before: %s\n", fh.summary())
 	}
 	fmt.Fprintf(w, "bulk load: %.0f events/s (%d events in %.1f s)\n", res.BulkEventsPerSec, res.Events, res.BulkLoadSeconds)
 	fmt.Fprintf(w, "server peak RSS: %.0f MB\n", float64(res.PeakRSSBytes)/1e6)

@@ -48,6 +48,12 @@ type FirehoseResult struct {
 	CountedNotAcknowledged int `json:"countedNotAcknowledged"`
 }
 
+// summary is the line that tells the result.
+func (fh FirehoseResult) summary() string {
+	return fmt.Sprintf("%.0f events/s acknowledged (%d of %d requests in %.0f s), p50 %.1f ms, p99 %.1f ms, max %.0f ms; %d refused (503), %d failed, %d past the store timeout, %d counted though not acknowledged",
+		fh.EventsPerSec, fh.Acknowledged, fh.Requests, fh.Seconds, fh.P50, fh.P99, fh.Max, fh.Refused, fh.Failed, fh.PastTimeout, fh.CountedNotAcknowledged)
+}
+
 // storeTimeout is the server's --store-timeout (its default).
 const storeTimeout = 10 * time.Second
 
@@ -75,17 +81,53 @@ func setUpFirehose(ctx context.Context, store *sqlstore.Store, groups int) ([]st
 	return keys, nil
 }
 
+// firehoseSent is what the firehose's phases sent each school: the events
+// acknowledged, the requests refused or failed (whose events may have
+// been written all the same), and the students of the acknowledged events.
+type firehoseSent struct {
+	acked, refused []int
+	students       [][]string
+	// beyond is how many events the reports counted beyond those
+	// acknowledged, at the last check.
+	beyond int
+}
+
+func newFirehoseSent(groups int) *firehoseSent {
+	return &firehoseSent{acked: make([]int, groups), refused: make([]int, groups), students: make([][]string, groups)}
+}
+
 // firehose sends one event per request from fh.Conns connections for
-// fh.Duration, spread over the schools round robin, then checks that each
-// school's report counts every event acknowledged for it.
-func firehose(base, token string, keys []string, fh Firehose, day analytics.Day) (FirehoseResult, error) {
+// fh.Duration, spread over the schools round robin: first, each event from
+// a student new to its school; then, as long again, each from a student
+// whose event the first phase stored (steady traffic). After each phase it
+// checks that each school's report counts every event acknowledged for it.
+func firehose(base, token string, keys []string, fh Firehose, day analytics.Day) (fresh, enrolled FirehoseResult, err error) {
+	sent := newFirehoseSent(len(keys))
+	fresh, err = firehosePhase(base, token, keys, fh, day, sent, "fh", func(g, n int) string { return studentID(n % 500) })
+	if err != nil {
+		return fresh, enrolled, err
+	}
+	students := slices.Clone(sent.students)
+	enrolled, err = firehosePhase(base, token, keys, fh, day, sent, "fe", func(g, n int) string {
+		if len(students[g]) == 0 {
+			return studentID(0)
+		}
+		return students[g][n%len(students[g])]
+	})
+	return fresh, enrolled, err
+}
+
+// firehosePhase is one phase of the firehose: request n sends school
+// n % len(keys) its (n / len(keys))th event, from the student that student
+// names, its id prefixed with idPrefix. sent keeps the count of every
+// phase so far, which each school's report must match.
+func firehosePhase(base, token string, keys []string, fh Firehose, day analytics.Day, sent *firehoseSent, idPrefix string,
+	student func(g, n int) string) (FirehoseResult, error) {
 	res := FirehoseResult{Groups: len(keys), Connections: fh.Conns}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: fh.Conns, DisableCompression: true}, Timeout: 2 * storeTimeout}
 	noon := day.Start(time.UTC).Add(12 * time.Hour)
 	var mu sync.Mutex
 	var latencies []float64
-	acked := make([]int, len(keys))   // by school
-	refused := make([]int, len(keys)) // by school: 503s and requests without an answer
 	var next int
 	start := time.Now()
 	deadline := start.Add(fh.Duration)
@@ -98,15 +140,16 @@ func firehose(base, token string, keys []string, fh Firehose, day analytics.Day)
 				next++
 				mu.Unlock()
 				g := n % len(keys)
-				body, _ := json.Marshal([]platform.EventInput{{ID: fmt.Sprintf("fh%09d", n), GroupID: firehoseGroup(g),
-					StudentID: studentID(n / len(keys) % 500), OccurredAt: noon.Add(time.Duration(n%3600) * time.Second).Format(time.RFC3339),
+				from := student(g, n/len(keys))
+				body, _ := json.Marshal([]platform.EventInput{{ID: fmt.Sprintf("%s%09d", idPrefix, n), GroupID: firehoseGroup(g),
+					StudentID: from, OccurredAt: noon.Add(time.Duration(n%3600) * time.Second).Format(time.RFC3339),
 					Kind: analytics.KindMessageSent, ChatType: "tutor_me"}})
 				req, _ := http.NewRequest("POST", base+"/v1/events", bytes.NewReader(body))
 				req.Header.Set("Authorization", "Bearer "+token)
 				req.Header.Set("Content-Type", "application/json")
-				sent := time.Now()
+				asked := time.Now()
 				resp, err := client.Do(req)
-				took := time.Since(sent)
+				took := time.Since(asked)
 				var out platform.IngestResult
 				status := 0
 				if err == nil {
@@ -125,13 +168,15 @@ func firehose(base, token string, keys []string, fh Firehose, day analytics.Day)
 				}
 				switch {
 				case err == nil && status == http.StatusOK && out.Accepted == 1:
-					acked[g]++
+					res.Acknowledged++
+					sent.acked[g]++
+					sent.students[g] = append(sent.students[g], from)
 				case status == http.StatusServiceUnavailable:
 					res.Refused++
-					refused[g]++
+					sent.refused[g]++
 				default:
 					res.Failed++
-					refused[g]++ // it may have been written all the same
+					sent.refused[g]++ // it may have been written all the same
 				}
 				mu.Unlock()
 			}
@@ -139,9 +184,6 @@ func firehose(base, token string, keys []string, fh Firehose, day analytics.Day)
 	}
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
-	for _, a := range acked {
-		res.Acknowledged += a
-	}
 	res.EventsPerSec = float64(res.Acknowledged) / res.Seconds
 	slices.Sort(latencies)
 	res.P50, res.P99 = percentile(latencies, 50), percentile(latencies, 99)
@@ -151,6 +193,7 @@ func firehose(base, token string, keys []string, fh Firehose, day analytics.Day)
 	// Every acknowledged event is in its school's next report, once; one
 	// whose request was refused may be there too, but no other.
 	sc := scenario{endpoint: "chat", r: analytics.DayRange{First: day, Last: day}}
+	beyond := 0
 	for g, key := range keys {
 		body, _, err := request(base, key, sc)
 		if err != nil {
@@ -165,10 +208,11 @@ func firehose(base, token string, keys []string, fh Firehose, day analytics.Day)
 			return res, fmt.Errorf("firehose: %s's report: %v: %.200s", firehoseGroup(g), err, body)
 		}
 		counted := answer.Reports[0].Data[0].Value
-		if counted < acked[g] || counted > acked[g]+refused[g] {
-			return res, fmt.Errorf("firehose: %s counts %d events, but %d were acknowledged and %d refused", firehoseGroup(g), counted, acked[g], refused[g])
+		if counted < sent.acked[g] || counted > sent.acked[g]+sent.refused[g] {
+			return res, fmt.Errorf("firehose: %s counts %d events, but %d were acknowledged and %d refused", firehoseGroup(g), counted, sent.acked[g], sent.refused[g])
 		}
-		res.CountedNotAcknowledged += counted - acked[g]
+		beyond += counted - sent.acked[g]
 	}
+	res.CountedNotAcknowledged, sent.beyond = beyond-sent.beyond, beyond
 	return res, nil
 }

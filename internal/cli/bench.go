@@ -35,7 +35,7 @@ func runBench(e *env, args []string) error {
 	ingestOne := fs.Int("ingest-one", 20_000, "events to send through POST /v1/events one per request")
 	ingestConns := fs.Int("ingest-conns", 4, "connections sending events")
 	fh := bench.Firehose{Groups: 1000, Conns: 256, Duration: 30 * time.Second}
-	fs.DurationVar(&fh.Duration, "firehose", fh.Duration, "how long the firehose sends one event per request (0: no firehose)")
+	fs.DurationVar(&fh.Duration, "firehose", fh.Duration, "how long each of the firehose's two phases sends one event per request, from new students, then from those who sent before (0: no firehose)")
 	fs.IntVar(&fh.Groups, "firehose-groups", fh.Groups, "groups the firehose sends to")
 	fs.IntVar(&fh.Conns, "firehose-conns", fh.Conns, "connections of the firehose")
 	jsonOut := fs.String("json", "", "also write the figures as JSON to this file")
