@@ -107,6 +107,8 @@ func firehose(base, token string, keys []string, fh Firehose, day analytics.Day)
 	if err != nil {
 		return fresh, enrolled, err
 	}
+	// The first phase's students, their counts frozen: the second
+	// phase's appends go past them.
 	students := slices.Clone(sent.students)
 	enrolled, err = firehosePhase(base, token, keys, fh, day, sent, "fe", func(g, n int) string {
 		if len(students[g]) == 0 {
