@@ -1,13 +1,15 @@
 package bench
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,7 +128,6 @@ func firehose(base, token string, keys []string, fh Firehose, day analytics.Day)
 func firehosePhase(base, token string, keys []string, fh Firehose, day analytics.Day, sent *firehoseSent, idPrefix string,
 	student func(g, n int) string) (FirehoseResult, error) {
 	res := FirehoseResult{Groups: len(keys), Connections: fh.Conns}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: fh.Conns, DisableCompression: true}, Timeout: 2 * storeTimeout}
 	noon := day.Start(time.UTC).Add(12 * time.Hour)
 	var mu sync.Mutex
 	var latencies []float64
@@ -136,6 +137,8 @@ func firehosePhase(base, token string, keys []string, fh Firehose, day analytics
 	var wg sync.WaitGroup
 	for range fh.Conns {
 		wg.Go(func() {
+			conn := &firehoseConn{addr: strings.TrimPrefix(base, "http://"), token: token}
+			defer conn.close()
 			for time.Now().Before(deadline) {
 				mu.Lock()
 				n := next
@@ -146,21 +149,12 @@ func firehosePhase(base, token string, keys []string, fh Firehose, day analytics
 				body, _ := json.Marshal([]platform.EventInput{{ID: fmt.Sprintf("%s%09d", idPrefix, n), GroupID: firehoseGroup(g),
 					StudentID: from, OccurredAt: noon.Add(time.Duration(n%3600) * time.Second).Format(time.RFC3339),
 					Kind: analytics.KindMessageSent, ChatType: "tutor_me"}})
-				req, _ := http.NewRequest("POST", base+"/v1/events", bytes.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+token)
-				req.Header.Set("Content-Type", "application/json")
 				asked := time.Now()
-				resp, err := client.Do(req)
+				status, answer, err := conn.post("/v1/events", body)
 				took := time.Since(asked)
 				var out platform.IngestResult
-				status := 0
-				if err == nil {
-					status = resp.StatusCode
-					if status == http.StatusOK {
-						err = json.NewDecoder(resp.Body).Decode(&out)
-					}
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
+				if err == nil && status == http.StatusOK {
+					err = json.Unmarshal(answer, &out)
 				}
 				mu.Lock()
 				res.Requests++
@@ -217,4 +211,59 @@ func firehosePhase(base, token string, keys []string, fh Firehose, day analytics
 	}
 	res.CountedNotAcknowledged, sent.beyond = beyond-sent.beyond, beyond
 	return res, nil
+}
+
+// firehoseConn is one of the firehose's connections. It writes each
+// request as bytes and reads the answer with net/http's parser, without
+// net/http's client: its pool, its two goroutines a connection and their
+// hand-offs cost the load generator half of a core at 4,500 requests a
+// second (BENCHMARKS.md), which on a two-core machine it took from the
+// server it measures. A platform's senders run on machines of their own.
+type firehoseConn struct {
+	addr, token string
+	conn        net.Conn
+	r           *bufio.Reader
+	request     []byte
+}
+
+// post sends body to path and returns the answer's status and body. A
+// connection that failed, or that the server closes, is dialled again
+// for the next request.
+func (c *firehoseConn) post(path string, body []byte) (int, []byte, error) {
+	if c.conn == nil {
+		conn, err := net.Dial("tcp", c.addr)
+		if err != nil {
+			return 0, nil, err
+		}
+		c.conn, c.r = conn, bufio.NewReader(conn)
+	}
+	c.request = fmt.Appendf(c.request[:0], "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, c.addr, c.token, len(body))
+	c.request = append(c.request, body...)
+	if err := c.conn.SetDeadline(time.Now().Add(2 * storeTimeout)); err != nil {
+		c.close()
+		return 0, nil, err
+	}
+	if _, err := c.conn.Write(c.request); err != nil {
+		c.close()
+		return 0, nil, err
+	}
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		c.close()
+		return 0, nil, err
+	}
+	answer, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.Close {
+		c.close()
+	}
+	return resp.StatusCode, answer, err
+}
+
+func (c *firehoseConn) close() {
+	if c.conn != nil {
+		c.conn.Close()
+		c.conn = nil
+	}
 }
