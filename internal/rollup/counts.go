@@ -222,7 +222,9 @@ func AddToRow(row []byte, add []StudentCounts) ([]byte, error) {
 
 // AddRows returns the encoded row with the encoded row add (both as
 // AppendCounts writes them) added: what a database that merges rows in
-// its upsert computes, so that a write need not read the row first.
+// its upsert computes, so that a write need not read the row first. It
+// is the reference that SQLite's add_student_counts, written in C
+// (internal/sqlstore/functions.c), is tested against.
 func AddRows(row, add []byte) ([]byte, error) {
 	students, err := DecodeCounts(add)
 	if err != nil {

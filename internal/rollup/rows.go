@@ -49,7 +49,9 @@ func EncodeSet(s analytics.StudentSet) []byte {
 }
 
 // UnionSets returns the union of two sets that EncodeSet stored, stored
-// alike: the words of one ORed into the other's.
+// alike: the words of one ORed into the other's. It is the reference that
+// SQLite's union_students (internal/sqlstore/functions.c) is tested
+// against.
 func UnionSets(a, b []byte) []byte {
 	if len(a) < len(b) {
 		a, b = b, a

@@ -10,8 +10,6 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 	"github.com/pressly/goose/v3"
-
-	"groupanalytics/internal/rollup"
 )
 
 var sqliteDialect = dialect{
@@ -29,14 +27,14 @@ var sqliteDialect = dialect{
 	mergesRollups: true,
 }
 
-// sqliteDriver is SQLite as the write connection opens it: with the
-// functions by which a write adds to a rollup row in the upsert that
-// writes it, rather than reading the row first (add_student_counts(stored,
-// added) adds two rows of students' counts, rollup.AddRows;
-// union_students(stored, added) joins two student sets,
-// rollup.UnionSets), and checkpoints every walCheckpointPages. Nothing
-// stored refers to the functions, so the file stays readable by any
-// SQLite.
+// sqliteDriver is SQLite as the write connection opens it: it checkpoints
+// every walCheckpointPages. Every connection, this one's and the
+// readers', also has the functions by which a write adds to a rollup row
+// in the upsert that writes it, rather than reading the row first
+// (add_student_counts(stored, added) adds two rows of students' counts,
+// as rollup.AddRows does; union_students(stored, added) joins two
+// student sets, as rollup.UnionSets does; functions.c). Nothing stored
+// refers to the functions, so the file stays readable by any SQLite.
 const sqliteDriver = "sqlite3_groupanalytics"
 
 // walCheckpointPages is how many pages the WAL takes before a commit
@@ -48,14 +46,12 @@ const sqliteDriver = "sqlite3_groupanalytics"
 const walCheckpointPages = 10_000
 
 func init() {
+	if err := registerFunctions(); err != nil {
+		panic(err)
+	}
 	sql.Register(sqliteDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		if _, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walCheckpointPages), nil); err != nil {
-			return err
-		}
-		if err := c.RegisterFunc("add_student_counts", rollup.AddRows, true); err != nil {
-			return err
-		}
-		return c.RegisterFunc("union_students", rollup.UnionSets, true)
+		_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walCheckpointPages), nil)
+		return err
 	}})
 }
 
