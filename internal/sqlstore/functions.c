@@ -309,30 +309,38 @@ static int addToRow(buffer *out, const uint8_t *row, size_t len, int isNull, con
 	return 1;
 }
 
-// blobArg reads a BLOB, TEXT or NULL argument as the driver gave it to
-// the Go functions; 0 for a number, which they refused.
-static int blobArg(sqlite3_value *v, const uint8_t **b, size_t *len, int *isNull) {
-	int type = sqlite3_value_type(v);
-	if (type == SQLITE_INTEGER || type == SQLITE_FLOAT) {
-		return 0;
+// blob is a BLOB, TEXT or NULL argument as the driver gave it to the Go
+// functions.
+typedef struct {
+	const uint8_t *b;
+	size_t len;
+	int isNull;
+} blob;
+
+// blobArgs reads a function's two arguments into args; 0, with err set
+// as the error, for a number, which the Go functions refused.
+static int blobArgs(sqlite3_context *ctx, sqlite3_value **argv, const char *err, blob args[2]) {
+	for (int i = 0; i < 2; i++) {
+		int type = sqlite3_value_type(argv[i]);
+		if (type == SQLITE_INTEGER || type == SQLITE_FLOAT) {
+			sqlite3_result_error(ctx, err, -1);
+			return 0;
+		}
+		args[i].isNull = type == SQLITE_NULL;
+		args[i].b = args[i].isNull ? NULL : sqlite3_value_blob(argv[i]);
+		args[i].len = args[i].isNull ? 0 : (size_t)sqlite3_value_bytes(argv[i]);
 	}
-	*isNull = type == SQLITE_NULL;
-	*b = *isNull ? NULL : sqlite3_value_blob(v);
-	*len = *isNull ? 0 : (size_t)sqlite3_value_bytes(v);
 	return 1;
 }
 
 static void addStudentCounts(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-	const uint8_t *row, *added;
-	size_t rowLen, addedLen;
-	int rowNull, addedNull;
+	blob args[2];
 	(void)argc;
-	if (!blobArg(argv[0], &row, &rowLen, &rowNull) || !blobArg(argv[1], &added, &addedLen, &addedNull)) {
-		sqlite3_result_error(ctx, "add_student_counts: arguments must be BLOB", -1);
+	if (!blobArgs(ctx, argv, "add_student_counts: arguments must be BLOB", args)) {
 		return;
 	}
 	int64_t nAdd;
-	student *add = decodeStudents(added, addedLen, &nAdd);
+	student *add = decodeStudents(args[1].b, args[1].len, &nAdd);
 	if (add == NULL) {
 		if (nAdd < 0) {
 			sqlite3_result_error_nomem(ctx);
@@ -342,8 +350,8 @@ static void addStudentCounts(sqlite3_context *ctx, int argc, sqlite3_value **arg
 		return;
 	}
 	buffer out = {0};
-	grow(&out, rowLen + 64);
-	int ok = addToRow(&out, row, rowLen, rowNull, add, nAdd);
+	grow(&out, args[0].len + 64);
+	int ok = addToRow(&out, args[0].b, args[0].len, args[0].isNull, add, nAdd);
 	sqlite3_free(add);
 	if (out.failed) {
 		sqlite3_free(out.b);
@@ -359,34 +367,29 @@ static void addStudentCounts(sqlite3_context *ctx, int argc, sqlite3_value **arg
 }
 
 static void unionStudents(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-	const uint8_t *a, *b;
-	size_t aLen, bLen;
-	int aNull, bNull;
+	blob args[2];
 	(void)argc;
-	if (!blobArg(argv[0], &a, &aLen, &aNull) || !blobArg(argv[1], &b, &bLen, &bNull)) {
-		sqlite3_result_error(ctx, "union_students: arguments must be BLOB", -1);
+	if (!blobArgs(ctx, argv, "union_students: arguments must be BLOB", args)) {
 		return;
 	}
-	if (aLen < bLen) {
-		const uint8_t *t = a;
-		a = b;
-		b = t;
-		size_t tl = aLen;
-		aLen = bLen;
-		bLen = tl;
+	// The longer one copied, the shorter ORed into it.
+	blob a = args[0], b = args[1];
+	if (a.len < b.len) {
+		a = args[1];
+		b = args[0];
 	}
-	uint8_t *out = sqlite3_malloc64(aLen + 1);
+	uint8_t *out = sqlite3_malloc64(a.len + 1);
 	if (out == NULL) {
 		sqlite3_result_error_nomem(ctx);
 		return;
 	}
-	if (aLen > 0) {
-		memcpy(out, a, aLen);
+	if (a.len > 0) {
+		memcpy(out, a.b, a.len);
 	}
-	for (size_t i = 0; i < bLen; i++) {
-		out[i] |= b[i];
+	for (size_t i = 0; i < b.len; i++) {
+		out[i] |= b.b[i];
 	}
-	sqlite3_result_blob64(ctx, out, aLen, sqlite3_free);
+	sqlite3_result_blob64(ctx, out, a.len, sqlite3_free);
 }
 
 static int registerFunctions(sqlite3 *db, char **err, const sqlite3_api_routines *api) {
