@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -50,12 +52,36 @@ func (s *Store) RecordAccess(ctx context.Context, e analytics.AccessEntry) error
 	}
 }
 
+// accessSyncDelay bounds how long a SQLite entry stays committed but not
+// synced: a crash of the service loses none (the operating system holds
+// the commit), a power cut those of the last accessSyncDelay at most.
+const accessSyncDelay = time.Second
+
 // writeAccess is the writer of the access log: it takes the first entry
 // waiting and those queued behind it, writes them in one transaction and
 // tells each call how it went. Calls whose callers gave up are left out.
+// On SQLite it syncs the WAL within accessSyncDelay of a commit; while a
+// sync fails, so do the calls, as unavailable.
 func (s *Store) writeAccess() {
 	defer s.writers.Done()
-	for first := range s.entries {
+	var syncDue <-chan time.Time // while committed entries wait for a sync
+	var syncErr error
+	for {
+		var first *accessCall
+		select {
+		case c, ok := <-s.entries:
+			if !ok {
+				if syncDue != nil || syncErr != nil {
+					_ = s.syncWAL()
+				}
+				return
+			}
+			first = c
+		case <-syncDue:
+			syncDue = nil
+			syncErr = s.syncWAL()
+			continue
+		}
 		calls := []*accessCall{first}
 	more:
 		for len(calls) < maxAccessBatch {
@@ -73,17 +99,42 @@ func (s *Store) writeAccess() {
 		if len(calls) == 0 {
 			continue
 		}
-		ctx, cancel := mergedContext(calls, func(c *accessCall) context.Context { return c.ctx })
-		entries := make([]analytics.AccessEntry, len(calls))
-		for i, c := range calls {
-			entries[i] = c.entry
+		if syncErr != nil {
+			syncErr = s.syncWAL()
 		}
-		err := s.insertAccess(ctx, entries)
-		cancel()
+		err := syncErr
+		if err == nil {
+			ctx, cancel := mergedContext(calls, func(c *accessCall) context.Context { return c.ctx })
+			entries := make([]analytics.AccessEntry, len(calls))
+			for i, c := range calls {
+				entries[i] = c.entry
+			}
+			err = s.insertAccess(ctx, entries)
+			cancel()
+		}
+		if err == nil && s.dialect.name == "sqlite" && syncDue == nil {
+			syncDue = time.After(accessSyncDelay)
+		}
 		for _, c := range calls {
 			c.done <- err
 		}
 	}
+}
+
+// syncWAL syncs SQLite's WAL, and with it every commit before, whether
+// SQLite synced it or not. The file exists while the store is open (the
+// last connection to close checkpoints it and removes it). Failing, the
+// store is unavailable: what it acknowledges may not reach the disk.
+func (s *Store) syncWAL() error {
+	f, err := os.Open(s.file + "-wal")
+	if err == nil {
+		err = f.Sync()
+		f.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("sync the WAL: %w: %w", analytics.ErrUnavailable, err)
+	}
+	return nil
 }
 
 // insertAccess writes the entries, each with the enrolled students it
@@ -110,7 +161,7 @@ func (s *Store) insertAccess(ctx context.Context, entries []analytics.AccessEntr
 			})
 		})
 	}
-	return s.transact(ctx, "RecordAccess", func(tx *txn) error {
+	return s.transactIn(ctx, "RecordAccess", txAccessLog, func(tx *txn) error {
 		for _, row := range rows {
 			entry, students := row[:len(row)-1], row[len(row)-1]
 			var id int64

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -58,6 +59,45 @@ func TestAccessEntriesWrittenTogether(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAccessLogWALSyncedSoon: on SQLite an entry's commit is not synced,
+// and the writer syncs the WAL within a second of it. A sync that fails
+// (here: the WAL hidden from the writer's open, which SQLite keeps
+// writing through its own descriptor) fails the entries that follow, and
+// once the WAL can be synced again they are written.
+func TestAccessLogWALSyncedSoon(t *testing.T) {
+	ctx := context.Background()
+	dsn := storetest.NewDSN(t, "sqlite")
+	store := storetest.OpenDSN(t, dsn)
+	if err := store.CreateGroup(ctx, analytics.Group{ID: "g", Name: "g", TimeZone: "UTC"}); err != nil {
+		t.Fatal(err)
+	}
+	record := func() error {
+		return store.RecordAccess(ctx, analytics.AccessEntry{GroupID: "g", At: time.Now(), KeyID: "k", Client: "10.0.0.1",
+			Endpoint: "/api/groups/chat", Format: "json", StartDate: "2026-01-01", EndDate: "2026-01-31", Interval: "day"})
+	}
+	if err := record(); err != nil {
+		t.Fatal(err)
+	}
+	wal, hidden := dsn+"-wal", dsn+"-wal.hidden"
+	if err := os.Rename(wal, hidden); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the sync due a second after the entry fails
+	err := record()
+	if renameErr := os.Rename(hidden, wal); renameErr != nil {
+		t.Fatal(renameErr)
+	}
+	if analytics.ErrorCode(err) != analytics.Unavailable {
+		t.Fatalf("an entry after a failed sync: %v, want unavailable", err)
+	}
+	if err := record(); err != nil {
+		t.Fatalf("an entry once the WAL syncs again: %v", err)
+	}
+	if got, err := store.AccessLog(ctx, "g", analytics.AccessFilter{Limit: 10}); err != nil || len(got) != 2 {
+		t.Fatalf("the log: %d entries, %v; want 2", len(got), err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -246,28 +247,44 @@ func (s *Store) wrap(op string, err error) error {
 // transact runs fn in a write transaction, again when the database asks
 // for a retry (a deadlock or serialization failure) while ctx lasts.
 func (s *Store) transact(ctx context.Context, op string, fn func(tx *txn) error) error {
-	return s.transactIn(ctx, op, tempOnDisk, fn)
+	return s.transactIn(ctx, op, txDefault, fn)
 }
 
-// transactIn is transact with its temporary data kept in temp.
-func (s *Store) transactIn(ctx context.Context, op string, temp tempStore, fn func(tx *txn) error) error {
-	return s.retrying(ctx, op, func(ctx context.Context) error { return s.transactOnce(ctx, temp, fn) })
+// transactIn is transact run as mode says.
+func (s *Store) transactIn(ctx context.Context, op string, mode txMode, fn func(tx *txn) error) error {
+	return s.retrying(ctx, op, func(ctx context.Context) error { return s.transactOnce(ctx, mode, fn) })
 }
 
-// tempStore is where a SQLite write transaction keeps its temporary data,
-// its statement journals among them (the pages a statement changes, kept
-// so that it can be undone alone).
-type tempStore string
+// txMode is how a SQLite write transaction runs; PostgreSQL's all run
+// alike.
+type txMode struct {
+	// temp is where the transaction keeps its temporary data, its
+	// statement journals among them (the pages a statement changes, kept
+	// so that it can be undone alone): DEFAULT, SQLite's, spills a
+	// journal past 64 KiB to a temporary file; MEMORY keeps it in memory.
+	temp string
+	// synchronous is whether its commit waits for the disk: FULL does;
+	// NORMAL leaves the commit in the operating system's hands (it
+	// survives a crash of the service, not a power cut) until the WAL is
+	// next synced.
+	synchronous string
+}
 
-const (
-	// tempOnDisk, SQLite's default, spills a statement journal past 64 KiB
-	// to a temporary file: a statement deleting a school's million rows
-	// keeps them there, not in memory.
-	tempOnDisk tempStore = "DEFAULT"
-	// tempInMemory keeps them in memory: for appends, whose statements are
-	// bounded by their batch, and which under a firehose wrote as many
-	// pages to the temporary file as to the WAL (BENCHMARKS.md).
-	tempInMemory tempStore = "MEMORY"
+var (
+	// txDefault is every write but those below: synced, its statement
+	// journals on disk, so that a statement deleting a school's million
+	// rows keeps them there, not in memory.
+	txDefault = txMode{temp: "DEFAULT", synchronous: "FULL"}
+	// txAppend keeps its statement journals in memory: appends, whose
+	// statements are bounded by their batch, and which under a firehose
+	// wrote as many pages to the temporary file as to the WAL
+	// (BENCHMARKS.md).
+	txAppend = txMode{temp: "MEMORY", synchronous: "FULL"}
+	// txAccessLog is the access log's: its commit is not synced, for a
+	// sync was the whole of what the log cost a small answer; writeAccess
+	// syncs the WAL within accessSyncDelay (docs/decisions.md, the access
+	// log).
+	txAccessLog = txMode{temp: "DEFAULT", synchronous: "NORMAL"}
 )
 
 // retrying runs once, again when the database asks for a retry (a
@@ -292,17 +309,22 @@ func (s *Store) retrying(ctx context.Context, op string, once func(context.Conte
 	}
 }
 
-func (s *Store) transactOnce(ctx context.Context, temp tempStore, fn func(tx *txn) error) error {
+func (s *Store) transactOnce(ctx context.Context, mode txMode, fn func(tx *txn) error) error {
 	conn, err := s.write.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	if s.dialect.name == "sqlite" {
-		// Set on the connection before the transaction: it cannot change
+		// Set on the connection before the transaction: neither can change
 		// within one.
-		if _, err := conn.ExecContext(ctx, "PRAGMA temp_store = "+string(temp)); err != nil {
+		if _, err := conn.ExecContext(ctx, "PRAGMA temp_store = "+mode.temp+"; PRAGMA synchronous = "+mode.synchronous); err != nil {
 			return err
+		}
+		if mode.synchronous != txDefault.synchronous {
+			// The writes that run outside a transaction of ours (the
+			// migrations, keys' last use) find the connection synced.
+			defer resetSynchronous(conn)
 		}
 	}
 	tx, err := conn.BeginTx(ctx, nil)
@@ -319,6 +341,16 @@ func (s *Store) transactOnce(ctx context.Context, temp tempStore, fn func(tx *tx
 		return cmp.Or(ctx.Err(), err)
 	}
 	return nil
+}
+
+// resetSynchronous sets conn back to synced commits, or, failing that,
+// discards it: the next is opened synced.
+func resetSynchronous(conn *sql.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = "+txDefault.synchronous); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
 }
 
 // insertRows runs "INSERT INTO <into> <rows> <suffix>" over rows whose

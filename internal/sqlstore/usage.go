@@ -162,7 +162,7 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 	results := make([]analytics.AppendResult, len(calls))
 	ctx, cancel := mergedContext(calls, func(c *rollup.Call) context.Context { return c.Ctx })
 	defer cancel()
-	err := s.transactIn(ctx, "AppendEvents", tempInMemory, func(tx *txn) error {
+	err := s.transactIn(ctx, "AppendEvents", txAppend, func(tx *txn) error {
 		zones, err := s.lockGroups(ctx, tx, groups, forWrite)
 		if err != nil {
 			return err

@@ -40,7 +40,7 @@ func (s *Store) WithGroupsLogging(ctx context.Context, groupIDs []string, fn fun
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return s.wrap("WithGroupsLogging", s.transactOnce(ctx, tempOnDisk, func(tx *txn) error {
+	return s.wrap("WithGroupsLogging", s.transactOnce(ctx, txDefault, func(tx *txn) error {
 		zones, gone, err := s.lockUsages(ctx, tx, groupIDs, logLocks)
 		if err != nil {
 			return err
