@@ -104,13 +104,7 @@ func (s *Store) writeAccess() {
 		}
 		err := syncErr
 		if err == nil {
-			ctx, cancel := mergedContext(calls, func(c *accessCall) context.Context { return c.ctx })
-			entries := make([]analytics.AccessEntry, len(calls))
-			for i, c := range calls {
-				entries[i] = c.entry
-			}
-			err = s.insertAccess(ctx, entries)
-			cancel()
+			err = s.insertCalls(calls)
 		}
 		if err == nil && s.dialect.name == "sqlite" && syncDue == nil {
 			syncDue = time.After(accessSyncDelay)
@@ -119,6 +113,18 @@ func (s *Store) writeAccess() {
 			c.done <- err
 		}
 	}
+}
+
+// insertCalls writes the calls' entries together, by the latest of their
+// callers' deadlines.
+func (s *Store) insertCalls(calls []*accessCall) error {
+	ctx, cancel := mergedContext(calls, func(c *accessCall) context.Context { return c.ctx })
+	defer cancel()
+	entries := make([]analytics.AccessEntry, len(calls))
+	for i, c := range calls {
+		entries[i] = c.entry
+	}
+	return s.insertAccess(ctx, entries)
 }
 
 // syncWAL syncs SQLite's WAL, and with it every commit before, whether
