@@ -281,7 +281,7 @@ var (
 	// (BENCHMARKS.md).
 	txAppend = txMode{temp: "MEMORY", synchronous: "FULL"}
 	// txAccessLog is the access log's: its commit is not synced, for a
-	// sync was the whole of what the log cost a small answer; writeAccess
+	// sync was most of what the log cost a small answer; writeAccess
 	// syncs the WAL within accessSyncDelay (docs/decisions.md, the access
 	// log).
 	txAccessLog = txMode{temp: "DEFAULT", synchronous: "NORMAL"}
@@ -317,14 +317,17 @@ func (s *Store) transactOnce(ctx context.Context, mode txMode, fn func(tx *txn) 
 	defer conn.Close()
 	if s.dialect.name == "sqlite" {
 		// Set on the connection before the transaction: neither can change
-		// within one.
-		if _, err := conn.ExecContext(ctx, "PRAGMA temp_store = "+mode.temp+"; PRAGMA synchronous = "+mode.synchronous); err != nil {
-			return err
-		}
+		// within one. The connection is synced (FULL) but for the
+		// transactions that say otherwise, and set back after them, so
+		// that the writes outside a transaction of ours (the migrations,
+		// keys' last use) find it synced too.
+		pragmas := "PRAGMA temp_store = " + mode.temp
 		if mode.synchronous != txDefault.synchronous {
-			// The writes that run outside a transaction of ours (the
-			// migrations, keys' last use) find the connection synced.
+			pragmas += "; PRAGMA synchronous = " + mode.synchronous
 			defer resetSynchronous(conn)
+		}
+		if _, err := conn.ExecContext(ctx, pragmas); err != nil {
+			return err
 		}
 	}
 	tx, err := conn.BeginTx(ctx, nil)
