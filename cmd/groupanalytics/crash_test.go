@@ -319,8 +319,9 @@ func TestCrashLosesNoAcknowledgedEvent(t *testing.T) {
 // clients ask for student reports, each of its own day, restarts it, and
 // checks that every answer whose students' figures reached a client left
 // its access log entry (docs/decisions.md, "The access log"): the entry
-// is committed before the first figure goes out, so no crash of the
-// service can leave a disclosure without its record. Answers cut short
+// is written (on SQLite to the journal beside the store, on PostgreSQL
+// committed) before the first figure goes out, so no crash of the service
+// can leave a disclosure without its record. Answers cut short
 // may have entries too (the log over-records, never under-records), but
 // none that was not asked.
 func TestCrashKeepsEveryDisclosureRecorded(t *testing.T) {

@@ -426,7 +426,7 @@ func prepareStore(ctx context.Context, cfg Config) (string, func(), error) {
 		}
 		path = filepath.Join(dir, "bench.db")
 	}
-	for _, suffix := range []string{"", "-wal", "-shm"} {
+	for _, suffix := range []string{"", "-wal", "-shm", "-access"} {
 		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
 			return "", nil, err
 		}
@@ -435,7 +435,7 @@ func prepareStore(ctx context.Context, cfg Config) (string, func(), error) {
 		if cfg.Keep {
 			return
 		}
-		for _, suffix := range []string{"", "-wal", "-shm"} {
+		for _, suffix := range []string{"", "-wal", "-shm", "-access"} {
 			os.Remove(path + suffix)
 		}
 		if dir != "" {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -178,13 +179,30 @@ func TestAccessLog(t *testing.T) {
 }
 
 // TestUnrecordedAnswerRefused: when the access log cannot take an entry
-// (its database refuses the insert), a student report is a 503 that sends
-// no figure, while group reports go on; the log line names no SQL.
+// (SQLite's journal cannot be written, PostgreSQL refuses the insert), a
+// student report is a 503 that sends no figure, while group reports go
+// on; the log line names no SQL.
 func TestUnrecordedAnswerRefused(t *testing.T) {
-	for _, c := range []struct{ dialect, driver, refuse string }{
-		{"sqlite", "sqlite3", `CREATE TRIGGER refuse BEFORE INSERT ON access_log BEGIN SELECT RAISE(ABORT, 'disk full'); END`},
-		{"postgres", "pgx", `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$;
-			CREATE TRIGGER refuse BEFORE INSERT ON access_log FOR EACH ROW EXECUTE FUNCTION refuse()`},
+	for _, c := range []struct {
+		dialect string
+		refuse  func(t *testing.T, dsn string)
+	}{
+		{"sqlite", func(t *testing.T, dsn string) {
+			if err := os.Mkdir(dsn+"-access", 0o700); err != nil { // a directory where the journal goes
+				t.Fatal(err)
+			}
+		}},
+		{"postgres", func(t *testing.T, dsn string) {
+			db, err := sql.Open("pgx", dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.ExecContext(ctx, `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$;
+				CREATE TRIGGER refuse BEFORE INSERT ON access_log FOR EACH ROW EXECUTE FUNCTION refuse()`); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	} {
 		t.Run(c.dialect, func(t *testing.T) {
 			dsn := storetest.NewDSN(t, c.dialect)
@@ -192,14 +210,7 @@ func TestUnrecordedAnswerRefused(t *testing.T) {
 			key := e.school("north", "UTC")
 			e.enrol("north", "s1", "Ada")
 			e.send(message("north", "s1", "main", "2026-01-05T10:00:00Z"))
-			db, err := sql.Open(c.driver, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			if _, err := db.ExecContext(ctx, c.refuse); err != nil {
-				t.Fatal(err)
-			}
+			c.refuse(t, dsn)
 			resp := e.reportRequest("chat", key, "startDate=2026-01-01&endDate=2026-01-31&students=true", "")
 			if resp.status != http.StatusServiceUnavailable || resp.errorMessage(t) != "Service unavailable" || strings.Contains(string(resp.body), "Ada") {
 				t.Errorf("student report without its entry: %d %s, want a 503 without figures", resp.status, resp.body)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -13,7 +11,8 @@ import (
 	"groupanalytics/internal/analytics"
 )
 
-// accessCall is a RecordAccess waiting for the commit of its entry.
+// accessCall is a RecordAccess waiting for the commit of its entry
+// (PostgreSQL).
 type accessCall struct {
 	entry analytics.AccessEntry
 	ctx   context.Context
@@ -25,18 +24,25 @@ const maxAccessBatch = 256
 
 // RecordAccess adds an entry to the group's access log, and each student
 // it names who is enrolled (one erased meanwhile is counted as asked, and
-// not named). The entries of concurrent calls are written together, one
-// transaction for them all (group commit), so that answers asked at once
-// share the cost of a commit.
+// not named). On SQLite the entry is written to the access journal, which
+// is folded into the log within a second (accessJournal). On PostgreSQL
+// the entries of concurrent calls are written together, one statement for
+// them all (group commit), so that answers asked at once share the cost of
+// a commit.
 func (s *Store) RecordAccess(ctx context.Context, e analytics.AccessEntry) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	call := &accessCall{entry: e, ctx: ctx, done: make(chan error, 1)}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
 		return s.wrap("RecordAccess", sql.ErrConnDone)
 	}
+	if s.journal != nil {
+		err := s.journal.append(e)
+		s.mu.RUnlock()
+		return s.wrap("RecordAccess", err)
+	}
+	call := &accessCall{entry: e, ctx: ctx, done: make(chan error, 1)}
 	select {
 	case s.entries <- call:
 		s.mu.RUnlock()
@@ -52,36 +58,13 @@ func (s *Store) RecordAccess(ctx context.Context, e analytics.AccessEntry) error
 	}
 }
 
-// accessSyncDelay bounds how long a SQLite entry stays committed but not
-// synced: a crash of the service loses none (the operating system holds
-// the commit), a power cut those of the last accessSyncDelay at most.
-const accessSyncDelay = time.Second
-
-// writeAccess is the writer of the access log: it takes the first entry
-// waiting and those queued behind it, writes them in one transaction and
-// tells each call how it went. Calls whose callers gave up are left out.
-// On SQLite it syncs the WAL within accessSyncDelay of a commit; while a
-// sync fails, so do the calls, as unavailable.
+// writeAccess is the writer of PostgreSQL's access log: it takes the first
+// entry waiting and those queued behind it, writes them in one statement
+// and tells each call how it went. Calls whose callers gave up are left
+// out.
 func (s *Store) writeAccess() {
 	defer s.writers.Done()
-	var syncDue <-chan time.Time // while committed entries wait for a sync
-	var syncErr error
-	for {
-		var first *accessCall
-		select {
-		case c, ok := <-s.entries:
-			if !ok {
-				if syncDue != nil || syncErr != nil {
-					_ = s.syncWAL()
-				}
-				return
-			}
-			first = c
-		case <-syncDue:
-			syncDue = nil
-			syncErr = s.syncWAL()
-			continue
-		}
+	for first := range s.entries {
 		calls := []*accessCall{first}
 	more:
 		for len(calls) < maxAccessBatch {
@@ -99,16 +82,7 @@ func (s *Store) writeAccess() {
 		if len(calls) == 0 {
 			continue
 		}
-		if syncErr != nil {
-			syncErr = s.syncWAL()
-		}
-		err := syncErr
-		if err == nil {
-			err = s.insertCalls(calls)
-		}
-		if err == nil && s.dialect.name == "sqlite" && syncDue == nil {
-			syncDue = time.After(accessSyncDelay)
-		}
+		err := s.insertCalls(calls)
 		for _, c := range calls {
 			c.done <- err
 		}
@@ -116,7 +90,9 @@ func (s *Store) writeAccess() {
 }
 
 // insertCalls writes the calls' entries together, by the latest of their
-// callers' deadlines.
+// callers' deadlines, in one statement, its own transaction: one round
+// trip and one commit for the batch, where a transaction took two more
+// round trips, and one more a student named.
 func (s *Store) insertCalls(calls []*accessCall) error {
 	ctx, cancel := mergedContext(calls, func(c *accessCall) context.Context { return c.ctx })
 	defer cancel()
@@ -124,68 +100,72 @@ func (s *Store) insertCalls(calls []*accessCall) error {
 	for i, c := range calls {
 		entries[i] = c.entry
 	}
-	return s.insertAccess(ctx, entries)
-}
-
-// syncWAL syncs SQLite's WAL, and with it every commit before, whether
-// SQLite synced it or not. The file exists while the store is open (the
-// last connection to close checkpoints it and removes it). Failing, the
-// store is unavailable: what it acknowledges may not reach the disk.
-func (s *Store) syncWAL() error {
-	f, err := os.Open(s.file + "-wal")
-	if err == nil {
-		err = f.Sync()
-		f.Close()
-	}
+	rows, err := accessRows(entries)
 	if err != nil {
-		return fmt.Errorf("sync the WAL: %w: %w", analytics.ErrUnavailable, err)
+		return err
 	}
-	return nil
+	return s.eachRowSource(accessTypes, rows, func(source string, args []any) error {
+		return s.retrying(ctx, "RecordAccess", func(ctx context.Context) error {
+			_, err := s.write.ExecContext(ctx, s.q(strings.Replace(insertAccessPostgres, "{entries}", source, 1)), args...)
+			return err
+		})
+	})
 }
 
-// insertAccess writes the entries, each with the enrolled students it
-// names (a JSON array, the last column of its row), all or none. On
-// PostgreSQL that is one statement, its own transaction: one round trip
-// and one commit for the batch, where a transaction took two more round
-// trips, and one more a student named.
-func (s *Store) insertAccess(ctx context.Context, entries []analytics.AccessEntry) error {
+// accessRows are the entries as rows of access_log's accessColumns, each
+// with the students it names last (a JSON array).
+func accessRows(entries []analytics.AccessEntry) ([][]any, error) {
 	rows := make([][]any, len(entries))
 	for i, e := range entries {
 		classes, err := json.Marshal(append([]string{}, e.ClassIDs...))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		asked := slices.Compact(slices.Sorted(slices.Values(e.StudentIDs)))
 		rows[i] = []any{e.GroupID, millis(e.At), e.KeyID, e.Client, e.Endpoint, e.Format, e.StartDate, e.EndDate, e.Interval,
 			string(classes), len(asked), jsonList(append([]string{}, asked...))}
 	}
-	if s.dialect.name == "postgres" {
-		return s.eachRowSource(accessTypes, rows, func(source string, args []any) error {
-			return s.retrying(ctx, "RecordAccess", func(ctx context.Context) error {
-				_, err := s.write.ExecContext(ctx, s.q(strings.Replace(insertAccessPostgres, "{entries}", source, 1)), args...)
-				return err
-			})
-		})
+	return rows, nil
+}
+
+// insertAccessIn writes SQLite's entries with tx, each with the enrolled
+// students it names, in a few multi-row statements (a statement an entry
+// cost the journal's fold four times as much). The entries take their ids
+// in order after the last, as SQLite would give them: the transaction is
+// the store's one writer. The entries of a group deleted since are left
+// out: its log went with it.
+func (s *Store) insertAccessIn(ctx context.Context, tx *txn, entries []analytics.AccessEntry) error {
+	rows, err := accessRows(entries)
+	if err != nil {
+		return err
 	}
-	return s.transactIn(ctx, "RecordAccess", txAccessLog, func(tx *txn) error {
-		for _, row := range rows {
-			entry, students := row[:len(row)-1], row[len(row)-1]
-			var id int64
-			err := tx.QueryRowContext(ctx, `INSERT INTO access_log (`+accessColumns+`)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING entry_id`, entry...).Scan(&id)
-			if err != nil {
-				return err
-			}
-			if students == "[]" { // all of them: none named
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO access_log_students (entry_id, group_id, student_id)
-				SELECT ?, group_id, student_id FROM students
-				WHERE group_id = ? AND student_id IN (SELECT value FROM json_each(?))`, id, row[0], students); err != nil {
-				return err
-			}
+	var next int64
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(entry_id), 0) + 1 FROM access_log`).Scan(&next); err != nil {
+		return err
+	}
+	var named [][]any // entry id, group, the students it names
+	for i, row := range rows {
+		id := next + int64(i)
+		rows[i] = append([]any{id}, row...)
+		if students := row[len(row)-1]; students != "[]" { // "[]": all of them, none named
+			named = append(named, []any{id, row[0], students})
 		}
-		return nil
+	}
+	err = s.eachRowSource(append([]string{"bigint"}, accessTypes...), rows, func(source string, args []any) error {
+		return s.query(ctx, tx, `WITH e (entry_id, `+accessColumns+`, students) AS (`+source+`)
+			INSERT INTO access_log (entry_id, `+accessColumns+`) SELECT entry_id, `+accessColumns+` FROM e
+			WHERE group_id IN (SELECT group_id FROM groups)`, args, nil)
+	})
+	if err != nil {
+		return err
+	}
+	// CROSS JOIN keeps SQLite's join in this order: the students asked
+	// for, each looked up, rather than every student of the group read.
+	return s.eachRowSource([]string{"bigint", "text", "text"}, named, func(source string, args []any) error {
+		return s.query(ctx, tx, `WITH e (entry_id, group_id, students) AS (`+source+`)
+			INSERT INTO access_log_students (entry_id, group_id, student_id)
+			SELECT e.entry_id, s.group_id, s.student_id FROM e CROSS JOIN json_each(e.students) AS asked
+			CROSS JOIN students s ON s.group_id = e.group_id AND s.student_id = asked.value`, args, nil)
 	})
 }
 
@@ -216,6 +196,9 @@ JOIN students s ON s.group_id = e.group_id AND s.student_id = asked.student_id`
 func (s *Store) AccessLog(ctx context.Context, groupID string, f analytics.AccessFilter) ([]analytics.AccessEntry, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	if err := s.foldAccess(ctx); err != nil {
+		return nil, err
+	}
 	var since, until int64
 	if !f.Since.IsZero() {
 		since = millis(f.Since)

@@ -14,10 +14,16 @@ import (
 // INTO), so writers go on, in this process or another. The copy is made
 // under a temporary name beside to, synced, and renamed over to, so that
 // to is either the whole copy or what it was before; a copy that fails is
-// removed. On PostgreSQL it is an error: use the server's tools.
+// removed. The access journal is folded first. On PostgreSQL it is an
+// error: use the server's tools.
 func (s *Store) Backup(ctx context.Context, to string) error {
 	if s.dialect.name != "sqlite" {
 		return errors.New("copy: only a SQLite store is copied here")
+	}
+	// The copy holds the access log's entries written until now, those of
+	// another process serving the store too.
+	if err := s.foldAccess(ctx); err != nil {
+		return fmt.Errorf("copy to %s: %w", to, err)
 	}
 	dir := filepath.Dir(to)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(to)+".*.partial")

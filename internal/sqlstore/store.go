@@ -7,7 +7,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -54,7 +53,9 @@ type Store struct {
 	appends     []chan *rollup.Call // to the writers of AppendEvents, by group
 
 	touches chan keyTouch    // to the writer of keys' last use
-	entries chan *accessCall // to the writer of the access log
+	entries chan *accessCall // PostgreSQL only: to the writer of the access log
+	journal *accessJournal   // SQLite only: where the access log is written first
+	folding chan struct{}    // SQLite only: closed to stop the journal's folds
 
 	keptOrdinals *cache.Versioned[map[string]int] // by group, under its roster version
 
@@ -123,11 +124,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	s.timeout, s.observer = opts.CallTimeout, opts.Observer
 	s.touches = make(chan keyTouch, 1024)
-	s.entries = make(chan *accessCall, maxAccessBatch)
 	s.keptOrdinals = cache.New[map[string]int](maxKeptOrdinals)
 	s.writers.Add(2)
 	go s.writeTouches()
-	go s.writeAccess()
+	if s.dialect.name == "sqlite" {
+		s.journal = &accessJournal{path: s.file + "-access"}
+		s.folding = make(chan struct{})
+		go s.foldAccessEvery(s.folding)
+	} else {
+		s.entries = make(chan *accessCall, maxAccessBatch)
+		go s.writeAccess()
+	}
 	return s, nil
 }
 
@@ -154,10 +161,20 @@ func (s *Store) Close() error {
 		close(q)
 	}
 	close(s.touches)
-	close(s.entries)
+	if s.entries != nil {
+		close(s.entries)
+	}
+	if s.folding != nil {
+		close(s.folding)
+	}
 	s.mu.Unlock()
 	s.writers.Wait()
 	var errs []error
+	if s.journal != nil {
+		// What is left in the journal is folded by the next process to
+		// open the store, if this fold fails.
+		errs = append(errs, s.foldAccess(context.Background()), s.journal.close())
+	}
 	for _, c := range s.closers {
 		errs = append(errs, c())
 	}
@@ -263,28 +280,18 @@ type txMode struct {
 	// so that it can be undone alone): DEFAULT, SQLite's, spills a
 	// journal past 64 KiB to a temporary file; MEMORY keeps it in memory.
 	temp string
-	// synchronous is whether its commit waits for the disk: FULL does;
-	// NORMAL leaves the commit in the operating system's hands (it
-	// survives a crash of the service, not a power cut) until the WAL is
-	// next synced.
-	synchronous string
 }
 
 var (
-	// txDefault is every write but those below: synced, its statement
-	// journals on disk, so that a statement deleting a school's million
-	// rows keeps them there, not in memory.
-	txDefault = txMode{temp: "DEFAULT", synchronous: "FULL"}
+	// txDefault is every write but appends: its statement journals on
+	// disk, so that a statement deleting a school's million rows keeps
+	// them there, not in memory.
+	txDefault = txMode{temp: "DEFAULT"}
 	// txAppend keeps its statement journals in memory: appends, whose
 	// statements are bounded by their batch, and which under a firehose
 	// wrote as many pages to the temporary file as to the WAL
 	// (BENCHMARKS.md).
-	txAppend = txMode{temp: "MEMORY", synchronous: "FULL"}
-	// txAccessLog is the access log's: its commit is not synced, for a
-	// sync was most of what the log cost a small answer; writeAccess
-	// syncs the WAL within accessSyncDelay (docs/decisions.md, the access
-	// log).
-	txAccessLog = txMode{temp: "DEFAULT", synchronous: "NORMAL"}
+	txAppend = txMode{temp: "MEMORY"}
 )
 
 // retrying runs once, again when the database asks for a retry (a
@@ -316,17 +323,9 @@ func (s *Store) transactOnce(ctx context.Context, mode txMode, fn func(tx *txn) 
 	}
 	defer conn.Close()
 	if s.dialect.name == "sqlite" {
-		// Set on the connection before the transaction: neither can change
-		// within one. The connection is synced (FULL) but for the
-		// transactions that say otherwise, and set back after them, so
-		// that the writes outside a transaction of ours (the migrations,
-		// keys' last use) find it synced too.
-		pragmas := "PRAGMA temp_store = " + mode.temp
-		if mode.synchronous != txDefault.synchronous {
-			pragmas += "; PRAGMA synchronous = " + mode.synchronous
-			defer resetSynchronous(conn)
-		}
-		if _, err := conn.ExecContext(ctx, pragmas); err != nil {
+		// Set on the connection before the transaction: it cannot change
+		// within one.
+		if _, err := conn.ExecContext(ctx, "PRAGMA temp_store = "+mode.temp); err != nil {
 			return err
 		}
 	}
@@ -344,16 +343,6 @@ func (s *Store) transactOnce(ctx context.Context, mode txMode, fn func(tx *txn) 
 		return cmp.Or(ctx.Err(), err)
 	}
 	return nil
-}
-
-// resetSynchronous sets conn back to synced commits, or, failing that,
-// discards it: the next is opened synced.
-func resetSynchronous(conn *sql.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = "+txDefault.synchronous); err != nil {
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-	}
 }
 
 // insertRows runs "INSERT INTO <into> <rows> <suffix>" over rows whose

@@ -723,6 +723,11 @@ var tablesOfAGroup = []string{"events", "usage_students", "usage_groups", "group
 // which waits for the writes of its usage under way and makes those that
 // come later find it gone.
 func (s *Store) EraseGroup(ctx context.Context, groupID string) ([]analytics.Deleted, error) {
+	// The group's entries still in the access journal go with its log,
+	// and are counted with it.
+	if err := s.foldAccess(ctx); err != nil {
+		return nil, err
+	}
 	var deleted []analytics.Deleted
 	err := s.transact(ctx, "EraseGroup", func(tx *txn) (err error) {
 		if err := s.lockGroup(ctx, tx, groupID); err != nil {
