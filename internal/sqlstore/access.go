@@ -104,6 +104,12 @@ func (s *Store) insertCalls(calls []*accessCall) error {
 	if err != nil {
 		return err
 	}
+	if len(rows) == 1 { // most batches, but under many answers at once
+		return s.retrying(ctx, "RecordAccess", func(ctx context.Context) error {
+			_, err := s.write.ExecContext(ctx, s.q(insertOneAccessPostgres), rows[0]...)
+			return err
+		})
+	}
 	return s.eachRowSource(accessTypes, rows, func(source string, args []any) error {
 		return s.retrying(ctx, "RecordAccess", func(ctx context.Context) error {
 			_, err := s.write.ExecContext(ctx, s.q(strings.Replace(insertAccessPostgres, "{entries}", source, 1)), args...)
@@ -194,6 +200,20 @@ SELECT e.entry_id, s.group_id, s.student_id
 FROM entries e CROSS JOIN LATERAL jsonb_array_elements_text(CAST(e.students AS jsonb)) AS asked(student_id)
 CROSS JOIN LATERAL (SELECT s.group_id, s.student_id FROM students s
 	WHERE s.group_id = e.group_id AND s.student_id = asked.student_id OFFSET 0) s`
+
+// insertOneAccessPostgres writes one entry, its values bound one by one,
+// where insertAccessPostgres unnests arrays and takes the ids in a CTE: a
+// fifth less of PostgreSQL's time a statement, and a lone client's
+// answers 15% more a second (BENCHMARKS.md, the access log).
+const insertOneAccessPostgres = `WITH logged AS (
+	INSERT INTO access_log (` + accessColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	RETURNING entry_id, group_id
+)
+INSERT INTO access_log_students (entry_id, group_id, student_id)
+SELECT l.entry_id, s.group_id, s.student_id
+FROM logged l CROSS JOIN LATERAL jsonb_array_elements_text(CAST(? AS jsonb)) AS asked(student_id)
+CROSS JOIN LATERAL (SELECT s.group_id, s.student_id FROM students s
+	WHERE s.group_id = l.group_id AND s.student_id = asked.student_id OFFSET 0) s`
 
 // AccessLog lists the group's entries as f picks them, newest first, with
 // their keys' prefixes and labels as they are now.
