@@ -395,6 +395,10 @@ func machine() string {
 	return fmt.Sprintf("%d cores (%s)%s, %s", runtime.NumCPU(), cpu, mem, runtime.Version())
 }
 
+// sqliteFiles are the suffixes of a SQLite store's files: the database,
+// its write-ahead log and shared memory, and the access journal.
+var sqliteFiles = []string{"", "-wal", "-shm", "-access"}
+
 // prepareStore makes an empty store: a fresh SQLite file, or a fresh
 // database on the PostgreSQL server. cleanup removes it unless Keep.
 func prepareStore(ctx context.Context, cfg Config) (string, func(), error) {
@@ -426,7 +430,7 @@ func prepareStore(ctx context.Context, cfg Config) (string, func(), error) {
 		}
 		path = filepath.Join(dir, "bench.db")
 	}
-	for _, suffix := range []string{"", "-wal", "-shm", "-access"} {
+	for _, suffix := range sqliteFiles {
 		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
 			return "", nil, err
 		}
@@ -435,7 +439,7 @@ func prepareStore(ctx context.Context, cfg Config) (string, func(), error) {
 		if cfg.Keep {
 			return
 		}
-		for _, suffix := range []string{"", "-wal", "-shm", "-access"} {
+		for _, suffix := range sqliteFiles {
 			os.Remove(path + suffix)
 		}
 		if dir != "" {

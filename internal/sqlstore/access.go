@@ -185,10 +185,7 @@ var accessTypes = []string{"text", "bigint", "text", "text", "text", "text", "te
 // insertAccessPostgres writes the entries that {entries} selects, the
 // students each names last. Each entry takes its id first, once (a CTE
 // that calls a volatile function is evaluated once), so that the
-// students' rows can name it. Each student asked for is looked up by
-// the students' key: OFFSET 0 keeps the subquery apart, where the planner
-// joined every student of the school in a hash, for one entry, an entry
-// (BENCHMARKS.md, the access log).
+// students' rows can name it.
 const insertAccessPostgres = `WITH entries AS (
 	SELECT nextval('access_log_entry_id_seq') AS entry_id, e.*
 	FROM ({entries}) AS e(` + accessColumns + `, students)
@@ -198,8 +195,7 @@ const insertAccessPostgres = `WITH entries AS (
 INSERT INTO access_log_students (entry_id, group_id, student_id)
 SELECT e.entry_id, s.group_id, s.student_id
 FROM entries e CROSS JOIN LATERAL jsonb_array_elements_text(CAST(e.students AS jsonb)) AS asked(student_id)
-CROSS JOIN LATERAL (SELECT s.group_id, s.student_id FROM students s
-	WHERE s.group_id = e.group_id AND s.student_id = asked.student_id OFFSET 0) s`
+` + namedStudentsPostgres
 
 // insertOneAccessPostgres writes one entry, its values bound one by one,
 // where insertAccessPostgres unnests arrays and takes the ids in a CTE: a
@@ -210,10 +206,17 @@ const insertOneAccessPostgres = `WITH logged AS (
 	RETURNING entry_id, group_id
 )
 INSERT INTO access_log_students (entry_id, group_id, student_id)
-SELECT l.entry_id, s.group_id, s.student_id
-FROM logged l CROSS JOIN LATERAL jsonb_array_elements_text(CAST(? AS jsonb)) AS asked(student_id)
-CROSS JOIN LATERAL (SELECT s.group_id, s.student_id FROM students s
-	WHERE s.group_id = l.group_id AND s.student_id = asked.student_id OFFSET 0) s`
+SELECT e.entry_id, s.group_id, s.student_id
+FROM logged e CROSS JOIN LATERAL jsonb_array_elements_text(CAST(? AS jsonb)) AS asked(student_id)
+` + namedStudentsPostgres
+
+// namedStudentsPostgres joins to an entry e and each id it names,
+// asked(student_id), the enrolled student of that id, looked up by the
+// students' key: OFFSET 0 keeps the subquery apart, where the planner
+// joined every student of the school in a hash, for one entry, an entry
+// (BENCHMARKS.md, the access log).
+const namedStudentsPostgres = `CROSS JOIN LATERAL (SELECT s.group_id, s.student_id FROM students s
+	WHERE s.group_id = e.group_id AND s.student_id = asked.student_id OFFSET 0) s`
 
 // AccessLog lists the group's entries as f picks them, newest first, with
 // their keys' prefixes and labels as they are now.
