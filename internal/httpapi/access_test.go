@@ -199,7 +199,7 @@ func TestUnrecordedAnswerRefused(t *testing.T) {
 			}
 			defer db.Close()
 			if _, err := db.ExecContext(ctx, `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$;
-				CREATE TRIGGER refuse BEFORE INSERT ON access_log FOR EACH ROW EXECUTE FUNCTION refuse()`); err != nil {
+				CREATE TRIGGER refuse BEFORE INSERT ON access_pending FOR EACH ROW EXECUTE FUNCTION refuse()`); err != nil {
 				t.Fatal(err)
 			}
 		}},

@@ -24,11 +24,11 @@ const maxAccessBatch = 256
 
 // RecordAccess adds an entry to the group's access log, and each student
 // it names who is enrolled (one erased meanwhile is counted as asked, and
-// not named). On SQLite the entry is written to the access journal, which
-// is folded into the log within a second (accessJournal). On PostgreSQL
-// the entries of concurrent calls are written together, one statement for
-// them all (group commit), so that answers asked at once share the cost of
-// a commit.
+// not named). The entry is written where it is folded into the log from
+// within a second: on SQLite the access journal (accessJournal), on
+// PostgreSQL the table access_pending, the entries of concurrent calls
+// together, one statement for them all, so that answers asked at once
+// share a round trip and a commit.
 func (s *Store) RecordAccess(ctx context.Context, e analytics.AccessEntry) error {
 	s.mu.RLock()
 	if s.closed {
@@ -58,8 +58,8 @@ func (s *Store) RecordAccess(ctx context.Context, e analytics.AccessEntry) error
 	}
 }
 
-// writeAccess is the writer of PostgreSQL's access log: it takes the first
-// entry waiting and those queued behind it, writes them in one statement
+// writeAccess is the writer of PostgreSQL's access_pending: it takes the
+// first entry waiting and those queued behind it, writes them in one statement
 // and tells each call how it went. Calls whose callers gave up are left
 // out.
 func (s *Store) writeAccess() {
@@ -89,10 +89,12 @@ func (s *Store) writeAccess() {
 	}
 }
 
-// insertCalls writes the calls' entries together, by the latest of their
-// callers' deadlines, in one statement, its own transaction: one round
-// trip and one commit for the batch, where a transaction took two more
-// round trips, and one more a student named.
+// insertCalls writes the calls' entries to access_pending, by the latest
+// of their callers' deadlines, in one statement whose commit does not wait
+// for the disk. A row an entry, without index or foreign key, is a fifth of
+// what writing it into access_log cost PostgreSQL, and the synced commit
+// half of the rest (BENCHMARKS.md, the access log); the fold does that
+// work for every entry of a second at once.
 func (s *Store) insertCalls(calls []*accessCall) error {
 	ctx, cancel := mergedContext(calls, func(c *accessCall) context.Context { return c.ctx })
 	defer cancel()
@@ -104,17 +106,23 @@ func (s *Store) insertCalls(calls []*accessCall) error {
 	if err != nil {
 		return err
 	}
-	if len(rows) == 1 { // most batches, but under many answers at once
-		return s.retrying(ctx, "RecordAccess", func(ctx context.Context) error {
-			_, err := s.write.ExecContext(ctx, s.q(insertOneAccessPostgres), rows[0]...)
+	var insert strings.Builder
+	insert.WriteString(`INSERT INTO access_pending (group_id, entry) VALUES `)
+	args := make([]any, 0, 2*len(rows))
+	for i, row := range rows {
+		entry, err := json.Marshal(row)
+		if err != nil {
 			return err
-		})
+		}
+		if i > 0 {
+			insert.WriteString(", ")
+		}
+		insert.WriteString("(?, ?)")
+		args = append(args, row[0], string(entry))
 	}
-	return s.eachRowSource(accessTypes, rows, func(source string, args []any) error {
-		return s.retrying(ctx, "RecordAccess", func(ctx context.Context) error {
-			_, err := s.write.ExecContext(ctx, s.q(strings.Replace(insertAccessPostgres, "{entries}", source, 1)), args...)
-			return err
-		})
+	return s.retrying(ctx, "RecordAccess", func(ctx context.Context) error {
+		_, err := s.entryWrites.ExecContext(ctx, s.q(insert.String()), args...)
+		return err
 	})
 }
 
@@ -177,18 +185,25 @@ func (s *Store) insertAccessIn(ctx context.Context, tx *txn, entries []analytics
 
 // accessColumns are the columns of an access log entry that its writer
 // gives; accessTypes their SQL types, and that of the students it names,
-// a JSON array (PostgreSQL).
+// a JSON array.
 const accessColumns = `group_id, at, key_id, client, endpoint, format, start_date, end_date, report_interval, class_ids, students_asked`
 
 var accessTypes = []string{"text", "bigint", "text", "text", "text", "text", "text", "text", "text", "text", "integer", "text"}
 
-// insertAccessPostgres writes the entries that {entries} selects, the
-// students each names last. Each entry takes its id first, once (a CTE
-// that calls a volatile function is evaluated once), so that the
-// students' rows can name it.
-const insertAccessPostgres = `WITH entries AS (
+// foldPendingPostgres moves every entry of access_pending into access_log,
+// in the order they were asked, those of groups deleted since left out.
+// Each entry takes its id first, once (a CTE that calls a volatile
+// function is evaluated once), so that the students' rows can name it.
+// Folds of two processes at once take each entry once: the second's
+// DELETE skips the rows the first deleted.
+const foldPendingPostgres = `WITH taken AS (
+	DELETE FROM access_pending RETURNING CAST(entry AS jsonb) AS r
+), entries AS (
 	SELECT nextval('access_log_entry_id_seq') AS entry_id, e.*
-	FROM ({entries}) AS e(` + accessColumns + `, students)
+	FROM (SELECT r->>0 AS group_id, CAST(r->>1 AS BIGINT) AS at, r->>2 AS key_id, r->>3 AS client, r->>4 AS endpoint,
+			r->>5 AS format, r->>6 AS start_date, r->>7 AS end_date, r->>8 AS report_interval, r->>9 AS class_ids,
+			CAST(r->>10 AS INTEGER) AS students_asked, r->>11 AS students
+		FROM taken WHERE r->>0 IN (SELECT group_id FROM groups) ORDER BY at) AS e
 ), logged AS (
 	INSERT INTO access_log (entry_id, ` + accessColumns + `) SELECT entry_id, ` + accessColumns + ` FROM entries
 )
@@ -197,18 +212,29 @@ SELECT e.entry_id, s.group_id, s.student_id
 FROM entries e CROSS JOIN LATERAL jsonb_array_elements_text(CAST(e.students AS jsonb)) AS asked(student_id)
 ` + namedStudentsPostgres
 
-// insertOneAccessPostgres writes one entry, its values bound one by one,
-// where insertAccessPostgres unnests arrays and takes the ids in a CTE: a
-// fifth less of PostgreSQL's time a statement, and a lone client's
-// answers 15% more a second (BENCHMARKS.md, the access log).
-const insertOneAccessPostgres = `WITH logged AS (
-	INSERT INTO access_log (` + accessColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-	RETURNING entry_id, group_id
-)
-INSERT INTO access_log_students (entry_id, group_id, student_id)
-SELECT e.entry_id, s.group_id, s.student_id
-FROM logged e CROSS JOIN LATERAL jsonb_array_elements_text(CAST(? AS jsonb)) AS asked(student_id)
-` + namedStudentsPostgres
+// foldPending folds access_pending into access_log (PostgreSQL). A fold
+// whose statement read a student, or a group, that an erasure deleted
+// before it could name them fails their foreign key; the next, which reads
+// them gone, leaves them out. The statement is compiled without JIT: the
+// planner guesses access_pending's rows from its pages, which rows deleted
+// by every fold leave many of, and compiled a fold of a few hundred rows
+// for over a second.
+func (s *Store) foldPending(ctx context.Context) error {
+	var err error
+	for range 3 {
+		err = s.transact(ctx, "FoldAccessLog", func(tx *txn) error {
+			if _, err := tx.ExecContext(ctx, `SET LOCAL jit = off`); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, foldPendingPostgres)
+			return err
+		})
+		if pgCode(err) != "23503" { // foreign_key_violation
+			break
+		}
+	}
+	return err
+}
 
 // namedStudentsPostgres joins to an entry e and each id it names,
 // asked(student_id), the enrolled student of that id, looked up by the

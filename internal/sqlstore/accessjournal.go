@@ -141,12 +141,13 @@ func (j *accessJournal) locked(how int, fn func() error) error {
 	return fn()
 }
 
-// foldAccess moves the journal's entries into access_log and empties it.
-// Reads of the log fold first, so that they see every entry written.
+// foldAccess moves the entries written since the last fold, in the journal
+// (SQLite) or access_pending (PostgreSQL), into access_log. Reads of the
+// log fold first, so that they see every entry written.
 func (s *Store) foldAccess(ctx context.Context) error {
 	j := s.journal
 	if j == nil {
-		return nil
+		return s.foldPending(ctx)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -210,11 +211,14 @@ func (s *Store) foldLines(ctx context.Context, tx *txn, data []byte) error {
 	return err
 }
 
-// foldAccessEvery folds the journal every foldEvery until stop closes.
-// A fold that fails leaves the entries in the journal, synced there; when
-// that fails too, or the journal grows past maxJournalBytes, appends fail
-// until a fold succeeds. Without a journal to fold, appends tell for
-// themselves whether one can be written.
+// foldAccessEvery folds the entries written every foldEvery until stop
+// closes. On PostgreSQL a fold that fails leaves them in access_pending,
+// where they are as safe, for the next (reads of the log fold first, and
+// fail while folds do). A fold of the journal that fails leaves the
+// entries in the journal, synced there; when that fails too, or the
+// journal grows past maxJournalBytes, appends fail until a fold succeeds.
+// Without a journal to fold, appends tell for themselves whether one can
+// be written.
 func (s *Store) foldAccessEvery(stop <-chan struct{}) {
 	defer s.writers.Done()
 	tick := time.NewTicker(foldEvery)
@@ -227,6 +231,9 @@ func (s *Store) foldAccessEvery(stop <-chan struct{}) {
 		}
 		err := s.foldAccess(context.Background())
 		j := s.journal
+		if j == nil {
+			continue
+		}
 		j.mu.Lock()
 		if err != nil && j.f != nil {
 			if st, statErr := j.f.Stat(); statErr != nil || st.Size() > maxJournalBytes {

@@ -85,6 +85,20 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 	}
 	s.marks = stdlib.OpenDBFromPool(marks)
 	s.closers = append(s.closers, s.marks.Close, func() error { marks.Close(); return nil })
+	// The access log's entries commit without waiting for the disk: once
+	// PostgreSQL has them a crash of the service cannot lose them, and a
+	// crash of PostgreSQL loses at most its last moments' (docs/decisions.md,
+	// the access log). One writer sends them, so two connections do.
+	entryCfg := cfg.Copy()
+	entryCfg.MaxConns = 2
+	entryCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	entries, err := pgxpool.NewWithConfig(ctx, entryCfg)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	s.entryWrites = stdlib.OpenDBFromPool(entries)
+	s.closers = append(s.closers, s.entryWrites.Close, func() error { entries.Close(); return nil })
 	return s, nil
 }
 

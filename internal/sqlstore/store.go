@@ -32,15 +32,18 @@ var migrations embed.FS
 
 // Store implements analytics.Directory and analytics.UsageStore.
 type Store struct {
-	write    *sql.DB // the connections that write; one for SQLite
-	read     *sql.DB // the connections that only read
-	dialect  dialect
-	file     string        // SQLite only: the database file
-	pool     *pgxpool.Pool // PostgreSQL only: for COPY
-	marks    *sql.DB       // PostgreSQL only: for the marks of groupLock
-	closers  []func() error
-	timeout  time.Duration // of every call whose context has no deadline; 0: none
-	observer analytics.WriteObserver
+	write   *sql.DB // the connections that write; one for SQLite
+	read    *sql.DB // the connections that only read
+	dialect dialect
+	file    string        // SQLite only: the database file
+	pool    *pgxpool.Pool // PostgreSQL only: for COPY
+	marks   *sql.DB       // PostgreSQL only: for the marks of groupLock
+	// entryWrites writes PostgreSQL's access log entries to access_pending,
+	// its commits unsynced.
+	entryWrites *sql.DB
+	closers     []func() error
+	timeout     time.Duration // of every call whose context has no deadline; 0: none
+	observer    analytics.WriteObserver
 
 	// mu guards closed, and is held for reading while a call hands work to
 	// the background writers, so that Close never closes their queues
@@ -55,7 +58,7 @@ type Store struct {
 	touches chan keyTouch    // to the writer of keys' last use
 	entries chan *accessCall // PostgreSQL only: to the writer of the access log
 	journal *accessJournal   // SQLite only: where the access log is written first
-	folding chan struct{}    // SQLite only: closed to stop the journal's folds
+	folding chan struct{}    // closed to stop the folds of the access log's entries
 
 	keptOrdinals *cache.Versioned[map[string]int] // by group, under its roster version
 
@@ -129,12 +132,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	go s.writeTouches()
 	if s.dialect.name == "sqlite" {
 		s.journal = &accessJournal{path: s.file + "-access"}
-		s.folding = make(chan struct{})
-		go s.foldAccessEvery(s.folding)
 	} else {
+		s.writers.Add(1)
 		s.entries = make(chan *accessCall, maxAccessBatch)
 		go s.writeAccess()
 	}
+	s.folding = make(chan struct{})
+	go s.foldAccessEvery(s.folding)
 	return s, nil
 }
 
@@ -164,15 +168,14 @@ func (s *Store) Close() error {
 	if s.entries != nil {
 		close(s.entries)
 	}
-	if s.folding != nil {
-		close(s.folding)
-	}
+	close(s.folding)
 	s.mu.Unlock()
 	s.writers.Wait()
 	var errs []error
 	if s.journal != nil {
 		// What is left in the journal is folded by the next process to
-		// open the store, if this fold fails.
+		// open the store, if this fold fails. (What is left in
+		// access_pending is as safe there, for the next fold.)
 		errs = append(errs, s.foldAccess(context.Background()), s.journal.close())
 	}
 	for _, c := range s.closers {
