@@ -2,10 +2,12 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"strings"
 	"time"
@@ -76,30 +78,33 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 	// Marks (placements and intents) commit while their writer holds a
 	// group's lock in a transaction. Were they to take connections from
 	// the pool, the writers waiting for that lock could hold them all.
-	markCfg := cfg.Copy()
-	markCfg.MaxConns = 4
-	marks, err := pgxpool.NewWithConfig(ctx, markCfg)
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open postgres: %w", err)
+	if s.marks, err = s.openPool(ctx, cfg, 4, nil); err != nil {
+		return nil, errors.Join(err, s.closeConnections())
 	}
-	s.marks = stdlib.OpenDBFromPool(marks)
-	s.closers = append(s.closers, s.marks.Close, func() error { marks.Close(); return nil })
 	// The access log's entries commit without waiting for the disk: once
 	// PostgreSQL has them a crash of the service cannot lose them, and a
 	// crash of PostgreSQL loses at most its last moments' (docs/decisions.md,
 	// the access log). One writer sends them, so two connections do.
-	entryCfg := cfg.Copy()
-	entryCfg.MaxConns = 2
-	entryCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	entries, err := pgxpool.NewWithConfig(ctx, entryCfg)
+	if s.entryWrites, err = s.openPool(ctx, cfg, 2, map[string]string{"synchronous_commit": "off"}); err != nil {
+		return nil, errors.Join(err, s.closeConnections())
+	}
+	return s, nil
+}
+
+// openPool opens a pool of its own, of maxConns connections to cfg's
+// server with params set on each, for database/sql; the store's Close
+// closes it.
+func (s *Store) openPool(ctx context.Context, cfg *pgxpool.Config, maxConns int32, params map[string]string) (*sql.DB, error) {
+	cfg = cfg.Copy()
+	cfg.MaxConns = maxConns
+	maps.Copy(cfg.ConnConfig.RuntimeParams, params)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		s.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	s.entryWrites = stdlib.OpenDBFromPool(entries)
-	s.closers = append(s.closers, s.entryWrites.Close, func() error { entries.Close(); return nil })
-	return s, nil
+	db := stdlib.OpenDBFromPool(pool)
+	s.closers = append(s.closers, db.Close, func() error { pool.Close(); return nil })
+	return db, nil
 }
 
 // redactURL keeps a connection URL (and its password) out of an error.

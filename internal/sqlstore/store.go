@@ -128,16 +128,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	s.timeout, s.observer = opts.CallTimeout, opts.Observer
 	s.touches = make(chan keyTouch, 1024)
 	s.keptOrdinals = cache.New[map[string]int](maxKeptOrdinals)
-	s.writers.Add(2)
+	s.writers.Add(1)
 	go s.writeTouches()
 	if s.dialect.name == "sqlite" {
 		s.journal = &accessJournal{path: s.file + "-access"}
 	} else {
-		s.writers.Add(1)
 		s.entries = make(chan *accessCall, maxAccessBatch)
+		s.writers.Add(1)
 		go s.writeAccess()
 	}
 	s.folding = make(chan struct{})
+	s.writers.Add(1)
 	go s.foldAccessEvery(s.folding)
 	return s, nil
 }
@@ -178,6 +179,12 @@ func (s *Store) Close() error {
 		// access_pending is as safe there, for the next fold.)
 		errs = append(errs, s.foldAccess(context.Background()), s.journal.close())
 	}
+	return errors.Join(append(errs, s.closeConnections())...)
+}
+
+// closeConnections closes every connection and pool the store opened.
+func (s *Store) closeConnections() error {
+	var errs []error
 	for _, c := range s.closers {
 		errs = append(errs, c())
 	}
