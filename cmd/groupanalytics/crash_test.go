@@ -320,10 +320,10 @@ func TestCrashLosesNoAcknowledgedEvent(t *testing.T) {
 // checks that every answer whose students' figures reached a client left
 // its access log entry (docs/decisions.md, "The access log"): the entry
 // is written (on SQLite to the journal beside the store, on PostgreSQL
-// committed to access_pending) before the first figure goes out, so no crash of the service
-// can leave a disclosure without its record. Answers cut short
-// may have entries too (the log over-records, never under-records), but
-// none that was not asked.
+// committed to access_pending) before the first figure goes out, so no
+// crash of the service can leave a disclosure without its record. Answers
+// cut short may have entries too (the log over-records, never
+// under-records), but none that was not asked.
 func TestCrashKeepsEveryDisclosureRecorded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a server process")

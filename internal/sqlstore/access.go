@@ -194,7 +194,10 @@ var accessTypes = []string{"text", "bigint", "text", "text", "text", "text", "te
 // in the order they were asked, those of groups deleted since left out.
 // Each entry takes its id first, once (a CTE that calls a volatile
 // function is evaluated once), so that the students' rows can name it.
-// Folds of two processes at once take each entry once: the second's
+// Each student an entry names is looked up by the students' key: OFFSET 0
+// keeps the subquery apart, where the planner joined every student of the
+// school in a hash, for one entry, an entry (BENCHMARKS.md, the access
+// log). Folds of two processes at once take each entry once: the second's
 // DELETE skips the rows the first deleted.
 const foldPendingPostgres = `WITH taken AS (
 	DELETE FROM access_pending RETURNING CAST(entry AS jsonb) AS r
@@ -210,7 +213,8 @@ const foldPendingPostgres = `WITH taken AS (
 INSERT INTO access_log_students (entry_id, group_id, student_id)
 SELECT e.entry_id, s.group_id, s.student_id
 FROM entries e CROSS JOIN LATERAL jsonb_array_elements_text(CAST(e.students AS jsonb)) AS asked(student_id)
-` + namedStudentsPostgres
+CROSS JOIN LATERAL (SELECT s.group_id, s.student_id FROM students s
+	WHERE s.group_id = e.group_id AND s.student_id = asked.student_id OFFSET 0) s`
 
 // foldPending folds access_pending into access_log (PostgreSQL). A fold
 // whose statement read a student, or a group, that an erasure deleted
@@ -235,14 +239,6 @@ func (s *Store) foldPending(ctx context.Context) error {
 	}
 	return err
 }
-
-// namedStudentsPostgres joins to an entry e and each id it names,
-// asked(student_id), the enrolled student of that id, looked up by the
-// students' key: OFFSET 0 keeps the subquery apart, where the planner
-// joined every student of the school in a hash, for one entry, an entry
-// (BENCHMARKS.md, the access log).
-const namedStudentsPostgres = `CROSS JOIN LATERAL (SELECT s.group_id, s.student_id FROM students s
-	WHERE s.group_id = e.group_id AND s.student_id = asked.student_id OFFSET 0) s`
 
 // AccessLog lists the group's entries as f picks them, newest first, with
 // their keys' prefixes and labels as they are now.

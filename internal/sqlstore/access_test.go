@@ -26,10 +26,7 @@ func TestAccessEntriesWrittenTogether(t *testing.T) {
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
 			ctx := context.Background()
-			store := storetest.OpenDSN(t, storetest.NewDSN(t, dialect))
-			if err := store.CreateGroup(ctx, analytics.Group{ID: "g", Name: "g", TimeZone: "UTC"}); err != nil {
-				t.Fatal(err)
-			}
+			store := withGroup(t, storetest.OpenDSN(t, storetest.NewDSN(t, dialect)))
 			for i := range callers {
 				if err := store.AddStudent(ctx, analytics.Student{GroupID: "g", ID: studentOf(i), Name: "n"}); err != nil {
 					t.Fatal(err)
@@ -38,10 +35,9 @@ func TestAccessEntriesWrittenTogether(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range callers {
 				wg.Go(func() {
-					err := store.RecordAccess(ctx, analytics.AccessEntry{GroupID: "g", At: time.Now(), KeyID: "k", Client: clientOf(i),
-						Endpoint: "/api/groups/chat", Format: "json", StartDate: "2026-01-01", EndDate: "2026-01-31", Interval: "week",
-						ClassIDs: []string{fmt.Sprintf("c%02d", i)}, StudentIDs: []string{studentOf(i), "not-enrolled", studentOf(i)}})
-					if err != nil {
+					e := entryOf(i, studentOf(i), "not-enrolled", studentOf(i))
+					e.Interval, e.ClassIDs = "week", []string{fmt.Sprintf("c%02d", i)}
+					if err := store.RecordAccess(ctx, e); err != nil {
 						t.Error(err)
 					}
 				})
@@ -72,13 +68,9 @@ func TestAccessEntriesWrittenTogether(t *testing.T) {
 func TestAccessJournalUnwritable(t *testing.T) {
 	ctx := context.Background()
 	dsn := storetest.NewDSN(t, "sqlite")
-	store := storetest.OpenDSN(t, dsn)
-	if err := store.CreateGroup(ctx, analytics.Group{ID: "g", Name: "g", TimeZone: "UTC"}); err != nil {
-		t.Fatal(err)
-	}
+	store := withGroup(t, storetest.OpenDSN(t, dsn))
 	record := func() error {
-		return store.RecordAccess(ctx, analytics.AccessEntry{GroupID: "g", At: time.Now(), KeyID: "k", Client: "10.0.0.1",
-			Endpoint: "/api/groups/chat", Format: "json", StartDate: "2026-01-01", EndDate: "2026-01-31", Interval: "day"})
+		return store.RecordAccess(ctx, entryOf(1))
 	}
 	journal := dsn + "-access"
 	if err := os.Mkdir(journal, 0o700); err != nil { // a directory where the file goes: no one can write it
@@ -108,10 +100,7 @@ func TestAccessFoldsShared(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			ctx := context.Background()
 			dsn := storetest.NewDSN(t, dialect)
-			stores := []*sqlstore.Store{storetest.OpenDSN(t, dsn), storetest.OpenDSN(t, dsn)}
-			if err := stores[0].CreateGroup(ctx, analytics.Group{ID: "g", Name: "g", TimeZone: "UTC"}); err != nil {
-				t.Fatal(err)
-			}
+			stores := []*sqlstore.Store{withGroup(t, storetest.OpenDSN(t, dsn)), storetest.OpenDSN(t, dsn)}
 			until := time.Now().Add(1500 * time.Millisecond)
 			var recorded atomic.Int64
 			var wg sync.WaitGroup
@@ -119,8 +108,7 @@ func TestAccessFoldsShared(t *testing.T) {
 				store := stores[i%2]
 				wg.Go(func() {
 					for time.Now().Before(until) {
-						if err := store.RecordAccess(ctx, analytics.AccessEntry{GroupID: "g", At: time.Now(), KeyID: "k", Client: clientOf(i),
-							Endpoint: "/api/groups/chat", Format: "json", StartDate: "2026-01-01", EndDate: "2026-01-31", Interval: "day"}); err != nil {
+						if err := store.RecordAccess(ctx, entryOf(i)); err != nil {
 							t.Error(err)
 							return
 						}
@@ -166,18 +154,13 @@ func TestAccessEntryFoldedAfterErasure(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			ctx := context.Background()
 			dsn := storetest.NewDSN(t, dialect)
-			store := storetest.OpenDSN(t, dsn)
-			if err := store.CreateGroup(ctx, analytics.Group{ID: "g", Name: "g", TimeZone: "UTC"}); err != nil {
-				t.Fatal(err)
-			}
+			store := withGroup(t, storetest.OpenDSN(t, dsn))
 			for i := range 2 {
 				if err := store.AddStudent(ctx, analytics.Student{GroupID: "g", ID: studentOf(i), Name: "n"}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := store.RecordAccess(ctx, analytics.AccessEntry{GroupID: "g", At: time.Now(), KeyID: "k", Client: clientOf(1),
-				Endpoint: "/api/groups/chat", Format: "json", StartDate: "2026-01-01", EndDate: "2026-01-31", Interval: "day",
-				StudentIDs: []string{studentOf(0), studentOf(1)}}); err != nil {
+			if err := store.RecordAccess(ctx, entryOf(1, studentOf(0), studentOf(1))); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := store.EraseStudent(ctx, "g", studentOf(0)); err != nil {
@@ -217,9 +200,7 @@ func TestAccessEntryFoldedAfterErasure(t *testing.T) {
 			if _, err := erasure.ExecContext(ctx, `DELETE FROM students WHERE group_id = 'g' AND student_id = $1`, studentOf(1)); err != nil {
 				t.Fatal(err)
 			}
-			if err := store.RecordAccess(ctx, analytics.AccessEntry{GroupID: "g", At: time.Now(), KeyID: "k", Client: clientOf(2),
-				Endpoint: "/api/groups/chat", Format: "json", StartDate: "2026-01-01", EndDate: "2026-01-31", Interval: "day",
-				StudentIDs: []string{studentOf(1)}}); err != nil {
+			if err := store.RecordAccess(ctx, entryOf(2, studentOf(1))); err != nil {
 				t.Fatal(err)
 			}
 			go func() {
@@ -232,6 +213,22 @@ func TestAccessEntryFoldedAfterErasure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withGroup creates group g in store and returns the store.
+func withGroup(tb testing.TB, store *sqlstore.Store) *sqlstore.Store {
+	tb.Helper()
+	if err := store.CreateGroup(context.Background(), analytics.Group{ID: "g", Name: "g", TimeZone: "UTC"}); err != nil {
+		tb.Fatal(err)
+	}
+	return store
+}
+
+// entryOf is an entry of group g's log: client i's answer of January by
+// day, naming the students given (none: all of them).
+func entryOf(i int, students ...string) analytics.AccessEntry {
+	return analytics.AccessEntry{GroupID: "g", At: time.Now(), KeyID: "k", Client: clientOf(i), Endpoint: "/api/groups/chat",
+		Format: "json", StartDate: "2026-01-01", EndDate: "2026-01-31", Interval: "day", StudentIDs: students}
 }
 
 func studentOf(i int) string { return fmt.Sprintf("s%02d", i) }

@@ -22,10 +22,7 @@ func TestCloseWithCallsQueuedAndArriving(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			ctx := context.Background()
 			dsn := storetest.NewDSN(t, dialect)
-			store := storetest.OpenDSN(t, dsn)
-			if err := store.CreateGroup(ctx, analytics.Group{ID: "g", Name: "g", TimeZone: "UTC"}); err != nil {
-				t.Fatal(err)
-			}
+			store := withGroup(t, storetest.OpenDSN(t, dsn))
 			var mu sync.Mutex
 			var acked []string
 			var wg sync.WaitGroup
