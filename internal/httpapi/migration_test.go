@@ -182,7 +182,7 @@ func writeOldClickHouseStore(t *testing.T, dirDSN, usageURL string) {
 		must(err)
 		ordinals := map[string]int{}
 		var students [][]any
-		rows, err := db.Query(`SELECT student_id, ordinal FROM usage_students WHERE group_id = $1`, g.ID)
+		rows, err := db.Query(`SELECT student_id, ordinal FROM students WHERE group_id = $1 AND ordinal IS NOT NULL`, g.ID)
 		must(err)
 		for rows.Next() {
 			var id string

@@ -100,7 +100,7 @@ func (s *Store) Ordinals(ctx context.Context, groupID string) (map[string]int, e
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.read.QueryContext(ctx, s.q(`SELECT student_id, ordinal FROM usage_students WHERE group_id = ?`), groupID)
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT student_id, ordinal FROM students WHERE group_id = ? AND ordinal IS NOT NULL`), groupID)
 	if err != nil {
 		return nil, s.wrap("Ordinals", err)
 	}

@@ -352,9 +352,11 @@ func (s *Store) SaveStudents(ctx context.Context, groupID string, updates []anal
 // in tx, under the groups' locks, with the same few statements for any
 // number of groups. It reads first and writes only the enrolments and
 // renames that change something, so that steady ingestion adds no write
-// to the directory. With ordinals set, the same read also puts there the
-// usage ordinals of those enrolled, which saves ingestion a read of its
-// own.
+// to the directory. With ordinals set, it also numbers the students
+// (ingestion: each student of a new event has an ordinal): those who have
+// a number already are put in ordinals by the same read, and the others
+// are numbered in the row that enrols or renames them, or in a row of
+// their own.
 func (s *Store) saveStudents(ctx context.Context, tx *txn, updates map[string][]analytics.StudentUpdate, ordinals map[[2]string]int) error {
 	// Later updates of one student win: keep only the last name sent.
 	last := map[[2]string]string{}
@@ -371,14 +373,9 @@ func (s *Store) saveStudents(ctx context.Context, tx *txn, updates map[string][]
 			}
 		}
 	}
-	query := `SELECT s.group_id, s.student_id, s.name, NULL FROM k JOIN students s ON s.group_id = k.k1 AND s.student_id = k.k2`
-	if ordinals != nil {
-		query = `SELECT s.group_id, s.student_id, s.name, u.ordinal FROM k
-			JOIN students s ON s.group_id = k.k1 AND s.student_id = k.k2
-			LEFT JOIN usage_students u ON u.group_id = s.group_id AND u.student_id = s.student_id`
-	}
 	current := map[[2]string]string{}
-	err := s.selectKeyed(ctx, tx, query, studentKeyTypes, keys, func(rows *sql.Rows) error {
+	err := s.selectKeyed(ctx, tx, `SELECT s.group_id, s.student_id, s.name, s.ordinal FROM k
+		JOIN students s ON s.group_id = k.k1 AND s.student_id = k.k2`, studentKeyTypes, keys, func(rows *sql.Rows) error {
 		var k [2]string
 		var name string
 		var ordinal sql.NullInt64
@@ -386,7 +383,7 @@ func (s *Store) saveStudents(ctx context.Context, tx *txn, updates map[string][]
 			return err
 		}
 		current[k] = name
-		if ordinal.Valid {
+		if ordinal.Valid && ordinals != nil {
 			ordinals[k] = int(ordinal.Int64)
 		}
 		return nil
@@ -398,20 +395,82 @@ func (s *Store) saveStudents(ctx context.Context, tx *txn, updates map[string][]
 	for _, key := range keys {
 		k := [2]string{key[0].(string), key[1].(string)}
 		name, known := current[k]
+		_, numbered := ordinals[k]
 		switch {
 		case !known && last[k] == "":
 			enrol = append(enrol, []any{k[0], k[1], k[1]})
 		case !known || last[k] != "" && last[k] != name:
 			rename = append(rename, []any{k[0], k[1], last[k]})
+		case ordinals != nil && !numbered:
+			// Enrolled without usage until now: the enrolment's
+			// conflict numbers them, leaving the name.
+			enrol = append(enrol, []any{k[0], k[1], name})
 		}
 	}
-	types := []string{"text", "text", "text"}
-	if err := s.insertRows(ctx, tx, "students (group_id, student_id, name)", types, enrol,
-		"ON CONFLICT (group_id, student_id) DO NOTHING", nil); err != nil {
+	into, types := "students (group_id, student_id, name)", []string{"text", "text", "text"}
+	onEnrol, onRename := "ON CONFLICT (group_id, student_id) DO NOTHING",
+		"ON CONFLICT (group_id, student_id) DO UPDATE SET name = excluded.name"
+	var scan func(*sql.Rows) error
+	if ordinals != nil {
+		if err := s.number(ctx, tx, ordinals, enrol, rename); err != nil {
+			return err
+		}
+		// A number stored already (by a writer that enrolled the student
+		// first) is kept; the one given here is left unused.
+		keep := "ordinal = COALESCE(students.ordinal, excluded.ordinal) RETURNING group_id, student_id, ordinal"
+		into, types = "students (group_id, student_id, name, ordinal)", append(types, "integer")
+		onEnrol = "ON CONFLICT (group_id, student_id) DO UPDATE SET " + keep
+		onRename += ", " + keep
+		scan = func(rows *sql.Rows) error { return scanOrdinal(rows, ordinals) }
+	}
+	if err := s.insertRows(ctx, tx, into, types, enrol, onEnrol, scan); err != nil {
 		return err
 	}
-	return s.insertRows(ctx, tx, "students (group_id, student_id, name)", types, rename,
-		"ON CONFLICT (group_id, student_id) DO UPDATE SET name = excluded.name", nil)
+	return s.insertRows(ctx, tx, into, types, rename, onRename, scan)
+}
+
+// number appends to each row of lists, (group, student, name), the
+// student's ordinal: the one in ordinals, or else the next of the group's
+// counter in usage_groups, which one statement advances for every group.
+func (s *Store) number(ctx context.Context, tx *txn, ordinals map[[2]string]int, lists ...[][]any) error {
+	count := map[string]int{} // new numbers per group
+	for _, rows := range lists {
+		for _, r := range rows {
+			if _, ok := ordinals[[2]string{r[0].(string), r[1].(string)}]; !ok {
+				count[r[0].(string)]++
+			}
+		}
+	}
+	counters := make([][]any, 0, len(count))
+	for _, g := range slices.Sorted(maps.Keys(count)) {
+		counters = append(counters, []any{g, count[g]})
+	}
+	next := map[string]int{}
+	if err := s.insertRows(ctx, tx, "usage_groups (group_id, next_ordinal)", []string{"text", "integer"}, counters,
+		`ON CONFLICT (group_id) DO UPDATE SET next_ordinal = usage_groups.next_ordinal + excluded.next_ordinal
+		RETURNING group_id, next_ordinal`, func(rows *sql.Rows) error {
+			var g string
+			var n int
+			err := rows.Scan(&g, &n)
+			next[g] = n
+			return err
+		}); err != nil {
+		return err
+	}
+	// Each group's new students take the numbers below its counter, in
+	// the order they come.
+	for _, rows := range lists {
+		for i, r := range rows {
+			k := [2]string{r[0].(string), r[1].(string)}
+			n, ok := ordinals[k]
+			if !ok {
+				n = next[k[0]] - count[k[0]]
+				count[k[0]]--
+			}
+			rows[i] = append(r, n)
+		}
+	}
+	return nil
 }
 
 // AddStudent enrols a student; one already enrolled is a Conflict.

@@ -81,7 +81,7 @@ func (s *Store) groupToStudentCounts(ctx context.Context, tx *txn, groupID strin
 	if err != nil {
 		return err
 	}
-	ordinals, err := s.ordinals(ctx, tx, map[string][]string{groupID: ids}, nil)
+	ordinals, err := s.ordinalsBeforeV19(ctx, tx, groupID, ids)
 	if err != nil {
 		return err
 	}
@@ -127,6 +127,42 @@ func (s *Store) groupToStudentCounts(ctx context.Context, tx *txn, groupID strin
 		}
 	}
 	return nil
+}
+
+// ordinalsBeforeV19 returns the ordinals of the group's students ids as
+// the stores kept them before migration 19, in usage_students, numbering
+// those without one.
+func (s *Store) ordinalsBeforeV19(ctx context.Context, tx *txn, groupID string, ids []string) (map[[2]string]int, error) {
+	ordinals := map[[2]string]int{}
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT group_id, student_id, ordinal FROM usage_students WHERE group_id = ?`), groupID)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		if err := scanOrdinal(rows, ordinals); err != nil {
+			rows.Close()
+			return nil, err
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var missing [][]any
+	for _, id := range ids {
+		if _, ok := ordinals[[2]string{groupID, id}]; !ok {
+			missing = append(missing, []any{groupID, id, id})
+		}
+	}
+	if err := s.number(ctx, tx, ordinals, missing); err != nil {
+		return nil, err
+	}
+	numbered := make([][]any, len(missing))
+	for i, r := range missing {
+		ordinals[[2]string{groupID, r[1].(string)}] = r[3].(int)
+		numbered[i] = []any{groupID, r[1], r[3]}
+	}
+	return ordinals, s.insertRows(ctx, tx, "usage_students (group_id, student_id, ordinal)", []string{"text", "text", "integer"}, numbered, "", nil)
 }
 
 // rollupPeriods returns the spans and periods of the group's

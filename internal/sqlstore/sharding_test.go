@@ -16,7 +16,7 @@ import (
 // The small directory tables (groups, plans, api_keys, platform_tokens)
 // are reference tables, copied to every node: a key is looked up by its
 // hash before its group is known.
-var groupTables = regexp.MustCompile(`\b(students|events|usage_groups|usage_students|student_counts|group_rollups)\b`)
+var groupTables = regexp.MustCompile(`\b(students|events|usage_groups|student_counts|group_rollups)\b`)
 
 // statementText joins the string literals of a query expression, with
 // "<expr>" for the parts computed at run time.

@@ -408,10 +408,10 @@ var groupRollupTypes = []string{"text", "smallint", "integer", "bigint", "bigint
 // groupKeyTypes are the SQL types of a group rollup row's key columns.
 var groupKeyTypes = []string{"text", "smallint", "integer"}
 
-// ordinals returns the ordinal of every student named, per group, handing
-// out new ones from the groups' counters for students seen for the first
-// time. Those in known (read already in tx; may be nil) are not read
-// again. Its statements serve every group at once.
+// ordinals returns the ordinal of every student named, per group. Those in
+// known (read already in tx; may be nil) are not read again. A student
+// with usage but no number (none should lack one: ingestion numbers them)
+// is enrolled if need be and numbered now.
 func (s *Store) ordinals(ctx context.Context, tx *txn, students map[string][]string, known map[[2]string]int) (map[[2]string]int, error) {
 	ordinals := map[[2]string]int{}
 	var ask [][]any
@@ -424,70 +424,24 @@ func (s *Store) ordinals(ctx context.Context, tx *txn, students map[string][]str
 			}
 		}
 	}
-	if err := s.loadOrdinals(ctx, tx, ask, ordinals); err != nil {
+	err := s.selectKeyed(ctx, tx, `SELECT group_id, student_id, ordinal FROM k
+		JOIN students ON group_id = k.k1 AND student_id = k.k2 WHERE ordinal IS NOT NULL`, studentKeyTypes, ask, func(rows *sql.Rows) error {
+		return scanOrdinal(rows, ordinals)
+	})
+	if err != nil {
 		return nil, err
 	}
-	// unnumbered drops the keys that have their ordinal already.
-	unnumbered := func(keys [][]any) [][]any {
-		return slices.DeleteFunc(keys, func(k []any) bool {
-			_, ok := ordinals[[2]string{k[0].(string), k[1].(string)}]
-			return ok
-		})
+	missing := map[string][]analytics.StudentUpdate{}
+	for _, k := range ask {
+		g, id := k[0].(string), k[1].(string)
+		if _, ok := ordinals[[2]string{g, id}]; !ok {
+			missing[g] = append(missing[g], analytics.StudentUpdate{ID: id})
+		}
 	}
-	missing := unnumbered(ask)
 	if len(missing) == 0 {
 		return ordinals, nil
 	}
-	count := map[string]int{} // new students per group
-	for _, k := range missing {
-		count[k[0].(string)]++
-	}
-	counters := make([][]any, 0, len(count))
-	for _, g := range slices.Sorted(maps.Keys(count)) {
-		counters = append(counters, []any{g, count[g]})
-	}
-	next := map[string]int{}
-	if err := s.insertRows(ctx, tx, "usage_groups (group_id, next_ordinal)", []string{"text", "integer"}, counters,
-		`ON CONFLICT (group_id) DO UPDATE SET next_ordinal = usage_groups.next_ordinal + excluded.next_ordinal
-		RETURNING group_id, next_ordinal`, func(rows *sql.Rows) error {
-			var g string
-			var n int
-			err := rows.Scan(&g, &n)
-			next[g] = n
-			return err
-		}); err != nil {
-		return nil, err
-	}
-	// Each group's new students take the numbers below its counter, in
-	// the order they were asked for.
-	numbered := make([][]any, len(missing))
-	for i, k := range missing {
-		g := k[0].(string)
-		count[g]--
-		numbered[i] = []any{g, k[1], next[g] - 1 - count[g]}
-	}
-	// The numbers written come back. A writer that numbered the same
-	// student first (none can while the group's write lock is held) keeps
-	// its number, read afterwards, and ours is left unused.
-	if err := s.insertRows(ctx, tx, "usage_students (group_id, student_id, ordinal)", []string{"text", "text", "integer"}, numbered,
-		"ON CONFLICT (group_id, student_id) DO NOTHING RETURNING group_id, student_id, ordinal", func(rows *sql.Rows) error {
-			return scanOrdinal(rows, ordinals)
-		}); err != nil {
-		return nil, err
-	}
-	if err := s.loadOrdinals(ctx, tx, unnumbered(missing), ordinals); err != nil {
-		return nil, err
-	}
-	return ordinals, nil
-}
-
-// loadOrdinals reads the ordinals of the (group, student) keys that have
-// one into into.
-func (s *Store) loadOrdinals(ctx context.Context, tx *txn, keys [][]any, into map[[2]string]int) error {
-	return s.selectKeyed(ctx, tx, `SELECT group_id, student_id, ordinal FROM k
-		JOIN usage_students ON group_id = k.k1 AND student_id = k.k2`, studentKeyTypes, keys, func(rows *sql.Rows) error {
-		return scanOrdinal(rows, into)
-	})
+	return ordinals, s.saveStudents(ctx, tx, missing, ordinals)
 }
 
 // scanOrdinal reads a (group_id, student_id, ordinal) row into into.
@@ -548,11 +502,17 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) ([]
 		if _, err := s.lockUsage(ctx, tx, groupID); err != nil {
 			return err
 		}
-		var err error
+		// The student's number goes with their enrolment: read first.
+		var ordinal sql.NullInt64
+		err := tx.QueryRowContext(ctx, s.q(`SELECT ordinal FROM students WHERE group_id = ? AND student_id = ?`),
+			groupID, studentID).Scan(&ordinal)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
 		if deleted, err = s.deleteStudentFrom(ctx, tx, groupID, studentID, nil, "class_members", "students"); err != nil {
 			return err
 		}
-		if deleted, err = s.eraseUsage(ctx, tx, groupID, studentID, deleted); err != nil {
+		if deleted, err = s.eraseUsage(ctx, tx, groupID, studentID, ordinal, deleted); err != nil {
 			return err
 		}
 		if !slices.ContainsFunc(deleted, func(d analytics.Deleted) bool { return d.Table == "students" || d.Table == "events" }) {
@@ -595,18 +555,13 @@ func (s *Store) deleted(list []analytics.Deleted, table string, rows int64) []an
 	return append(list, analytics.Deleted{Store: s.dialect.name, Table: table, Rows: rows})
 }
 
-// eraseUsage deletes a student's events, counts and ordinal and takes
-// their share out of the group rollups, adding what it removed to deleted
-// (the rollup rows rewritten without their share too).
-func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID string, deleted []analytics.Deleted) ([]analytics.Deleted, error) {
-	var ordinal int
-	err := tx.QueryRowContext(ctx, s.q(`SELECT ordinal FROM usage_students WHERE group_id = ? AND student_id = ?`),
-		groupID, studentID).Scan(&ordinal)
-	numbered := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return deleted, err
-	}
-	if numbered {
+// eraseUsage deletes a student's events and counts, and takes their
+// share (ordinal's, if they had usage) out of the group rollups, adding
+// what it removed to deleted (the rollup rows rewritten without their
+// share too).
+func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID string, numbered sql.NullInt64, deleted []analytics.Deleted) ([]analytics.Deleted, error) {
+	if numbered.Valid {
+		ordinal := int(numbered.Int64)
 		shares, err := s.eraseCounts(ctx, tx, groupID, ordinal)
 		if err != nil {
 			return deleted, err
@@ -637,7 +592,7 @@ func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID stri
 			return deleted, err
 		}
 	}
-	return s.deleteStudentFrom(ctx, tx, groupID, studentID, deleted, "events", "usage_students")
+	return s.deleteStudentFrom(ctx, tx, groupID, studentID, deleted, "events")
 }
 
 // rebuildChunk is how many raw events Rebuild reads and folds in at a time.
@@ -715,7 +670,7 @@ func (s *Store) eventsAfter(ctx context.Context, tx *txn, groupID, after string,
 
 // tablesOfAGroup are the tables holding a group's rows, the groups table
 // last: every one that references it comes before it.
-var tablesOfAGroup = []string{"events", "usage_students", "usage_groups", "group_rollups", "student_counts",
+var tablesOfAGroup = []string{"events", "usage_groups", "group_rollups", "student_counts",
 	"access_log_students", "access_log", "digest_sends", "digest_recipients", "api_key_classes", "api_keys", "plans", "class_members", "classes", "students", "roster_versions", "usage_log", "usage_placements", "groups"}
 
 // EraseGroup deletes the group's rows from every table in one
