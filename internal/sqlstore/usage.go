@@ -556,12 +556,12 @@ func (s *Store) deleted(list []analytics.Deleted, table string, rows int64) []an
 }
 
 // eraseUsage deletes a student's events and counts, and takes their
-// share (ordinal's, if they had usage) out of the group rollups, adding
-// what it removed to deleted (the rollup rows rewritten without their
-// share too).
-func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID string, numbered sql.NullInt64, deleted []analytics.Deleted) ([]analytics.Deleted, error) {
-	if numbered.Valid {
-		ordinal := int(numbered.Int64)
+// share out of the group rollups (if they have an ordinal: they had
+// usage), adding what it removed to deleted (the rollup rows rewritten
+// without their share too).
+func (s *Store) eraseUsage(ctx context.Context, tx *txn, groupID, studentID string, stored sql.NullInt64, deleted []analytics.Deleted) ([]analytics.Deleted, error) {
+	if stored.Valid {
+		ordinal := int(stored.Int64)
 		shares, err := s.eraseCounts(ctx, tx, groupID, ordinal)
 		if err != nil {
 			return deleted, err
