@@ -134,18 +134,9 @@ func (s *Store) groupToStudentCounts(ctx context.Context, tx *txn, groupID strin
 // those without one.
 func (s *Store) ordinalsBeforeV19(ctx context.Context, tx *txn, groupID string, ids []string) (map[[2]string]int, error) {
 	ordinals := map[[2]string]int{}
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT group_id, student_id, ordinal FROM usage_students WHERE group_id = ?`), groupID)
+	err := s.query(ctx, tx, `SELECT group_id, student_id, ordinal FROM usage_students WHERE group_id = ?`, []any{groupID},
+		func(rows *sql.Rows) error { return scanOrdinal(rows, ordinals) })
 	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		if err := scanOrdinal(rows, ordinals); err != nil {
-			rows.Close()
-			return nil, err
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	var missing [][]any
