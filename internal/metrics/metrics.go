@@ -153,18 +153,18 @@ func (m *Metrics) Digest(result string) {
 
 // WriteBehindLog publishes what stats tells of the usage store's
 // write-behind log: the events it holds and how long the oldest of them
-// has waited for ClickHouse.
+// has waited for ClickHouse (on SQLite: for the fold of their rollups).
 func (m *Metrics) WriteBehindLog(stats func() (events int, oldestAge time.Duration)) {
 	if m == nil {
 		return
 	}
 	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "groupanalytics_log_events",
-		Help: "Events acknowledged and waiting in the write-behind log for ClickHouse.",
+		Help: "Events acknowledged and waiting in the write-behind log for ClickHouse (on SQLite: for the fold of their rollups).",
 	}, func() float64 { n, _ := stats(); return float64(n) }))
 	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "groupanalytics_log_oldest_event_age_seconds",
-		Help: "How long the oldest event of the write-behind log has waited for ClickHouse.",
+		Help: "How long the oldest event of the write-behind log has waited for ClickHouse (on SQLite: for the fold of its rollups).",
 	}, func() float64 { _, age := stats(); return age.Seconds() }))
 }
 

@@ -25,6 +25,7 @@ var sqliteDialect = dialect{
 	},
 	retryable:     func(error) bool { return false },
 	mergesRollups: true,
+	rollupsBehind: true,
 }
 
 // sqliteDriver is SQLite as the write connection opens it: it checkpoints

@@ -61,6 +61,7 @@ type Store struct {
 	folding chan struct{}    // closed to stop the folds of the access log's entries
 
 	keptOrdinals *cache.Versioned[map[string]int] // by group, under its roster version
+	behind       behindStats                      // SQLite only: of rollups_behind
 
 	leadMu  sync.Mutex
 	lead    *pgx.Conn // PostgreSQL only: the connection of LeadApplier
@@ -110,6 +111,9 @@ type dialect struct {
 	// writes its rollup rows without reading them. Otherwise it reads
 	// them under the group's lock and writes the sums back.
 	mergesRollups bool
+	// rollupsBehind: a small append notes its events' shares of the
+	// rollups for a fold to write, rather than writing them (behind.go).
+	rollupsBehind bool
 }
 
 // Open opens the store that dsn names: a postgres:// or postgresql:// URL,
@@ -241,7 +245,7 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) (applied int, err
 	if len(results) > 0 {
 		log.Info("migrated", "migrations", len(results), "version", results[len(results)-1].Source.Version, "duration", took)
 	}
-	return len(results), nil
+	return len(results), s.wrap("Migrate", s.countBehind(ctx))
 }
 
 // q rewrites ? placeholders for dialects that number them.

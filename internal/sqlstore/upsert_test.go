@@ -86,6 +86,9 @@ func TestSQLiteUpsertMergesRollups(t *testing.T) {
 			if _, err := s.AppendEvents(ctx, events); err != nil {
 				t.Fatal(err)
 			}
+			// Each batch folded on its own, so that the folds come back
+			// to the rows the earlier ones wrote.
+			settleGroups(t, s, 3)
 		}
 	}
 	got, want := dumpRollups(t, merged), dumpRollups(t, read)
@@ -98,8 +101,9 @@ func TestSQLiteUpsertMergesRollups(t *testing.T) {
 }
 
 // TestSQLiteUpsertRefusesCorruptCounts: a stored row of students' counts
-// that add_student_counts cannot read fails the append, which leaves
-// nothing behind, rather than being overwritten.
+// that add_student_counts cannot read fails the fold that would add to
+// it, which leaves everything as it was (the share still behind), rather
+// than being overwritten.
 func TestSQLiteUpsertRefusesCorruptCounts(t *testing.T) {
 	ctx := context.Background()
 	s := openTestUsage(t, 1)
@@ -110,22 +114,37 @@ func TestSQLiteUpsertRefusesCorruptCounts(t *testing.T) {
 	if _, err := s.AppendEvents(ctx, event("e1")); err != nil {
 		t.Fatal(err)
 	}
+	settleGroups(t, s, 1)
 	if _, err := s.write.Exec(`UPDATE student_counts SET counts = x'02'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AppendEvents(ctx, event("e2")); err == nil {
-		t.Fatal("an append over a corrupt row of counts succeeded")
+	if _, err := s.AppendEvents(ctx, event("e2")); err != nil {
+		t.Fatal(err)
 	}
-	var events int
+	if _, err := s.Settle(ctx, "g0"); err == nil {
+		t.Fatal("a fold over a corrupt row of counts succeeded")
+	}
+	var behind int
 	var counts []byte
-	if err := s.read.QueryRow(`SELECT count(*) FROM events`).Scan(&events); err != nil {
+	if err := s.read.QueryRow(`SELECT count(*) FROM rollups_behind`).Scan(&behind); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.read.QueryRow(`SELECT counts FROM student_counts LIMIT 1`).Scan(&counts); err != nil {
 		t.Fatal(err)
 	}
-	if events != 1 || !bytes.Equal(counts, []byte{2}) {
-		t.Errorf("after the failed append: %d events, counts %x; want 1 and the row as it was", events, counts)
+	if behind != 1 || !bytes.Equal(counts, []byte{2}) {
+		t.Errorf("after the failed fold: %d shares behind, counts %x; want 1 and the row as it was", behind, counts)
+	}
+}
+
+// settleGroups settles groups g0…g(n-1) of s: their rollups count every
+// event stored.
+func settleGroups(t *testing.T, s *Store, n int) {
+	t.Helper()
+	for g := range n {
+		if _, err := s.Settle(context.Background(), fmt.Sprintf("g%d", g)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -93,9 +93,26 @@ var writerSeed = maphash.MakeSeed()
 // and the others already queued, and writes them together. Calls whose
 // callers gave up before their turn are dropped. It returns when Close has
 // closed the queue and everything queued is written.
+//
+// On SQLite it also folds the rollups behind the events (behind.go) when
+// they are due, between flushes, and once more before it returns.
 func (s *Store) writeAppends(queue chan *rollup.Call) {
 	defer s.writers.Done()
-	for first := range queue {
+	tick := time.NewTicker(foldBehindEvery / foldParts)
+	defer tick.Stop()
+	for {
+		var first *rollup.Call
+		select {
+		case c, ok := <-queue:
+			if !ok {
+				s.foldBehindDue(true)
+				return
+			}
+			first = c
+		case <-tick.C:
+			s.foldBehindDue(false)
+			continue
+		}
 		calls, n := []*rollup.Call{first}, len(first.Events)
 	more:
 		for n < rollup.MaxMergedEvents {
@@ -120,6 +137,7 @@ func (s *Store) writeAppends(queue chan *rollup.Call) {
 		for i, c := range calls {
 			c.Done <- rollup.Done{Result: results[i], Err: err}
 		}
+		s.foldBehindDue(false)
 	}
 }
 
@@ -178,7 +196,7 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 		if err != nil {
 			return err
 		}
-		delta := rollup.NewDelta()
+		var accepted []analytics.Event
 		students := map[string][]analytics.StudentUpdate{}
 		for i, c := range calls {
 			results[i] = analytics.AppendResult{}
@@ -200,13 +218,20 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 				}
 				delete(inserted, k)
 				results[i].Accepted++
-				delta.Add(e)
+				accepted = append(accepted, e)
 				students[e.GroupID] = append(students[e.GroupID], analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
 			}
 		}
 		ordinals := map[[2]string]int{}
 		if err := s.saveStudents(ctx, tx, students, ordinals); err != nil {
 			return err
+		}
+		if s.dialect.rollupsBehind && len(accepted) < applyAtOnce {
+			return s.noteBehind(ctx, tx, accepted)
+		}
+		delta := rollup.NewDelta()
+		for _, e := range accepted {
+			delta.Add(e)
 		}
 		return s.applyDelta(ctx, tx, delta, ordinals)
 	})
@@ -254,10 +279,16 @@ func (s *Store) lockGroups(ctx context.Context, tx *txn, groupIDs []string, lock
 
 // lockUsage is lockGroups of one group, which must exist: the lock of a
 // write of the group's usage. It returns the group's time zone.
+//
+// On SQLite it folds the group's rollups behind its events first, so that
+// the write starts from rollups that count every stored event.
 func (s *Store) lockUsage(ctx context.Context, tx *txn, groupID string) (string, error) {
 	zones, err := s.lockGroups(ctx, tx, []string{groupID}, forWrite)
 	if _, ok := zones[groupID]; err == nil && !ok {
 		return "", analytics.Errorf(analytics.NotFound, "Group %q not found", groupID)
+	}
+	if err == nil {
+		err = s.foldBehind(ctx, tx, groupID, nil)
 	}
 	return zones[groupID], err
 }
@@ -455,10 +486,6 @@ func scanOrdinal(rows *sql.Rows, into map[[2]string]int) error {
 
 // studentKeyTypes are the SQL types of a (group, student) key.
 var studentKeyTypes = []string{"text", "text"}
-
-// Settle does nothing: AppendEvents answers once its events are where
-// reads look.
-func (s *Store) Settle(ctx context.Context, _ string) (context.Context, error) { return ctx, nil }
 
 // GroupRollups returns the group's rollups of seg, ascending by period.
 func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.Segment) ([]analytics.GroupRollup, error) {
@@ -686,6 +713,10 @@ func (s *Store) EraseGroup(ctx context.Context, groupID string) ([]analytics.Del
 	var deleted []analytics.Deleted
 	err := s.transact(ctx, "EraseGroup", func(tx *txn) (err error) {
 		if err := s.lockGroup(ctx, tx, groupID); err != nil {
+			return err
+		}
+		// The group's shares behind its events go with them.
+		if err := s.foldBehind(ctx, tx, groupID, nil); err != nil {
 			return err
 		}
 		deleted, err = s.deleteGroupRows(ctx, tx, groupID)

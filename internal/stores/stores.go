@@ -173,14 +173,16 @@ func (s *Stores) QueueDepth() int {
 	return s.Directory.QueueDepth()
 }
 
-// LogStats tells of the write-behind log of a usage store on ClickHouse:
-// the events it holds and how long the oldest has waited (none without
-// one).
+// LogStats tells of what the usage store has acknowledged and not yet
+// written where reads look without a Settle: the events of the
+// write-behind log of a usage store on ClickHouse, or those whose shares
+// of the rollups wait for a fold on SQLite; and how long the oldest has
+// waited.
 func (s *Stores) LogStats() (events int, oldestAge time.Duration) {
 	if s.Shards != nil {
 		return s.Shards.LogStats()
 	}
-	return 0, 0
+	return s.Directory.BehindStats()
 }
 
 // Engines names the directory's engine and the usage store's, for logs.
