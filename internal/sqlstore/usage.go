@@ -196,7 +196,7 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 		if err != nil {
 			return err
 		}
-		var accepted []analytics.Event
+		accepted := make([]analytics.Event, 0, len(batch))
 		students := map[string][]analytics.StudentUpdate{}
 		for i, c := range calls {
 			results[i] = analytics.AppendResult{}
