@@ -13,7 +13,8 @@ import (
 // TestServeMetrics: with --metrics-addr, the metrics are served on that
 // listener only, in the Prometheus format, and they move with the
 // requests: routes and statuses, events by result, the writer's merged
-// writes and queue, rate-limited requests, the Go runtime and the build.
+// writes and queue, the shares of the rollups waiting for a fold,
+// rate-limited requests, the Go runtime and the build.
 func TestServeMetrics(t *testing.T) {
 	db := newStore(t)
 	mustRun(t, "group", "create", "--db", db, "--id", "north")
@@ -58,6 +59,10 @@ func TestServeMetrics(t *testing.T) {
 		`groupanalytics_writer_merged_calls_count 1`,
 		`groupanalytics_writer_merged_events_sum 2`,
 		`groupanalytics_writer_queue_depth 0`,
+		// The event's share of the rollups was folded by the report
+		// that followed it.
+		`groupanalytics_log_events 0`,
+		`groupanalytics_log_oldest_event_age_seconds 0`,
 		`groupanalytics_build_info{goversion="go`,
 		`go_goroutines `,
 		`process_resident_memory_bytes `,
