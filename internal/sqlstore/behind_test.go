@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"testing"
@@ -20,27 +19,7 @@ func TestRollupsBehindMatchWrittenAtOnce(t *testing.T) {
 	ctx := context.Background()
 	behind, atOnce := openTestUsage(t, 3), openTestUsage(t, 3)
 	atOnce.dialect.rollupsBehind = false
-	rng := rand.New(rand.NewPCG(5, 6))
-	start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	n := 0
-	batch := func(size int) []analytics.Event {
-		var events []analytics.Event
-		for range size {
-			n++
-			id := n
-			if rng.IntN(10) == 0 {
-				id = 1 + rng.IntN(n) // an id sent before, perhaps
-			}
-			events = append(events, analytics.Event{
-				GroupID:    fmt.Sprintf("g%d", rng.IntN(3)),
-				ID:         fmt.Sprintf("e%d", id),
-				StudentID:  fmt.Sprintf("s%d", rng.IntN(600)),
-				OccurredAt: start.Add(time.Duration(rng.IntN(40*24)) * time.Hour),
-				Metric:     analytics.Metric(rng.IntN(analytics.NumMetrics)),
-			})
-		}
-		return events
-	}
+	random := &randomEvents{rng: rand.New(rand.NewPCG(5, 6)), dupEvery: 10}
 	both := func(what string, op func(s *Store) error) {
 		t.Helper()
 		for _, s := range []*Store{behind, atOnce} {
@@ -50,9 +29,9 @@ func TestRollupsBehindMatchWrittenAtOnce(t *testing.T) {
 		}
 	}
 	for round := range 30 {
-		events := batch(1 + rng.IntN(40))
+		events := random.batch(1 + random.rng.IntN(40))
 		if round == 10 {
-			events = batch(applyAtOnce + 500)
+			events = random.batch(applyAtOnce + 500)
 		}
 		var results [2]analytics.AppendResult
 		for i, s := range []*Store{behind, atOnce} {
@@ -81,7 +60,7 @@ func TestRollupsBehindMatchWrittenAtOnce(t *testing.T) {
 			both("Rebuild", func(s *Store) error { return s.Rebuild(ctx, "g2", "America/New_York") })
 		case 25:
 			both("ExpireDays", func(s *Store) error {
-				_, _, err := s.ExpireDays(ctx, "g0", analytics.DayOf(start, time.UTC)+10)
+				_, _, err := s.ExpireDays(ctx, "g0", analytics.DayOf(randomStart, time.UTC)+10)
 				return err
 			})
 		case 28:

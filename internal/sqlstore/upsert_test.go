@@ -67,21 +67,9 @@ func TestSQLiteUpsertMergesRollups(t *testing.T) {
 	ctx := context.Background()
 	merged, read := openTestUsage(t, 3), openTestUsage(t, 3)
 	read.dialect.mergesRollups = false
-	rng := rand.New(rand.NewPCG(3, 4))
-	start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	n := 0
+	random := &randomEvents{rng: rand.New(rand.NewPCG(3, 4))}
 	for range 60 {
-		var events []analytics.Event
-		for range 1 + rng.IntN(40) {
-			n++
-			events = append(events, analytics.Event{
-				GroupID:    fmt.Sprintf("g%d", rng.IntN(3)),
-				ID:         fmt.Sprintf("e%d", n),
-				StudentID:  fmt.Sprintf("s%d", rng.IntN(600)), // chunks 0 to 2
-				OccurredAt: start.Add(time.Duration(rng.IntN(40*24)) * time.Hour),
-				Metric:     analytics.Metric(rng.IntN(analytics.NumMetrics)),
-			})
-		}
+		events := random.batch(1 + random.rng.IntN(40))
 		for _, s := range []*Store{merged, read} {
 			if _, err := s.AppendEvents(ctx, events); err != nil {
 				t.Fatal(err)
@@ -135,6 +123,38 @@ func TestSQLiteUpsertRefusesCorruptCounts(t *testing.T) {
 	if behind != 1 || !bytes.Equal(counts, []byte{2}) {
 		t.Errorf("after the failed fold: %d shares behind, counts %x; want 1 and the row as it was", behind, counts)
 	}
+}
+
+// randomEvents makes batches of random events of groups g0…g2, from
+// students s0…s599 (chunks 0 to 2), over the 40 days from March 1, 2026:
+// each with an id of its own, or with dupEvery set, one in dupEvery with
+// an id drawn from those made before (perhaps its own).
+type randomEvents struct {
+	rng      *rand.Rand
+	dupEvery int
+	made     int
+}
+
+// randomStart is the first day of randomEvents' events.
+var randomStart = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+
+func (r *randomEvents) batch(size int) []analytics.Event {
+	var events []analytics.Event
+	for range size {
+		r.made++
+		id := r.made
+		if r.dupEvery > 0 && r.rng.IntN(r.dupEvery) == 0 {
+			id = 1 + r.rng.IntN(r.made)
+		}
+		events = append(events, analytics.Event{
+			GroupID:    fmt.Sprintf("g%d", r.rng.IntN(3)),
+			ID:         fmt.Sprintf("e%d", id),
+			StudentID:  fmt.Sprintf("s%d", r.rng.IntN(600)),
+			OccurredAt: randomStart.Add(time.Duration(r.rng.IntN(40*24)) * time.Hour),
+			Metric:     analytics.Metric(r.rng.IntN(analytics.NumMetrics)),
+		})
+	}
+	return events
 }
 
 // settleGroups settles groups g0…g(n-1) of s: their rollups count every
