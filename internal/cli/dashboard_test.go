@@ -443,15 +443,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			}
 			want = append(want, series)
 		}
-		var average []float64
-		for _, r := range school {
-			if r.NumStudentsUsed == 0 {
-				average = append(average, 0)
-				continue
-			}
-			average = append(average, math.Round(float64(r.Data[0].Value)/float64(r.NumStudentsUsed)*10)/10)
-		}
-		if want = append(want, average); !reflect.DeepEqual(chart, want) {
+		if want = append(want, averages(school)); !reflect.DeepEqual(chart, want) {
 			t.Errorf("%s's %s chart %v, want %v", student, endpoint, chart, want)
 		}
 	}
@@ -464,13 +456,14 @@ func TestDashboardInBrowser(t *testing.T) {
 		mine := apiReports(t, base, key, endpoint, period+"&students=true&studentId="+student)[0]
 		school := apiReports(t, base, key, endpoint, period)[0]
 		for i, m := range school.Data {
-			average := strconv.FormatFloat(math.Round(float64(m.Value)/float64(school.NumStudentsUsed)*10)/10, 'f', -1, 64)
-			wantStudentTiles = append(wantStudentTiles, []string{m.Title, thousands(mine.Data[i].Value), "school average " + average})
+			average := strconv.FormatFloat(averagePerStudent(m.Value, school.NumStudentsUsed), 'f', -1, 64)
+			wantStudentTiles = append(wantStudentTiles, []string{m.Title, thousands(mine.Data[i].Value), "School average " + average})
 		}
 	}
 	if !reflect.DeepEqual(studentTiles, wantStudentTiles) {
 		t.Errorf("%s's totals %v, want %v", student, studentTiles, wantStudentTiles)
 	}
+	checkComparedWith(t, ctx, "the whole school", "School", "the school's", "the school")
 	var page []byte
 	run("student page screenshot", chromedp.CaptureScreenshot(&page))
 	save(t, filepath.Join(shots, "dashboard-student.png"), page)
@@ -509,49 +502,96 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("on a phone the page is wider than the screen")
 	}
 	checkShown(t, ctx, "phone", map[string]string{"#totals-caption": wantCaption, "#table-note": notOver})
-	// Scrolled sideways, the table keeps the students' names in view.
-	var nameShift float64
-	run("phone table scrolled", chromedp.ScrollIntoView("#students"),
-		chromedp.Evaluate(`(() => { const wrap = document.querySelector(".table-wrap"); const cell = document.querySelector("#students tbody td");
-			wrap.scrollLeft = wrap.scrollWidth; return cell.getBoundingClientRect().left - wrap.getBoundingClientRect().left; })()`, &nameShift),
-		chromedp.CaptureScreenshot(&buf))
-	save(t, filepath.Join(shots, "dashboard-phone-table.png"), buf)
-	if nameShift < -1 || nameShift > 2 {
-		t.Errorf("on a phone, the table scrolled sideways moves the name column by %.0f px", nameShift)
-	}
-	// There, each pinned name shows its student's id (two students may
-	// share a name); scrolled down, the header stays in view.
+	// The table at first sight: each name with its id, and the first
+	// figures, in view without scrolling; the page is the one thing that
+	// scrolls down (the table's box only sideways).
 	var phoneTable struct {
-		IDs, Shown            []string
-		IDsVisible            bool
-		HeaderShift, Scrolled float64
+		IDs, Shown                  []string
+		IDsVisible                  bool
+		FiguresInView               int
+		BoxScrollsDown              bool
+		PinnedWidth, WidestHeader   float64
+		NameShift, LastHeaderHidden float64
 	}
-	run("phone table scrolled down", chromedp.Evaluate(`(() => {
+	run("phone table", chromedp.ScrollIntoView("#students"), chromedp.Evaluate(`(() => {
 			const wrap = document.querySelector(".table-wrap");
 			const rows = [...document.querySelectorAll("#students tbody tr")].slice(0, 20);
 			const sids = rows.map(tr => tr.querySelector(".sid"));
-			const out = {IDs: rows.map(tr => tr.dataset.id), Shown: sids.map(s => s.textContent),
-				IDsVisible: sids.every(s => { const r = s.getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= innerWidth; })};
-			wrap.scrollTop = 1500;
-			out.Scrolled = wrap.scrollTop;
-			out.HeaderShift = document.querySelector("#students thead th").getBoundingClientRect().top - wrap.getBoundingClientRect().top;
+			const inView = (e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= innerWidth; };
+			const out = {IDs: rows.map(tr => tr.dataset.id), Shown: sids.map(s => s.textContent), IDsVisible: sids.every(inView),
+				FiguresInView: [...rows[0].cells].slice(2).filter(inView).length,
+				BoxScrollsDown: wrap.scrollHeight > wrap.clientHeight + 1};
+			// Scrolled sideways: the name stays, and each header can be read whole.
+			const heads = [...document.querySelectorAll("#students thead th")];
+			out.PinnedWidth = heads[0].getBoundingClientRect().width;
+			out.WidestHeader = Math.max(...heads.slice(2).map(th => th.getBoundingClientRect().width));
+			wrap.scrollLeft = wrap.scrollWidth;
+			const cell = document.querySelector("#students tbody td");
+			out.NameShift = cell.getBoundingClientRect().left - wrap.getBoundingClientRect().left;
+			out.LastHeaderHidden = heads[0].getBoundingClientRect().right - heads.at(-1).getBoundingClientRect().left;
 			return out;
 		})()`, &phoneTable), chromedp.CaptureScreenshot(&buf))
-	save(t, filepath.Join(shots, "dashboard-phone-table-down.png"), buf)
+	save(t, filepath.Join(shots, "dashboard-phone-table.png"), buf)
+	if !reflect.DeepEqual(phoneTable.IDs, phoneTable.Shown) || !phoneTable.IDsVisible {
+		t.Errorf("on a phone, the pinned names show ids %v (in view: %v), want %v", phoneTable.Shown, phoneTable.IDsVisible, phoneTable.IDs)
+	}
+	if phoneTable.FiguresInView < 1 || phoneTable.BoxScrollsDown {
+		t.Errorf("on a phone, the table shows %d figures without scrolling (want at least one), its box scrolls down: %v",
+			phoneTable.FiguresInView, phoneTable.BoxScrollsDown)
+	}
+	if phoneTable.NameShift < -1 || phoneTable.NameShift > 2 || phoneTable.LastHeaderHidden > 1 ||
+		phoneTable.PinnedWidth+phoneTable.WidestHeader > 390-20 {
+		t.Errorf("on a phone, scrolled sideways: the names move by %.0f px, the last header is %.0f px under them; "+
+			"names %.0f px and the widest header %.0f px do not fit beside each other", phoneTable.NameShift, phoneTable.LastHeaderHidden,
+			phoneTable.PinnedWidth, phoneTable.WidestHeader)
+	}
+	// The charts keep most of their height for the plot, the legend below.
+	checkPlots := func(where string, ids ...string) {
+		t.Helper()
+		var plots []float64
+		eval(where+": plots", `["`+strings.Join(ids, `", "`)+`"].map(id => Chart.getChart(id).chartArea.height)`, &plots)
+		for i, h := range plots {
+			if h < 150 {
+				t.Errorf("on a phone, %s has %.0f px of plot, want at least 150", ids[i], h)
+			}
+		}
+	}
+	checkPlots("phone", "live-lecture-chart", "chat-chart")
 	var studentTilesShown int
 	run("phone student page", chromedp.Click(`#students tbody tr[data-id="`+student+`"] button.student`),
 		chromedp.WaitVisible(`#student-view[data-loaded="`+student+`"]`), chromedp.Evaluate(`window.scrollTo(0, 0)`, nil),
 		chromedp.Evaluate(`[...document.querySelectorAll("#student-totals .tile")].filter(t => t.getBoundingClientRect().height > 0).length`, &studentTilesShown),
-		chromedp.CaptureScreenshot(&buf), chromedp.Click("#student-back"), chromedp.WaitVisible("#students-section"))
+		chromedp.CaptureScreenshot(&buf))
 	save(t, filepath.Join(shots, "dashboard-phone-student.png"), buf)
 	if studentTilesShown != len(wantStudentTiles) {
 		t.Errorf("on a phone, the student's page shows %d totals, want %d", studentTilesShown, len(wantStudentTiles))
 	}
-	if !reflect.DeepEqual(phoneTable.IDs, phoneTable.Shown) || !phoneTable.IDsVisible {
-		t.Errorf("on a phone, the pinned names show ids %v (in view: %v), want %v", phoneTable.Shown, phoneTable.IDsVisible, phoneTable.IDs)
+	checkPlots("phone student page", "student-live-lecture-chart", "student-chat-chart")
+	run("phone student charts", chromedp.ScrollIntoView("#student-chat-chart"), chromedp.CaptureScreenshot(&buf),
+		chromedp.Click("#student-back"), chromedp.WaitVisible("#students-section"))
+	save(t, filepath.Join(shots, "dashboard-phone-student-charts.png"), buf)
+	// The access log in stacked rows: every field of an entry in view.
+	var accessFields []struct {
+		Label, Text string
+		InView      bool
 	}
-	if phoneTable.Scrolled < 1000 || phoneTable.HeaderShift < -1 || phoneTable.HeaderShift > 2 {
-		t.Errorf("on a phone, the table scrolled down by %.0f px has its header %.0f px from its top", phoneTable.Scrolled, phoneTable.HeaderShift)
+	run("phone access log", chromedp.Evaluate(`document.getElementById("access-section").open = true; true`, nil),
+		chromedp.WaitVisible(`#access-section[data-loaded]`), chromedp.ScrollIntoView("#access"),
+		chromedp.Evaluate(`[...document.querySelectorAll("#access tbody tr:first-child td")].map(td => {
+			const r = td.getBoundingClientRect();
+			return {Label: td.dataset.label, Text: td.textContent, InView: r.height > 0 && r.left >= 0 && r.right <= innerWidth};
+		})`, &accessFields), chromedp.CaptureScreenshot(&buf),
+		chromedp.Evaluate(`document.getElementById("access-section").open = false; true`, nil))
+	save(t, filepath.Join(shots, "dashboard-phone-access.png"), buf)
+	var labels []string
+	for _, f := range accessFields {
+		labels = append(labels, f.Label)
+		if !f.InView || f.Text == "" {
+			t.Errorf("on a phone, the access log's %s (%q) is not in view", f.Label, f.Text)
+		}
+	}
+	if want := []string{"When", "Key", "From", "What", "Days", "Students"}; !reflect.DeepEqual(labels, want) {
+		t.Errorf("on a phone, the access log's fields are %v, want %v", labels, want)
 	}
 
 	// The page's icon is its own.
@@ -575,7 +615,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// Classes: the picker lists the school's classes; a class picked, the
 	// totals and the table are the class's, as the API answers them with
 	// classId; a teacher's key lists its own class only, and sees it.
-	checkClass := func(who, key string, wantOptions []string) {
+	checkClass := func(who, key string, wantOptions []string) (student string) {
 		t.Helper()
 		var options []string
 		var loaded string
@@ -603,22 +643,47 @@ func TestDashboardInBrowser(t *testing.T) {
 		if !reflect.DeepEqual(values, want) || rows != 5 {
 			t.Errorf("%s: the class's totals %v and %d rows, want %v and 5", who, values, rows, want)
 		}
+		// A student's page opened from the class compares them with the
+		// class: its average per student who used it, named as the class's.
+		eval(who+": a student of the class", `document.querySelector("#students tbody tr").dataset.id`, &student)
+		run(who+": the class's student page", chromedp.Click(`#students tbody tr[data-id="`+student+`"] button.student`),
+			chromedp.WaitVisible(`#student-view[data-loaded="`+student+`"]`))
+		var got, wantAverages []string
+		var lines [][]float64
+		eval(who+": the averages", `[...document.querySelectorAll("#student-totals .tile .average")].map(a => a.textContent)`, &got)
+		eval(who+": the average lines", `["live-lecture", "chat"].map(e => Chart.getChart("student-" + e + "-chart").data.datasets.at(-1).data)`, &lines)
+		var wantLines [][]float64
+		for _, endpoint := range []string{"live-lecture", "chat"} {
+			r := apiReports(t, base, key, endpoint, query)[0]
+			for _, m := range r.Data {
+				wantAverages = append(wantAverages, "Demo class average "+strconv.FormatFloat(averagePerStudent(m.Value, r.NumStudentsUsed), 'f', -1, 64))
+			}
+			wantLines = append(wantLines, averages(apiReports(t, base, key, endpoint, query+"&interval="+parts[2])))
+		}
+		if !reflect.DeepEqual(got, wantAverages) || !reflect.DeepEqual(lines, wantLines) {
+			t.Errorf("%s: a student's page of the class compares with %v and lines %v, want %v and %v", who, got, lines, wantAverages, wantLines)
+		}
+		checkComparedWith(t, ctx, who, "Demo class", "Demo class's", "Demo class")
+		run(who+": back to the class", chromedp.Click("#student-back"), chromedp.WaitVisible("#students-section"))
+		return student
 	}
-	checkClass("the school's key", key, []string{"|Whole school", "demo-class|Demo class (5 students)"})
+	classStudent := checkClass("the school's key", key, []string{"|Whole school", "demo-class|Demo class (5 students)"})
 
 	// Who saw students' figures: the school's access log, as its key reads
-	// it, this page's own requests of student reports included.
+	// it, this page's own requests of student reports included (the newest:
+	// the class's student page).
 	var access struct {
-		Rows  int
-		First []string
+		Rows            int
+		First, Students []string
 	}
 	run("the access log", chromedp.Evaluate(`document.getElementById("access-section").open = true; true`, nil),
 		chromedp.WaitVisible(`#access-section[data-loaded]`),
 		chromedp.Evaluate(`({Rows: document.querySelectorAll("#access tbody tr").length,
-			First: [...document.querySelectorAll("#access tbody tr:first-child td")].map(td => td.textContent)})`, &access))
+			First: [...document.querySelectorAll("#access tbody tr:first-child td")].map(td => td.textContent),
+			Students: [...document.querySelectorAll("#access tbody tr td:last-child")].map(td => td.textContent)})`, &access))
 	logged := apiAccessLog(t, base, key)
 	if len(logged) == 0 || access.Rows != min(len(logged), 50) || len(access.First) != 6 ||
-		access.First[1] != logged[0].Key.Label || access.First[5] != "all of demo-class" {
+		access.First[1] != logged[0].Key.Label || access.First[5] != classStudent || !slices.Contains(access.Students, "all of demo-class") {
 		t.Errorf("the access log shows %d rows, the first %q; the API has %d entries, the first %+v", access.Rows, access.First, len(logged), logged)
 	}
 	run("a teacher's key", chromedp.Evaluate(`document.getElementById("sign-out").click(); true`, nil), chromedp.WaitVisible("#key"),
@@ -757,6 +822,47 @@ func checkShown(t *testing.T, ctx context.Context, width string, want map[string
 			t.Errorf("%s: %s says %q (height %.0f), want %q shown", width, selector, got.Text, got.Height, text)
 		}
 	}
+}
+
+// checkComparedWith checks that the student's page shown names what it
+// compares the student with, as name ("School average: Sessions Made" in
+// the charts' legends), whose (in the note) and the (on the back button).
+func checkComparedWith(t *testing.T, ctx context.Context, who, name, whose, the string) {
+	t.Helper()
+	var got struct {
+		Lines      []string
+		Note, Back string
+	}
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`({
+			Lines: ["live-lecture", "chat"].map(e => Chart.getChart("student-" + e + "-chart").data.datasets.at(-1).label),
+			Note: document.getElementById("student-note").textContent,
+			Back: document.getElementById("student-back").textContent})`, &got)); err != nil {
+		t.Fatal(err)
+	}
+	wantLines := []string{name + " average: Sessions Made", name + " average: Total Messages"}
+	if !reflect.DeepEqual(got.Lines, wantLines) || !strings.Contains(got.Note, " beside "+whose+" average per student who used ") ||
+		got.Back != "Back to "+the {
+		t.Errorf("%s: a student's page says %+v, want lines %q, the note naming %q, and back to %q", who, got, wantLines, whose, the)
+	}
+}
+
+// averagePerStudent is the average the page shows of a total over the
+// students who used the endpoint, to a tenth (0 when none did).
+func averagePerStudent(total, users int64) float64 {
+	if users == 0 {
+		return 0
+	}
+	return math.Round(float64(total)/float64(users)*10) / 10
+}
+
+// averages are the averages per student who used the endpoint of each
+// period's report, of its first metric, as a student's chart draws them.
+func averages(reports []apiReport) []float64 {
+	var out []float64
+	for _, r := range reports {
+		out = append(out, averagePerStudent(r.Data[0].Value, r.NumStudentsUsed))
+	}
+	return out
 }
 
 // usDay writes a day (2026-11-02) as the page does in Chromium's en-US

@@ -18,6 +18,8 @@ let loaded = null; // what the school view shows: {period, interval, labels, ser
 let page = 0; // the page of the table shown, of pageSize rows
 let minCellSize = 0; // the school's: its reports' figures of fewer students come as null
 let firstKeptDay = null; // the first day the school keeps usage of, when it keeps a number of days
+let forClasses = false; // the key is a teacher's: it sees its classes, not the school
+let classNames = new Map(); // the names of the classes the key may pick, by id
 const collator = new Intl.Collator("en"); // for sorting names and ids: compare is fast
 // pageSize keeps the table's DOM small for a school of 10,000 students.
 const pageSize = 200;
@@ -179,7 +181,8 @@ function drawChart(id, endpoint, reports, { starts, notes }, line) {
     data: line.data,
     borderColor: "#1d232a",
     backgroundColor: "#1d232a",
-    segment: { borderDash: (ctx) => (notes[ctx.p1DataIndex] ? [6, 4] : undefined) },
+    // Dashed into and out of a period that is not whole: the first as the last.
+    segment: { borderDash: (ctx) => (notes[ctx.p0DataIndex] || notes[ctx.p1DataIndex] ? [6, 4] : undefined) },
     yAxisID: line.axis,
     order: 0,
   });
@@ -205,10 +208,15 @@ function drawChart(id, endpoint, reports, { starts, notes }, line) {
       animation: false,
       interaction: { mode: "index", intersect: false },
       scales,
-      // The legend's swatches in the bars' whole colour, whichever period comes first.
+      // The legend's swatches in the bars' whole colour, whichever period
+      // comes first; on a phone below the plot, small, so that the plot
+      // keeps most of the height.
       plugins: {
         legend: {
+          position: narrow() ? "bottom" : "top",
           labels: {
+            boxWidth: narrow() ? 10 : 40,
+            font: { size: narrow() ? 10 : 12 },
             generateLabels: (chart) =>
               Chart.defaults.plugins.legend.labels.generateLabels(chart).map((item) =>
                 item.datasetIndex < shown.length ? { ...item, fillStyle: colors[item.datasetIndex % colors.length] } : item,
@@ -220,13 +228,18 @@ function drawChart(id, endpoint, reports, { starts, notes }, line) {
   });
 }
 
+// narrow tells whether the page is laid out for a phone (style.css's breakpoint).
+function narrow() {
+  return matchMedia("(max-width: 760px)").matches;
+}
+
 // value is the value of the metric titled title in report r.
 function value(r, title) {
   return r.data.find((m) => m.title === title).value;
 }
 
-// averagePerStudent is the school's average per student who used the
-// endpoint in the period, to a tenth: 0 when nobody did, null when either
+// averagePerStudent is the average per student who used the endpoint in
+// the period, to a tenth: 0 when nobody did, null when either
 // figure is hidden.
 function averagePerStudent(total, students) {
   if (total === null || students === null) {
@@ -451,7 +464,9 @@ async function loadClasses() {
     return;
   }
   const answer = await (await call("GET", "/api/classes")).json();
-  const { forClasses, classes } = answer;
+  const { classes } = answer;
+  forClasses = answer.forClasses;
+  classNames = new Map(classes.map((c) => [c.id, c.name]));
   minCellSize = answer.minCellSize;
   firstKeptDay = answer.firstKeptDay;
   // Days before it are deleted: the service refuses them.
@@ -568,15 +583,35 @@ function showStudentView(show) {
   }
 }
 
+// comparedWith names what the school view shows, which a student's page
+// compares with: the class picked ("Biology 7B"), a teacher's classes
+// together, or the school.
+function comparedWith() {
+  const classId = $("class").value;
+  if (classId) {
+    const name = classNames.get(classId);
+    return { name, the: name, whose: `${name}'s` };
+  }
+  return forClasses
+    ? { name: "Your classes'", the: "your classes", whose: "your classes'" }
+    : { name: "School", the: "the school", whose: "the school's" };
+}
+
 // openStudent shows one student's usage of both endpoints over the range
-// and interval of the school view, beside the school's average per student
-// who used the endpoint (its first metric).
+// and interval of the school view, beside the average per student who used
+// the endpoint (its first metric) of what that view shows: the class picked,
+// or the school.
 async function openStudent(student) {
   running?.abort();
   const controller = new AbortController();
   running = controller;
   const { period, interval, axis, totals, series } = loaded;
+  const versus = comparedWith();
   $("student-heading").textContent = `${student.name} (${student.id})`;
+  $("student-back").textContent = `Back to ${versus.the}`;
+  $("student-note").textContent =
+    `Totals over the range, and in the charts by period: this student's usage (bars) beside ${versus.whose} average ` +
+    "per student who used the endpoint (the line).";
   showStudentView(true);
   setStatus(`Loading ${student.name}…`);
   try {
@@ -589,12 +624,12 @@ async function openStudent(student) {
     endpoints.forEach((e, i) => {
       const headline = series[e].length ? series[e][0].data[0].title : "";
       drawChart(`student-${e}-chart`, e, reports[i], axis, {
-        label: `School average: ${headline}`,
+        label: `${versus.name} average: ${headline}`,
         data: series[e].map((r) => averagePerStudent(value(r, headline), r.numStudentsUsed)),
         axis: "y",
       });
     });
-    drawStudentTotals(reports, totals);
+    drawStudentTotals(reports, totals, versus.name);
     setStatus(`${student.name}: ${showRange(period.startDate, period.endDate)}, by ${interval}`);
     $("student-view").dataset.loaded = student.id;
     $("student-back").focus();
@@ -607,8 +642,9 @@ async function openStudent(student) {
 
 // drawStudentTotals shows the student's total of each metric over the
 // range (the sum of their periods' reports, which cut the range whole)
-// beside the school's average per student who used the endpoint.
-function drawStudentTotals(reports, totals) {
+// beside the average per student who used the endpoint of what the school
+// view shows (totals), named by name.
+function drawStudentTotals(reports, totals, name) {
   const tiles = [];
   endpoints.forEach((endpoint, i) => {
     const school = totals[endpoint];
@@ -622,7 +658,7 @@ function drawStudentTotals(reports, totals) {
         Object.assign(document.createElement("div"), { className: "label", textContent: `${names[endpoint]}: ${m.title}` }),
         Object.assign(document.createElement("div"), {
           className: "average",
-          textContent: `school average ${showCount(averagePerStudent(m.value, school.numStudentsUsed))}`,
+          textContent: `${name} average ${showCount(averagePerStudent(m.value, school.numStudentsUsed))}`,
         }),
       );
       tiles.push(tile);
@@ -662,6 +698,7 @@ async function loadAccess(more) {
   if (!more) {
     accessBefore = null;
     body.replaceChildren();
+    delete $("access-section").dataset.loaded;
   }
   const params = new URLSearchParams({ limit: "50" });
   if (accessBefore !== null) {
@@ -678,15 +715,19 @@ async function loadAccess(more) {
         students = `${students}${students ? ", " : ""}${e.erasedStudents} erased since`;
       }
       const row = document.createElement("tr");
-      for (const [text, title] of [
+      // Each cell names its column, for the phone's stacked rows.
+      const labels = [...$("access").tHead.rows[0].cells].map((th) => th.textContent);
+      for (const [i, [text, title]] of [
         [new Date(e.at).toLocaleString(), e.at],
         [e.key.label || e.key.prefix, `${e.key.prefix}… (${e.key.id})`],
         [e.client],
         [what],
         [showRange(e.startDate, e.endDate)],
         [students],
-      ]) {
-        row.append(Object.assign(document.createElement("td"), { textContent: text, title: title || "" }));
+      ].entries()) {
+        const td = Object.assign(document.createElement("td"), { textContent: text, title: title || "" });
+        td.dataset.label = labels[i];
+        row.append(td);
       }
       body.append(row);
     }
