@@ -332,6 +332,16 @@ func TestDashboardInBrowser(t *testing.T) {
 		if !reflect.DeepEqual(labels, wantLabels) || !reflect.DeepEqual(pale, wantPale) {
 			t.Errorf("%s chart's periods %v (pale %v), want %v (pale %v)", endpoint, labels, pale, wantLabels, wantPale)
 		}
+		// The line is dashed into and out of a pale period, first or last.
+		var dashed, wantDashed []bool
+		eval("dashed line", `(() => { const line = Chart.getChart("`+endpoint+`-chart").data.datasets.at(-1);
+			return line.data.slice(1).map((_, i) => Boolean(line.segment.borderDash({p0DataIndex: i, p1DataIndex: i + 1}))); })()`, &dashed)
+		for i := 1; i < len(wantPale); i++ {
+			wantDashed = append(wantDashed, wantPale[i-1] || wantPale[i])
+		}
+		if !reflect.DeepEqual(dashed, wantDashed) {
+			t.Errorf("%s chart's line dashed %v, want %v", endpoint, dashed, wantDashed)
+		}
 	}
 	var status string
 	eval("status", `document.getElementById("status").textContent`, &status)
