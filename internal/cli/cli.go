@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -68,7 +69,7 @@ func init() {
 		{"class rename", "--group ID --id CLASS_ID --name NAME", "change a class's display name", classRename},
 		{"class members", "--group ID --id CLASS_ID [STUDENT_ID ...]", "make these students the class's members (none: empty it)", classMembers},
 		{"class delete", "--group ID --id CLASS_ID", "delete a class (its students stay in the group)", classDelete},
-		{"roster import", "--group ID [--org ORG_ID] [--dry-run] FILE.zip", "take a group's students and classes from a OneRoster 1.2 CSV bundle, all or nothing", rosterImport},
+		{"roster import", "--group ID [--org ORG_ID] [--dry-run] FILE.zip", "take a group's students and classes from a OneRoster 1.2 or 1.1 CSV bundle, all or nothing", rosterImport},
 		{"recipient add", "--group ID --address EMAIL [--class CLASS_ID]", "send a group's weekly digest to an address (a class's, to its teacher, with --class)", recipientAdd},
 		{"recipient list", "--group ID", "list a group's digest recipients", recipientList},
 		{"recipient remove", "--group ID --address EMAIL", "stop a group's weekly digest to an address", recipientRemove},
@@ -93,8 +94,11 @@ var errUsage = errors.New("usage")
 // Main runs the command line args and returns the exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(stdout)
+	if len(args) > 1 && args[0] == "help" { // help COMMAND: as COMMAND --help
+		args = append(args[1:], "--help")
+	}
+	if len(args) == 0 || isHelp(args[0]) {
+		usage(stdout, "")
 		if len(args) == 0 {
 			return 2
 		}
@@ -105,18 +109,43 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
 			err := c.run(e, args[len(words):])
 			switch {
-			case err == nil:
+			case err == nil, errors.Is(err, flag.ErrHelp):
 				return 0
-			case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
+			case errors.Is(err, errUsage):
 				return 2
 			}
 			fmt.Fprintf(stderr, "groupanalytics %s: %s\n", c.name, describe(err))
 			return 1
 		}
 	}
+	// A group of commands ("group", "key"): its own, rather than all.
+	if groupOf(args[0]) {
+		switch {
+		case len(args) > 1 && isHelp(args[1]):
+			usage(stdout, args[0])
+			return 0
+		case len(args) == 1:
+			usage(stdout, args[0])
+			return 2
+		}
+		fmt.Fprintf(stderr, "groupanalytics: unknown command %q\n\n", strings.Join(args, " "))
+		usage(stderr, args[0])
+		return 2
+	}
 	fmt.Fprintf(stderr, "groupanalytics: unknown command %q\n\n", strings.Join(args, " "))
-	usage(stderr)
+	usage(stderr, "")
 	return 2
+}
+
+// isHelp reports whether arg asks for help, as the flag package reads it.
+func isHelp(arg string) bool {
+	return slices.Contains([]string{"-h", "--h", "-help", "--help"}, arg)
+}
+
+// groupOf reports whether name is the first word of commands of several
+// words: a group of commands, such as "group" or "key".
+func groupOf(name string) bool {
+	return slices.ContainsFunc(commands, func(c command) bool { return strings.HasPrefix(c.name, name+" ") })
 }
 
 // describe returns what a user should read of err: the caller-safe message
@@ -128,12 +157,31 @@ func describe(err error) string {
 	return err.Error()
 }
 
-func usage(w io.Writer) {
+// usage lists the commands, or with a group named, the group's.
+func usage(w io.Writer, group string) {
+	var listed []command
+	for _, c := range commands {
+		if group == "" || strings.HasPrefix(c.name, group+" ") {
+			listed = append(listed, c)
+		}
+	}
+	width := 0
+	for _, c := range listed {
+		width = max(width, len(c.name))
+	}
+	if group != "" {
+		fmt.Fprintf(w, "usage: groupanalytics %s COMMAND [FLAGS]\n\nCommands:\n", group)
+		for _, c := range listed {
+			fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
+		}
+		fmt.Fprintf(w, "\nRun 'groupanalytics %s COMMAND --help' for a command's flags.\n", group)
+		return
+	}
 	fmt.Fprintln(w, "usage: groupanalytics COMMAND [FLAGS]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-17s %s\n", c.name, c.summary)
+	for _, c := range listed {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Every command takes --db (default groupanalytics.db; a postgres:// URL selects PostgreSQL)")
@@ -156,20 +204,32 @@ type storeFlags struct {
 // flags returns a flag set for command c with the common --db and --usage
 // flags.
 func flags(e *env, name string) (*flag.FlagSet, *storeFlags) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := commandFlags(e, name)
 	db := &storeFlags{}
 	fs.StringVar(&db.db, "db", "groupanalytics.db", "SQLite file, or postgres:// URL")
 	fs.StringVar(&db.usage, "usage", "", "usage store on ClickHouse: clickhouse://host:port[,host:port…]/database, one host per shard (needs a PostgreSQL --db); empty: the --db store")
+	return fs, db
+}
+
+// commandFlags returns a flag set for command name whose usage is the
+// command's usage line, summary and flags.
+func commandFlags(e *env, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
 		for _, c := range commands {
 			if c.name == name {
-				fmt.Fprintf(e.stderr, "usage: groupanalytics %s %s\n\n%s.\n\nFlags:\n", c.name, c.args, c.summary)
+				fmt.Fprintf(fs.Output(), "usage: %s\n\n%s.\n", strings.TrimSpace("groupanalytics "+c.name+" "+c.args), c.summary)
 			}
 		}
-		fs.PrintDefaults()
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprint(fs.Output(), "\nFlags:\n")
+			fs.PrintDefaults()
+		}
 	}
-	return fs, db
+	return fs
 }
 
 // configFlags are the flags the environment may set: where and how the
@@ -190,7 +250,13 @@ var notFromEnvironment = map[string]map[string]bool{"demo": {"db": true, "usage"
 // environment variable GROUPANALYTICS_<NAME>. It refuses stray arguments
 // unless positional is set.
 func parse(e *env, fs *flag.FlagSet, args []string, positional bool, required ...string) error {
-	if err := fs.Parse(args); err != nil {
+	// Asked for, the usage is the answer: on standard output.
+	if i := slices.IndexFunc(args, isHelp); i >= 0 && !slices.Contains(args[:i], "--") {
+		fs.SetOutput(e.stdout)
+	}
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return flag.ErrHelp
+	} else if err != nil {
 		return errUsage
 	}
 	given := map[string]bool{}
@@ -282,8 +348,7 @@ func withShards(e *env, fs *flag.FlagSet, db *storeFlags, args []string, require
 }
 
 func runVersion(e *env, args []string) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := commandFlags(e, "version")
 	if err := parse(e, fs, args, false); err != nil {
 		return err
 	}

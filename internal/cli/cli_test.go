@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -822,5 +823,63 @@ func TestReceiptList(t *testing.T) {
 		`\S+ +north +group deleted +- +command line +.*sqlite groups 1\n`+
 		`\S+ +north +student erased +s1 +command line +sqlite students 1\n$`).MatchString(out) || strings.Contains(out, "Ada") {
 		t.Errorf("receipt list:\n%s", out)
+	}
+}
+
+// TestHelp: every command's --help (and help COMMAND) prints its usage and
+// flags on standard output and exits 0; a group of commands named alone,
+// or with --help, lists its commands; the lists' columns are aligned.
+func TestHelp(t *testing.T) {
+	for _, c := range commands {
+		for _, args := range [][]string{append(strings.Fields(c.name), "--help"), append([]string{"help"}, strings.Fields(c.name)...),
+			append(strings.Fields(c.name), "-h")} {
+			code, out, errOut := run(t, "", args...)
+			if code != 0 || !strings.HasPrefix(out, strings.TrimSpace("usage: groupanalytics "+c.name+" "+c.args)+"\n") ||
+				!strings.Contains(out, c.summary+".") || errOut != "" {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 0 and the command's usage", args, code, out, errOut)
+			}
+			if strings.Contains(c.args, "--") && !strings.Contains(out, "\nFlags:\n") {
+				t.Errorf("%v names no flags:\n%s", args, out)
+			}
+		}
+	}
+	// aligned checks that every command listed has its summary in one column.
+	aligned := func(what, out string) {
+		t.Helper()
+		columns := map[int]bool{}
+		for _, line := range strings.Split(out, "\n") {
+			for _, c := range commands {
+				if rest, ok := strings.CutPrefix(line, "  "+c.name+"  "); ok {
+					columns[len(line)-len(strings.TrimLeft(rest, " "))] = true
+				}
+			}
+		}
+		if len(columns) != 1 {
+			t.Errorf("%s: summaries start at columns %v:\n%s", what, slices.Collect(maps.Keys(columns)), out)
+		}
+	}
+	_, out, _ := run(t, "", "--help")
+	aligned("help", out)
+	for _, args := range [][]string{{"group"}, {"group", "--help"}, {"key"}, {"help", "group"}} {
+		code, out, errOut := run(t, "", args...)
+		want := map[bool]int{true: 2, false: 0}[len(args) == 1]
+		group := args[0]
+		if group == "help" {
+			group = args[1]
+		}
+		if code != want || !strings.HasPrefix(out, "usage: groupanalytics "+group+" COMMAND") || errOut != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and the group's commands", args, code, out, errOut, want)
+			continue
+		}
+		for _, c := range commands {
+			if listed := strings.Contains(out, "\n  "+c.name+" "); listed != strings.HasPrefix(c.name, group+" ") {
+				t.Errorf("%v lists %s: %v", args, c.name, listed)
+			}
+		}
+		aligned(strings.Join(args, " "), out)
+	}
+	if code, _, errOut := run(t, "", "group", "bogus"); code != 2 || !strings.Contains(errOut, `unknown command "group bogus"`) ||
+		!strings.Contains(errOut, "group create") || strings.Contains(errOut, "key create") {
+		t.Errorf("group bogus: exit %d, %q", code, errOut)
 	}
 }

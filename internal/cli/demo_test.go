@@ -151,7 +151,8 @@ func TestDemoNeverTouchesAnotherStore(t *testing.T) {
 	// it makes the store.
 	other := filepath.Join(t.TempDir(), "other.db")
 	third := startDemo(t, "--addr", addr, "--db", other)
-	if third.exited() != 1 || !strings.Contains(third.stderr.String(), "address already in use") {
+	if third.exited() != 1 || !strings.Contains(third.stderr.String(), "address already in use") ||
+		!strings.Contains(third.stderr.String(), "pick another address with --addr") {
 		t.Errorf("a demo on a busy address: exit %d\n%s", third.exited(), third.stderr.String())
 	}
 	if _, err := os.Stat(other); !os.IsNotExist(err) {

@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -45,6 +46,19 @@ type serveFlags struct {
 	accessLogKept            analytics.Days
 	accessLog                bool
 	memoryLimit              memoryLimit
+}
+
+// listen listens on addr, the value of the flag named flagName; an
+// address in use says which flag picks another.
+func listen(addr, flagName string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("--%s %s: %w: another program listens there; pick another address with --%s, such as --%s 127.0.0.1:8081",
+			flagName, addr, syscall.EADDRINUSE, flagName, flagName)
+	} else if err != nil {
+		return nil, fmt.Errorf("--%s: %w", flagName, err)
+	}
+	return ln, nil
 }
 
 func addServeFlags(fs *flag.FlagSet) *serveFlags {
@@ -199,7 +213,7 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 	sf.memoryLimit.apply()
 	// The address first: a process that cannot listen (a second demo on
 	// the same port) fails before it opens, let alone changes, a store.
-	ln, err := net.Listen("tcp", sf.addr)
+	ln, err := listen(sf.addr, "addr")
 	if err != nil {
 		return err
 	}
@@ -219,9 +233,9 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 	m.QueueDepth(store.QueueDepth)
 	m.WriteBehindLog(store.LogStats)
 	if sf.metricsAddr != "" {
-		mln, err := net.Listen("tcp", sf.metricsAddr)
+		mln, err := listen(sf.metricsAddr, "metrics-addr")
 		if err != nil {
-			return fmt.Errorf("--metrics-addr: %w", err)
+			return err
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", m.Handler())
