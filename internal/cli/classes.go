@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -115,6 +116,10 @@ func classDelete(e *env, args []string) error {
 	})
 }
 
+// skippedShown is how many of the rows an import skipped it lists; the
+// platform API's answer lists them all.
+const skippedShown = 20
+
 func rosterImport(e *env, args []string) error {
 	fs, db := flags(e, "roster import")
 	group := fs.String("group", "", "group id")
@@ -126,14 +131,17 @@ func rosterImport(e *env, args []string) error {
 		}
 		data, err := os.ReadFile(fs.Arg(0))
 		if err != nil {
-			return fmt.Errorf("roster import: %w", err)
+			return err
 		}
 		b, err := roster.Read(data)
 		if err != nil {
-			return fmt.Errorf("roster import: %s refused, nothing imported: %w", fs.Arg(0), err)
+			return fmt.Errorf("%s refused, nothing imported: %w", fs.Arg(0), err)
 		}
 		res, err := p.ImportRoster(e.ctx, *group, *org, b, *dryRun)
-		if err != nil {
+		var notNamed *platform.SchoolNotNamedError
+		if errors.As(err, &notNamed) {
+			return errors.New(notNamed.Say("--org ORG_ID"))
+		} else if err != nil {
 			return err
 		}
 		verb := "imported"
@@ -147,6 +155,16 @@ func rosterImport(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "%s %s into group %s%s: students %d added, %d renamed; classes %d added, %d changed, %d deleted; memberships %d added, %d removed\n",
 			verb, fs.Arg(0), *group, school, res.StudentsAdded, res.StudentsRenamed, res.ClassesAdded, res.ClassesChanged, res.ClassesDeleted,
 			res.MembersAdded, res.MembersRemoved)
+		if len(res.Skipped) > 0 {
+			fmt.Fprintf(e.stdout, "skipped %s:\n", analytics.Plural(len(res.Skipped), "row"))
+			for i, sk := range res.Skipped {
+				if i == skippedShown {
+					fmt.Fprintf(e.stdout, "  and %d more\n", len(res.Skipped)-i)
+					break
+				}
+				fmt.Fprintf(e.stdout, "  %s line %d (%s): %s\n", sk.File, sk.Line, sk.SourcedID, sk.Reason)
+			}
+		}
 		return nil
 	})
 }

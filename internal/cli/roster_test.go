@@ -2,6 +2,7 @@ package cli
 
 import (
 	"archive/zip"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,5 +58,41 @@ func TestRosterImportCommand(t *testing.T) {
 	}
 	if out := mustRun(t, "student", "list", "--db", db, "--group", "north"); strings.Contains(out, "s3") {
 		t.Errorf("a refused bundle enrolled a student:\n%s", out)
+	}
+
+	// A bulk file's tobedeleted rows are skipped and listed, not refused.
+	exported := bundle(map[string]string{"manifest.csv": manifest + "file.orgs,bulk\n",
+		"orgs.csv":        "sourcedId,status,dateLastModified,name,type,identifier,parentSourcedId\nd1,,,District,district,,\nnorth-high,,,North High,school,,d1\nannex,tobedeleted,2026-08-20T07:15:00Z,Annex,school,,d1\n",
+		"classes.csv":     "sourcedId,status,dateLastModified,title,schoolSourcedId\nbio,,,Biology 7B,north-high\nold,tobedeleted,2026-08-20,Old,north-high\n",
+		"users.csv":       "sourcedId,status,dateLastModified,givenName,familyName\ns1,,,Ada,Lovelace\n",
+		"enrollments.csv": "sourcedId,status,dateLastModified,classSourcedId,schoolSourcedId,userSourcedId,role,primary,beginDate,endDate\ne1,,,bio,north-high,s1,student,,2026-08-24,\ne2,,,old,north-high,s1,student,,2025-08-25,2026-06-19\n",
+	})
+	out = mustRun(t, "roster", "import", "--db", db, "--group", "north", exported)
+	if want := "imported " + exported + " into group north (school north-high): students 0 added, 0 renamed; classes 0 added, 1 changed, 0 deleted; memberships 0 added, 1 removed\n" +
+		"skipped 3 rows:\n  classes.csv line 3 (old): tobedeleted in a bulk file\n  enrollments.csv line 3 (e2): its class old is tobedeleted in a bulk file\n" +
+		"  orgs.csv line 4 (annex): tobedeleted in a bulk file\n"; out != want {
+		t.Errorf("a bundle with tobedeleted rows:\n%s\nwant\n%s", out, want)
+	}
+	// Refusals say what is wrong once, naming the flag as it is typed.
+	for _, c := range []struct {
+		files map[string]string
+		want  string
+	}{
+		{map[string]string{"manifest.csv": manifest, "classes.csv": "sourcedId,status,dateLastModified,title,schoolSourcedId\nbio,,2026-02-30,Biology 7B,\n",
+			"users.csv": "sourcedId,status,givenName,familyName\n", "enrollments.csv": "sourcedId,status,classSourcedId,schoolSourcedId,userSourcedId,role\n"},
+			`groupanalytics roster import: ` + "%s" + ` refused, nothing imported: classes.csv line 2, column dateLastModified: "2026-02-30" is not an ISO 8601 date-time, such as 2026-02-28T09:30:00.000Z` + "\n"},
+		{map[string]string{"manifest.csv": manifest + "file.orgs,bulk\n", "orgs.csv": "sourcedId,status,name,type\na,,A,school\nb,,B,school\n",
+			"classes.csv": "sourcedId,status,title,schoolSourcedId\n", "users.csv": "sourcedId,status,givenName,familyName\n",
+			"enrollments.csv": "sourcedId,status,classSourcedId,schoolSourcedId,userSourcedId,role\n"},
+			"groupanalytics roster import: Invalid roster: orgs.csv has 2 schools (a, b): name the group's school with --org ORG_ID\n"},
+	} {
+		path := bundle(c.files)
+		want := c.want
+		if strings.Contains(want, "%s") {
+			want = fmt.Sprintf(want, path)
+		}
+		if code, _, errOut := run(t, "", "roster", "import", "--db", db, "--group", "north", path); code != 1 || errOut != want {
+			t.Errorf("exit %d, %q; want exit 1 and %q", code, errOut, want)
+		}
 	}
 }

@@ -589,10 +589,10 @@ func TestRosterImport(t *testing.T) {
 		}
 
 		// Two schools: the import must be told which.
-		wantErr(post("", bulk.zip(t, all)), "Invalid roster: orgs.csv has 2 schools (north, south): name the group's with org")
+		wantErr(post("", bulk.zip(t, all)), "Invalid roster: orgs.csv has 2 schools (north, south): name the group's school with ?org=ID")
 		dry := post("?org=north&dryRun=true", bulk.zip(t, all))
 		want := map[string]any{"dryRun": true, "school": "north", "studentsAdded": 3000.0, "studentsRenamed": 0.0,
-			"classesAdded": 300.0, "classesChanged": 0.0, "classesDeleted": 0.0, "membersAdded": float64(len(bulk["enrollments.csv"]) - 1 - 60 - 3000/10*5), "membersRemoved": 0.0}
+			"classesAdded": 300.0, "classesChanged": 0.0, "classesDeleted": 0.0, "membersAdded": float64(len(bulk["enrollments.csv"]) - 1 - 60 - 3000/10*5), "membersRemoved": 0.0, "skipped": []any{}}
 		got := dry.json(t)
 		// Students of the other school's classes count among the added
 		// (they are the school's students too) but not its memberships.
@@ -676,9 +676,16 @@ func TestRosterImport(t *testing.T) {
 			{bundle{"enrollments.csv": {enrollmentsHeader, {"y1", "active", "", "c003", "north", "nobody", "student", "", "", ""}}},
 				map[string]string{"enrollments": "delta"},
 				`Invalid roster: enrollments.csv line 2, column userSourcedId: no user "nobody" in users.csv or the group's students`},
-			{bundle{"classes.csv": {classesHeader, {"c951", "tobedeleted", "", "X", "", "", "", "", "", "north", "", "", "", ""}}},
+			{bundle{"classes.csv": {classesHeader, {"c951", "inactive", "", "X", "", "", "", "", "", "north", "", "", "", ""}}},
 				map[string]string{"classes": "bulk"},
-				`Invalid roster: classes.csv line 2, column status: "tobedeleted" in a bulk file: leave it empty (or active)`},
+				`Invalid roster: classes.csv line 2, column status: "inactive" in a bulk file: leave it empty or active (a tobedeleted record is skipped)`},
+			{bundle{"enrollments.csv": {enrollmentsHeader, {"y1", "active", "2026-02-27T10:00:00Z", "c003", "north", "u0002", "student", "", "2026-02-01", "2026-06-30"},
+				{"y2", "active", "2026-02-27", "c003", "north", "u0003", "student", "", "2026-02-30", ""}}},
+				map[string]string{"enrollments": "delta"},
+				`Invalid roster: enrollments.csv line 3, column beginDate: "2026-02-30" is not an ISO 8601 date, such as 2026-02-28`},
+			{bundle{"classes.csv": {classesHeader, {"c954", "", "yesterday", "X", "", "", "", "", "", "north", "", "", "", ""}}},
+				map[string]string{"classes": "bulk"},
+				`Invalid roster: classes.csv line 2, column dateLastModified: "yesterday" is not an ISO 8601 date-time, such as 2026-02-28T09:30:00.000Z`},
 			{bundle{"classes.csv": {classesHeader[:3], {"c952", "", ""}}},
 				map[string]string{"classes": "bulk"},
 				`Invalid roster: classes.csv line 1, column title: missing from the header`},
@@ -697,6 +704,102 @@ func TestRosterImport(t *testing.T) {
 		// An imported class answers reports.
 		if got := e.reports("chat", key, "classId=c003"); len(got) != 1 {
 			t.Errorf("an imported class's report: %+v", got)
+		}
+	})
+}
+
+// sisExport is a bulk bundle shaped like the OneRoster 1.2 standard's
+// sample data, as student information systems export it: a district and
+// its school (and a school closed, marked tobedeleted), an academic
+// session that ended, marked tobedeleted, roles.csv with a teacher who is
+// also the district's administrator, and in the bulk files a class and a
+// student marked tobedeleted, with enrollments of both.
+func sisExport() bundle {
+	user := func(id, status, given, family, email string) []string {
+		return []string{id, status, "2026-08-20T07:15:00.000Z", "true", email, "", given, family, "", id, email, "", "", "", "07", "", "", "", "", "", "", "sch-1", ""}
+	}
+	class := func(id, status, title string) []string {
+		return []string{id, status, "2026-08-20T07:15:00.000Z", title, "07", "crs-1", id, "scheduled", "", "sch-1", "term-2026", "", "", "1"}
+	}
+	enrol := func(id, status, class, user, role string) []string {
+		return []string{id, status, "2026-08-20T07:15:00.000Z", class, "sch-1", user, role, "", "2026-08-24", "2027-06-18"}
+	}
+	role := func(id, user, role, org, kind string) []string {
+		return []string{id, "", "2026-08-20", kind, user, role, "2026-08-01", "", org, ""}
+	}
+	return bundle{
+		"orgs.csv": {orgsHeader, {"dist-1", "", "2026-08-20T07:15:00.000Z", "Lakeview District", "district", "LD", ""},
+			{"sch-1", "", "2026-08-20T07:15:00.000Z", "Lakeview Middle", "school", "LM", "dist-1"},
+			{"sch-9", "tobedeleted", "2026-08-20T07:15:00.000Z", "Old Annex", "school", "OA", "dist-1"}},
+		"academicSessions.csv": {{"sourcedId", "status", "dateLastModified", "title", "type", "startDate", "endDate", "parentSourcedId", "schoolYear"},
+			{"term-2026", "", "2026-08-20T07:15:00.000Z", "2026-2027", "schoolYear", "2026-08-24", "2027-06-18", "", "2027"},
+			{"term-2025", "tobedeleted", "2026-08-20T07:15:00.000Z", "2025-2026", "schoolYear", "2025-08-25", "2026-06-19", "", "2026"}},
+		"classes.csv": {classesHeader, class("bio-7b", "", "Biology 7B"), class("art-7", "tobedeleted", "Art 7 (2025)")},
+		"users.csv": {usersHeader, user("stu-1", "", "Ada", "Baker", "ada@lakeview.example"),
+			user("stu-2", "", "Ben", "Cole", "ben@lakeview.example"), user("stu-3", "tobedeleted", "Cy", "Dunn", "cy@lakeview.example"),
+			user("tch-1", "", "Rosa", "Ortiz", "rortiz@lakeview.example")},
+		"roles.csv": {{"sourcedId", "status", "dateLastModified", "roleType", "userSourcedId", "role", "beginDate", "endDate", "orgSourcedId", "userProfileSourcedId"},
+			role("r1", "stu-1", "student", "sch-1", "primary"), role("r2", "stu-2", "student", "sch-1", "primary"),
+			role("r3", "tch-1", "teacher", "sch-1", "primary"), role("r4", "tch-1", "administrator", "dist-1", "secondary")},
+		"enrollments.csv": {enrollmentsHeader, enrol("e1", "", "bio-7b", "stu-1", "student"), enrol("e2", "active", "bio-7b", "stu-2", "student"),
+			enrol("e3", "", "art-7", "stu-1", "student"), enrol("e4", "", "bio-7b", "stu-3", "student"),
+			enrol("e5", "tobedeleted", "bio-7b", "stu-2", "student"), enrol("e6", "", "bio-7b", "tch-1", "teacher")},
+	}
+}
+
+// TestRosterImportSkipsDeletedOfBulk: a bulk export of a student
+// information system, tobedeleted rows and all, is imported rather than
+// refused: those rows, and the enrollments of what they mark, are skipped
+// and listed; a class they mark that the group has stays as it is.
+func TestRosterImportSkipsDeletedOfBulk(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		e.school("north", "UTC")
+		token := e.token()
+		post := func(query string, b bundle) map[string]any {
+			t.Helper()
+			modes := map[string]string{"orgs": "bulk", "academicSessions": "bulk", "classes": "bulk", "users": "bulk", "roles": "bulk", "enrollments": "bulk"}
+			resp := e.do("POST", "/v1/admin/groups/north/roster"+query, "", string(b.zip(t, modes)), "Authorization", "Bearer "+token, "Content-Type", "application/zip")
+			if resp.status != 200 {
+				t.Fatalf("%d %s", resp.status, resp.body)
+			}
+			return resp.json(t)
+		}
+		// The group has art-7 already, from last year's roster.
+		if _, err := e.platform.AddStudent(ctx, "north", "stu-2", "Ben Cole"); err != nil {
+			t.Fatal(err)
+		}
+		e.mustCall("POST", "/v1/admin/groups/north/classes", token, `{"id": "art-7", "name": "Art 7", "studentIds": ["stu-2"]}`, 201)
+		skipped := []any{
+			map[string]any{"file": "classes.csv", "line": 3.0, "sourcedId": "art-7", "reason": "tobedeleted in a bulk file"},
+			map[string]any{"file": "enrollments.csv", "line": 4.0, "sourcedId": "e3", "reason": "its class art-7 is tobedeleted in a bulk file"},
+			map[string]any{"file": "enrollments.csv", "line": 5.0, "sourcedId": "e4", "reason": "its user stu-3 is tobedeleted in a bulk file"},
+			map[string]any{"file": "enrollments.csv", "line": 6.0, "sourcedId": "e5", "reason": "tobedeleted in a bulk file"},
+			map[string]any{"file": "orgs.csv", "line": 4.0, "sourcedId": "sch-9", "reason": "tobedeleted in a bulk file"},
+			map[string]any{"file": "users.csv", "line": 4.0, "sourcedId": "stu-3", "reason": "tobedeleted in a bulk file"},
+		}
+		want := map[string]any{"dryRun": true, "school": "sch-1", "studentsAdded": 1.0, "studentsRenamed": 0.0, "classesAdded": 1.0,
+			"classesChanged": 0.0, "classesDeleted": 0.0, "membersAdded": 2.0, "membersRemoved": 0.0, "skipped": skipped}
+		if got := post("?dryRun=true", sisExport()); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("dry run:\n%v\nwant\n%v", got, want)
+		}
+		want["dryRun"] = false
+		if got := post("", sisExport()); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("import:\n%v\nwant\n%v", got, want)
+		}
+		got := map[string]any{}
+		for _, c := range e.mustCall("GET", "/v1/admin/groups/north/classes", token, "", 200)["classes"].([]any) {
+			c := c.(map[string]any)
+			got[c["id"].(string)] = fmt.Sprintf("%v %v", c["name"], c["studentIds"])
+		}
+		if want := map[string]any{"bio-7b": "Biology 7B [stu-1 stu-2]", "art-7": "Art 7 [stu-2]"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("classes after the import: %v, want %v", got, want)
+		}
+		var students []string
+		for _, s := range e.mustCall("GET", "/v1/admin/groups/north/students", token, "", 200)["students"].([]any) {
+			students = append(students, s.(map[string]any)["id"].(string))
+		}
+		if !reflect.DeepEqual(students, []string{"stu-1", "stu-2"}) {
+			t.Errorf("students %v: the teacher and the student skipped are not students", students)
 		}
 	})
 }

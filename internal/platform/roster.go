@@ -23,6 +23,9 @@ type RosterResult struct {
 	ClassesDeleted  int    `json:"classesDeleted"`
 	MembersAdded    int    `json:"membersAdded"`
 	MembersRemoved  int    `json:"membersRemoved"`
+	// Skipped are the rows left out, and why: a bulk file's tobedeleted
+	// records, and the enrollments of those records.
+	Skipped []roster.Skipped `json:"skipped"`
 }
 
 // ImportRoster takes a group's students and classes from a OneRoster
@@ -70,6 +73,7 @@ func (p *Platform) ImportRoster(ctx context.Context, groupID, org string, b *ros
 	if err != nil {
 		return res, invalid("Invalid roster: %s", err)
 	}
+	res.Skipped = append([]roster.Skipped{}, im.skipped...)
 	count(&change, before, classes, &res)
 	if dryRun || (len(change.Students) == 0 && len(change.Classes) == 0 && len(change.DeletedClasses) == 0) {
 		return res, nil
@@ -86,6 +90,7 @@ type importer struct {
 	users    map[string]roster.User
 	inBundle map[string]bool   // the school's classes of classes.csv
 	updates  map[string]string // students enrolled or renamed: their names
+	skipped  []roster.Skipped  // the bundle's, then the enrollments of what it skipped
 }
 
 // school is the org the import takes classes of: the one named, or the
@@ -107,16 +112,35 @@ func (im *importer) school(org string) (string, error) {
 	case org != "":
 		return org, nil
 	case len(schools) > 1:
-		return "", invalid("Invalid roster: orgs.csv has %d schools (%s): name the group's with org", len(schools), strings.Join(schools, ", "))
+		return "", &SchoolNotNamedError{Schools: schools}
 	case len(schools) == 1:
 		return schools[0], nil
 	}
 	return "", nil
 }
 
+// SchoolNotNamedError is the refusal of a bundle of several schools when
+// the import does not name the group's. It says how to name it on the
+// platform API (?org=); Say words it for another interface.
+type SchoolNotNamedError struct{ Schools []string }
+
+func (e *SchoolNotNamedError) Error() string { return e.Say("?org=ID") }
+
+// Say is the refusal, naming the school with how.
+func (e *SchoolNotNamedError) Say(how string) string {
+	return fmt.Sprintf("Invalid roster: orgs.csv has %d schools (%s): name the group's school with %s", len(e.Schools), strings.Join(e.Schools, ", "), how)
+}
+
+func (e *SchoolNotNamedError) Unwrap() error { return invalid("%s", e.Error()) }
+
 // change works out what the import changes.
 func (im *importer) change(school string) (analytics.RosterChange, error) {
 	b := im.b
+	im.skipped = slices.Clone(b.Skipped)
+	skippedRecords := map[string]bool{} // "classes.csv/ID": a record skipped, whose enrollments are too
+	for _, sk := range b.Skipped {
+		skippedRecords[sk.File+"/"+sk.SourcedID] = true
+	}
 	ofSchool := func(s string) bool { return school == "" || s == "" || s == school }
 	for _, u := range b.Users {
 		if err := checkText("studentId", u.SourcedID, 128); err != nil {
@@ -170,6 +194,10 @@ func (im *importer) change(school string) (analytics.RosterChange, error) {
 		fail := func(col, format string, args ...any) error {
 			return &roster.Error{File: "enrollments.csv", Line: e.Line, Column: col, Msg: fmt.Sprintf(format, args...)}
 		}
+		if why := skippedBecause(skippedRecords, e); why != "" {
+			im.skipped = append(im.skipped, roster.Skipped{File: "enrollments.csv", Line: e.Line, SourcedID: e.SourcedID, Reason: why})
+			continue
+		}
 		if _, ok := im.titles[e.ClassSourcedID]; !ok {
 			if im.inBundle[e.ClassSourcedID] && e.Deleted() {
 				continue // the class is deleted, and its members with it
@@ -209,6 +237,9 @@ func (im *importer) change(school string) (analytics.RosterChange, error) {
 			im.updates[u.SourcedID] = u.Name()
 		}
 	}
+	slices.SortStableFunc(im.skipped, func(a, b roster.Skipped) int {
+		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+	})
 	c := analytics.RosterChange{DeletedClasses: deleted}
 	for _, id := range slices.Sorted(maps.Keys(im.updates)) {
 		c.Students = append(c.Students, analytics.StudentUpdate{ID: id, Name: im.updates[id]})
@@ -219,6 +250,18 @@ func (im *importer) change(school string) (analytics.RosterChange, error) {
 		}
 	}
 	return c, nil
+}
+
+// skippedBecause says why an enrollment is skipped with the record it
+// enrols (its class or user, skipped), or "" when neither was.
+func skippedBecause(skipped map[string]bool, e roster.Enrollment) string {
+	switch {
+	case skipped["classes.csv/"+e.ClassSourcedID]:
+		return fmt.Sprintf("its class %s is %s", e.ClassSourcedID, roster.SkippedDeleted)
+	case skipped["users.csv/"+e.UserSourcedID]:
+		return fmt.Sprintf("its user %s is %s", e.UserSourcedID, roster.SkippedDeleted)
+	}
+	return ""
 }
 
 // count fills in res from the change and the group as it was (its

@@ -2,7 +2,9 @@
 // information systems export it: a zip of manifest.csv and a CSV file per
 // kind of record. It reads what the service uses (orgs, classes, users,
 // enrollments) and checks it whole, so that a bad file is refused with its
-// file, line and column named, before anything is changed.
+// file, line and column named, before anything is changed. What exporters
+// write though the standard's bulk files should not hold it, a record
+// marked tobedeleted, is skipped and said, not refused.
 package roster
 
 import (
@@ -14,6 +16,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Modes of a file in the manifest.
@@ -37,7 +40,21 @@ type Bundle struct {
 	Classes     []Class
 	Users       []User
 	Enrollments []Enrollment
+	Skipped     []Skipped // rows read and left out, in the order read
 }
+
+// Skipped is a row left out of the import, and why.
+type Skipped struct {
+	File      string `json:"file"`
+	Line      int    `json:"line"`
+	SourcedID string `json:"sourcedId"`
+	Reason    string `json:"reason"`
+}
+
+// SkippedDeleted is why a bulk file's tobedeleted row is skipped: a bulk
+// file holds the records as they are, so the row neither adds nor
+// removes anything.
+const SkippedDeleted = "tobedeleted in a bulk file"
 
 // Record is what every record has: its id, its status in a delta file
 // (empty in a bulk file), and where it was read.
@@ -256,6 +273,12 @@ func (b *Bundle) readFile(name string, t *table) error {
 	if err != nil {
 		return err
 	}
+	var dates []dateColumn
+	for _, d := range dateColumns {
+		if _, ok := at[d.name]; ok {
+			dates = append(dates, d)
+		}
+	}
 	field := func(row []string, col string) string {
 		if i, ok := at[col]; ok {
 			return strings.TrimSpace(row[i])
@@ -274,12 +297,21 @@ func (b *Bundle) readFile(name string, t *table) error {
 			return fail("sourcedId", "empty")
 		case seen[rec.SourcedID] > 0:
 			return fail("sourcedId", "%q is on line %d too", rec.SourcedID, seen[rec.SourcedID])
-		case b.Modes[name] == Bulk && rec.Status != "" && rec.Status != Active:
-			return fail("status", "%q in a bulk file: leave it empty (or active)", rec.Status)
+		case b.Modes[name] == Bulk && rec.Status != "" && rec.Status != Active && rec.Status != ToBeDeleted:
+			return fail("status", "%q in a bulk file: leave it empty or active (a tobedeleted record is skipped)", rec.Status)
 		case b.Modes[name] == Delta && rec.Status != Active && rec.Status != ToBeDeleted:
 			return fail("status", "%q: a delta file's records are active or tobedeleted", rec.Status)
 		}
 		seen[rec.SourcedID] = line
+		for _, d := range dates {
+			if v := field(row, d.name); v != "" && !d.valid(v) {
+				return fail(d.name, "%q is not %s", v, d.expected)
+			}
+		}
+		if b.Modes[name] == Bulk && rec.Deleted() {
+			b.Skipped = append(b.Skipped, Skipped{File: name, Line: line, SourcedID: rec.SourcedID, Reason: SkippedDeleted})
+			continue
+		}
 		switch name {
 		case "orgs.csv":
 			b.Orgs = append(b.Orgs, Org{Record: rec, Name: field(row, "name"), Type: field(row, "type")})
@@ -304,4 +336,35 @@ func (b *Bundle) readFile(name string, t *table) error {
 		}
 	}
 	return nil
+}
+
+// dateColumn is a column of dates or of date-times that a file may have.
+type dateColumn struct {
+	name, expected string
+	valid          func(string) bool
+}
+
+var dateColumns = []dateColumn{
+	{"dateLastModified", "an ISO 8601 date-time, such as 2026-02-28T09:30:00.000Z", isDateTime},
+	{"beginDate", "an ISO 8601 date, such as 2026-02-28", isDate},
+	{"endDate", "an ISO 8601 date, such as 2026-02-28", isDate},
+	{"birthDate", "an ISO 8601 date, such as 2026-02-28", isDate},
+}
+
+// isDate reports whether v is a calendar date, YYYY-MM-DD, that exists.
+func isDate(v string) bool {
+	_, err := time.Parse(time.DateOnly, v)
+	return err == nil
+}
+
+// isDateTime reports whether v is an ISO 8601 date-time (with or without
+// fractions of a second and an offset) or, as some exporters write it, a
+// date.
+func isDateTime(v string) bool {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", time.DateOnly} {
+		if _, err := time.Parse(layout, v); err == nil {
+			return true
+		}
+	}
+	return false
 }
