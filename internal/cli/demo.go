@@ -33,6 +33,19 @@ var demoGroups = []demoGroup{
 	{"riverside-college", "Riverside College", "Asia/Kolkata", 90, "2025-01-01", "2026-06-30"},
 }
 
+// demoClasses are two classes of the demo's first school, of its students
+// numbered first to last; the first has a teacher's key, keys[demoTeacher].
+var demoClasses = []struct {
+	id, name    string
+	first, last int
+}{
+	{"chem-9a", "Chemistry 9A", 1, 28},
+	{"hist-9b", "History 9B", 21, 50},
+}
+
+// demoTeacher is the entry of the teacher's key in loadDemo's keys.
+const demoTeacher = "demo teacher"
+
 // demoWeeks is how far back the demo's term of events reaches.
 const demoWeeks = 12
 
@@ -161,6 +174,20 @@ func loadDemo(e *env, p *platform.Platform, now time.Time, end *time.Time) (map[
 			total += res.Accepted
 		}
 	}
+	school := demoGroups[0].id
+	for _, dc := range demoClasses {
+		class := analytics.Class{GroupID: school, ID: dc.id, Name: dc.name}
+		for n := dc.first; n <= dc.last; n++ {
+			class.Members = append(class.Members, fmt.Sprintf("%s-s%03d", school[:4], n))
+		}
+		if _, err := p.CreateClass(e.ctx, class); err != nil {
+			return nil, 0, err
+		}
+	}
+	var err error
+	if _, keys[demoTeacher], err = p.CreateKey(e.ctx, school, "demo teacher", demoClasses[0].id); err != nil {
+		return nil, 0, err
+	}
 	return keys, total, nil
 }
 
@@ -241,6 +268,13 @@ func printDemo(e *env, path, base string, keys map[string]string, token string, 
 		curl("/api/groups/live-lecture")
 		if dg.planEnd == "" {
 			curl("/api/groups/chat?startDate=" + first + "&interval=week")
+			curl("/api/groups/chat?students=true&startDate=" + first)
+		}
+		if dg.id == demoGroups[0].id {
+			a, b := demoClasses[0], demoClasses[1]
+			fmt.Fprintf(w, "  Classes %s (%d students) and %s (%d); a teacher's key of %s sees that class's students alone, here and in the dashboard:\n",
+				a.name, a.last-a.first+1, b.name, b.last-b.first+1, a.name)
+			key = keys[demoTeacher]
 			curl("/api/groups/chat?students=true&startDate=" + first)
 		}
 		fmt.Fprintln(w)

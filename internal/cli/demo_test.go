@@ -3,10 +3,13 @@ package cli
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -250,5 +253,62 @@ func TestDemoOnClickHouse(t *testing.T) {
 			t.Fatalf("demo on ClickHouse: exit %d\n%s%s", d.exited(), d.stdout.String(), d.stderr.String())
 		}
 		d.stop()
+	}
+}
+
+// TestDemoClasses: the demo's first school has two classes, and a teacher's
+// key of the first, which the demo prints with a line on what it sees:
+// through HTTP, that class's students alone.
+func TestDemoClasses(t *testing.T) {
+	base, keys := demoServer(t)
+	get := func(key, method, path string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, nil)
+		req.Header.Set("x-api-key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body
+	}
+	classes := func(key string) string {
+		t.Helper()
+		_, body := get(key, "GET", "/api/classes")
+		var out []string
+		for _, c := range body["classes"].([]any) {
+			c := c.(map[string]any)
+			out = append(out, fmt.Sprintf("%s %s %v", c["id"], c["name"], c["students"]))
+		}
+		return fmt.Sprint(body["forClasses"], out)
+	}
+	if got, want := classes(keys["northside-high"]), "false [chem-9a Chemistry 9A 28 hist-9b History 9B 30]"; got != want {
+		t.Errorf("the school's classes: %s, want %s", got, want)
+	}
+	teacher := keys[demoTeacher]
+	if got, want := classes(teacher), "true [chem-9a Chemistry 9A 28]"; got != want {
+		t.Errorf("the teacher's classes: %s, want %s", got, want)
+	}
+	_, body := get(teacher, "POST", "/api/groups/chat?students=true")
+	var ids []string
+	for _, r := range body["reports"].([]any) {
+		ids = append(ids, r.(map[string]any)["studentId"].(string))
+	}
+	slices.Sort(ids)
+	if len(ids) != 28 || ids[0] != "nort-s001" || ids[27] != "nort-s028" {
+		t.Errorf("the teacher's key's students: %v", ids)
+	}
+	if status, body := get(teacher, "POST", "/api/groups/chat?classId=hist-9b"); status != 400 || body["error"] != `Invalid classId: no class "hist-9b" in this group` {
+		t.Errorf("the teacher's key asking for the other class: %d %v", status, body)
+	}
+
+	var out strings.Builder
+	printDemo(&env{stdout: &out}, "demo.db", "http://127.0.0.1:8080", keys, "gat_T", 1, time.Now())
+	if want := "  Classes Chemistry 9A (28 students) and History 9B (30); a teacher's key of Chemistry 9A sees that class's students alone, here and in the dashboard:\n" +
+		"  curl -s -X POST 'http://127.0.0.1:8080/api/groups/chat?students=true&startDate="; !strings.Contains(out.String(), want) ||
+		!strings.Contains(out.String(), "-H 'x-api-key: "+teacher+"'\n") {
+		t.Errorf("the demo prints:\n%s\nwant the classes and the teacher's key", out.String())
 	}
 }
