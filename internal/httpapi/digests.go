@@ -41,8 +41,15 @@ func (s *Server) removeRecipient(r *http.Request) (int, any, error) {
 
 // unsubscribeForm is the page a digest's unsubscribe link opens: a button,
 // so that a mail scanner that follows links does not unsubscribe anyone.
+// A link without its token (cut short by a mail client) says so, rather
+// than offer a button that cannot work.
 func (s *Server) unsubscribeForm(w http.ResponseWriter, r *http.Request) {
-	writePage(w, http.StatusOK, unsubscribePage{Token: r.FormValue("token")})
+	token := r.FormValue("token")
+	if token == "" {
+		writePage(w, http.StatusBadRequest, unsubscribePage{Error: "This link has lost its token: open the whole link from the digest's email again."})
+		return
+	}
+	writePage(w, http.StatusOK, unsubscribePage{Token: token})
 }
 
 // unsubscribe removes the recipient of the link's token: the page's

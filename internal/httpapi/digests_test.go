@@ -409,7 +409,8 @@ func TestDigestRetries(t *testing.T) {
 
 // TestUnsubscribe follows a digest's unsubscribe link: the page it opens
 // changes nothing, its button (or a mail client's one-click post)
-// removes the recipient, and a link used once is a 404.
+// removes the recipient, a link used once is a 404, and one cut short of
+// its token a 400 page.
 func TestUnsubscribe(t *testing.T) {
 	forEachStore(t, func(t *testing.T, e *testEnv) {
 		d := newDigestEnv(t, e, mailtest.Options{})
@@ -453,6 +454,11 @@ func TestUnsubscribe(t *testing.T) {
 		}
 		if bad := e.do("POST", "/unsubscribe?token=nope", "", ""); bad.status != http.StatusNotFound {
 			t.Errorf("a made-up token: %d", bad.status)
+		}
+		// A link cut short of its token says so, and offers no button.
+		if cut := e.do("GET", "/unsubscribe", "", ""); cut.status != http.StatusBadRequest ||
+			!strings.Contains(string(cut.body), "This link has lost its token") || strings.Contains(string(cut.body), "<form") {
+			t.Errorf("a link without its token: %d\n%s", cut.status, cut.body)
 		}
 
 		e.clock.Set(at("UTC", "2026-11-23 07:00"))

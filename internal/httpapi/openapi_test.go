@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"groupanalytics/internal/httpapi"
@@ -257,12 +259,59 @@ func TestOpenAPIDocumentIsKept(t *testing.T) {
 			if s, _ := op["summary"].(string); s == "" {
 				t.Errorf("%s has no summary", name)
 			}
+			// Security said on each operation, [] where none is needed.
+			if _, ok := op["security"]; !ok {
+				t.Errorf("%s does not say its security", name)
+			}
+			has4xx := false
+			for status := range op["responses"].(map[string]any) {
+				has4xx = has4xx || strings.HasPrefix(status, "4")
+			}
+			if !has4xx {
+				t.Errorf("%s documents no 4XX answer", name)
+			}
 			if !hasExample(op, 0) {
 				t.Errorf("%s has no example", name)
 			}
 		}
 	}
+	if license, _ := d.doc["info"].(map[string]any)["license"].(map[string]any); license["name"] == nil ||
+		(license["identifier"] == nil && license["url"] == nil) {
+		t.Errorf("info.license %v: a name, and an identifier or a url", license)
+	}
 	if len(refs) < 100 {
 		t.Errorf("only %d $refs: are responses and parameters shared?", len(refs))
+	}
+}
+
+// TestOpenAPIExamplesMatchTheirSchemas validates the document with an
+// OpenAPI library, kin-openapi (its structure, and every example against
+// its schema: parameters', media types' and schemas' own), so that each
+// example a reader copies is something the service takes or answers. The
+// document broken in each of those places is refused, so that the check
+// is not vacuous.
+func TestOpenAPIExamplesMatchTheirSchemas(t *testing.T) {
+	validate := func(doc []byte) error {
+		loaded, err := openapi3.NewLoader().LoadFromData(doc)
+		if err != nil {
+			return err
+		}
+		return loaded.Validate(context.Background(), openapi3.EnableExamplesValidation())
+	}
+	if err := validate(httpapi.OpenAPI()); err != nil {
+		t.Fatalf("the OpenAPI document: %v", err)
+	}
+	for _, broken := range []struct{ what, from, to string }{
+		{"a parameter's example of the wrong type", `"example": "1"`, `"example": 1`},
+		{"a schema's example without a required field", `"keptFrom": null`, `"keptFromTypo": null`},
+		{"a response's example without a required field", `"minCellSize": 0,`, ``},
+	} {
+		doc := strings.Replace(string(httpapi.OpenAPI()), broken.from, broken.to, 1)
+		if doc == string(httpapi.OpenAPI()) {
+			t.Fatalf("%s: %q is not in the document", broken.what, broken.from)
+		}
+		if err := validate([]byte(doc)); err == nil {
+			t.Errorf("%s passes validation", broken.what)
+		}
 	}
 }
