@@ -1,6 +1,22 @@
 // Package sqlstore keeps the directory and the usage store in a SQL
 // database: SQLite, the embedded default, or PostgreSQL. The SQL is shared;
 // the few differences between the two live in a dialect.
+//
+// It is one package because its roles share transactions: one enrols a
+// new student (the directory), appends their events and adds them to the
+// rollups (the usage store); an erasure takes a student from both at once.
+// Its files say their role by their prefix:
+//   - db_: opening, migrating and transacting on either database (db_store.go),
+//     SQLite's and PostgreSQL's own (db_sqlite.go, db_postgres.go), backups
+//     and the demo's claim on its store;
+//   - dir_: the directory: groups and plans, keys and tokens, students,
+//     classes, digests, receipts, and the access log with its journal;
+//   - usage_: the usage store: the append path, the rollups and students'
+//     counts it writes, the rollups folded behind the events, reads,
+//     erasure, rebuilds, retention, and the Go migrations of the rollups;
+//   - ch_: what the directory keeps for a usage store on ClickHouse: each
+//     group's shard and intents (ch_placement.go), and the write-behind log
+//     of events not yet applied (ch_log.go).
 package sqlstore
 
 import (
@@ -112,7 +128,7 @@ type dialect struct {
 	// them under the group's lock and writes the sums back.
 	mergesRollups bool
 	// rollupsBehind: a small append notes its events' shares of the
-	// rollups for a fold to write, rather than writing them (behind.go).
+	// rollups for a fold to write, rather than writing them (usage_behind.go).
 	rollupsBehind bool
 }
 

@@ -1,6 +1,6 @@
 package sqlstore
 
-// #include "functions.h"
+// #include "db_functions.h"
 import "C"
 
 import (

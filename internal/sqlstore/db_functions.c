@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "functions.h"
+#include "db_functions.h"
 
 typedef struct sqlite3 sqlite3;
 typedef struct sqlite3_context sqlite3_context;

@@ -1,0 +1,241 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+// AddKey stores a report key (its hash, never the secret), and a
+// teacher's key's classes, which must be the group's.
+func (s *Store) AddKey(ctx context.Context, k analytics.APIKey) error {
+	return s.transact(ctx, "AddKey", func(tx *txn) error {
+		if err := s.lockGroup(ctx, tx, k.GroupID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO api_keys (group_id, key_id, key_hash, prefix, label, created_at, for_classes)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`), k.GroupID, k.ID, k.Hash, k.Prefix, k.Label, millis(k.Created), k.ForClasses)
+		if err != nil || len(k.Classes) == 0 {
+			return err
+		}
+		if missing, err := s.firstMissing(ctx, tx, "classes", "class_id", k.GroupID, k.Classes); err != nil || missing != "" {
+			return cmp.Or(err, analytics.Errorf(analytics.Invalid, "Invalid classIds: no class %q in group %q", missing, k.GroupID))
+		}
+		rows := make([][]any, len(k.Classes))
+		for i, id := range k.Classes {
+			rows[i] = []any{k.GroupID, k.ID, id}
+		}
+		return s.insertRows(ctx, tx, "api_key_classes (group_id, key_id, class_id)", []string{"text", "text", "text"}, rows, "", nil)
+	})
+}
+
+// Keys returns the group's report keys.
+func (s *Store) Keys(ctx context.Context, groupID string) ([]analytics.APIKey, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if _, err := s.Group(ctx, groupID); err != nil {
+		return nil, err
+	}
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT k.group_id, k.key_id, k.prefix, k.label, k.created_at, k.revoked_at, k.last_used_at,
+			k.for_classes, c.class_id
+		FROM api_keys k LEFT JOIN api_key_classes c ON c.group_id = k.group_id AND c.key_id = k.key_id
+		WHERE k.group_id = ? ORDER BY k.created_at, k.key_id`), groupID)
+	if err != nil {
+		return nil, s.wrap("Keys", err)
+	}
+	defer rows.Close()
+	var keys []analytics.APIKey
+	for rows.Next() {
+		var k analytics.APIKey
+		var created int64
+		var revoked, used sql.NullInt64
+		var class sql.NullString
+		if err := rows.Scan(&k.GroupID, &k.ID, &k.Prefix, &k.Label, &created, &revoked, &used, &k.ForClasses, &class); err != nil {
+			return nil, s.wrap("Keys", err)
+		}
+		if n := len(keys); n > 0 && keys[n-1].ID == k.ID {
+			keys[n-1].Classes = append(keys[n-1].Classes, class.String) // the same key, another class
+			continue
+		}
+		k.Created, k.Revoked, k.LastUsed = fromMillis(created), fromNullMillis(revoked), fromNullMillis(used)
+		if class.Valid {
+			k.Classes = []string{class.String}
+		}
+		keys = append(keys, k)
+	}
+	for i := range keys {
+		slices.Sort(keys[i].Classes)
+	}
+	return keys, s.wrap("Keys", rows.Err())
+}
+
+// RevokeKey revokes the group's key from at on.
+func (s *Store) RevokeKey(ctx context.Context, groupID, keyID string, at time.Time) error {
+	return s.transact(ctx, "RevokeKey", func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?)
+			WHERE group_id = ? AND key_id = ?`), millis(at), groupID, keyID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.NotFound, "Key %q of group %q not found", keyID, groupID)
+		}
+		return nil
+	})
+}
+
+var errUnauthorized = analytics.Errorf(analytics.Unauthorized, "Unauthorized")
+
+// Authorize runs one query that always returns one row, whether or not the
+// key exists, is revoked, or has a valid plan; the verdict is made after.
+// It never writes: a key's last use is noted by a background writer, so
+// that bookkeeping cannot fail or slow a read.
+func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (analytics.Access, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var (
+		groupID, keyID, name, zone       sql.NullString
+		created, revoked, used, minCells sql.NullInt64
+		retention                        sql.NullInt64
+		forClasses                       sql.NullBool
+		planValid                        bool
+	)
+	at := millis(now)
+	err := s.read.QueryRowContext(ctx, s.q(`SELECT k.group_id, k.key_id, k.revoked_at, k.last_used_at, k.for_classes,
+			g.name, g.time_zone, g.created_at, g.min_cell_size, g.retention_days,
+			EXISTS (SELECT 1 FROM plans p WHERE p.group_id = k.group_id AND p.starts_at <= ?
+				AND (p.ends_at IS NULL OR p.ends_at > ?) AND (p.cancelled_at IS NULL OR p.cancelled_at > ?))
+		FROM (SELECT 1 AS one) AS probe
+		LEFT JOIN api_keys k ON k.key_hash = ?
+		LEFT JOIN groups g ON g.group_id = k.group_id`), at, at, at, keyHash).
+		Scan(&groupID, &keyID, &revoked, &used, &forClasses, &name, &zone, &created, &minCells, &retention, &planValid)
+	if err != nil {
+		return analytics.Access{}, s.wrap("Authorize", err)
+	}
+	if !groupID.Valid || revoked.Valid || !planValid || !name.Valid {
+		return analytics.Access{}, errUnauthorized
+	}
+	access := analytics.Access{Group: analytics.Group{ID: groupID.String, Name: name.String, TimeZone: zone.String,
+		Created: fromMillis(created.Int64), MinCellSize: int(minCells.Int64),
+		Retention: analytics.Days(retention.Int64)}, KeyID: keyID.String, ForClasses: forClasses.Bool}
+	if access.ForClasses {
+		rows, err := s.read.QueryContext(ctx, s.q(`SELECT class_id FROM api_key_classes WHERE group_id = ? AND key_id = ?`),
+			groupID.String, keyID.String)
+		if err == nil {
+			access.Classes, err = scanStrings(rows)
+		}
+		if err != nil {
+			return analytics.Access{}, s.wrap("Authorize", err)
+		}
+	}
+	// last_used_at is written at most once a day per key.
+	if !used.Valid || fromMillis(used.Int64).Truncate(24*time.Hour).Before(now.Truncate(24*time.Hour)) {
+		s.touchKey(keyTouch{groupID: groupID.String, keyID: keyID.String, at: at})
+	}
+	return access, nil
+}
+
+// keyTouch notes that a key was used at a time.
+type keyTouch struct {
+	groupID, keyID string
+	at             int64
+}
+
+// touchKey queues a note of a key's use, or drops it when the queue is
+// full: the key's next request notes it again.
+func (s *Store) touchKey(t keyTouch) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return
+	}
+	select {
+	case s.touches <- t:
+	default:
+	}
+}
+
+// writeTouches writes the notes of keys' use. A note that cannot be
+// written (the database is busy or away) is dropped, as is whatever is
+// queued when the store closes.
+func (s *Store) writeTouches() {
+	defer s.writers.Done()
+	for t := range s.touches {
+		if s.isClosed() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = s.write.ExecContext(ctx, s.q(`UPDATE api_keys SET last_used_at = ?
+			WHERE group_id = ? AND key_id = ? AND (last_used_at IS NULL OR last_used_at < ?)`), t.at, t.groupID, t.keyID, t.at)
+		cancel()
+	}
+}
+
+// AddToken stores a platform token (its hash, never the secret).
+func (s *Store) AddToken(ctx context.Context, t analytics.PlatformToken) error {
+	return s.transact(ctx, "AddToken", func(tx *txn) error {
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO platform_tokens (token_id, token_hash, prefix, label, created_at)
+			VALUES (?, ?, ?, ?, ?)`), t.ID, t.Hash, t.Prefix, t.Label, millis(t.Created))
+		return err
+	})
+}
+
+// Tokens returns every platform token.
+func (s *Store) Tokens(ctx context.Context) ([]analytics.PlatformToken, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.read.QueryContext(ctx, `SELECT token_id, prefix, label, created_at, revoked_at
+		FROM platform_tokens ORDER BY created_at, token_id`)
+	if err != nil {
+		return nil, s.wrap("Tokens", err)
+	}
+	defer rows.Close()
+	var tokens []analytics.PlatformToken
+	for rows.Next() {
+		var t analytics.PlatformToken
+		var created int64
+		var revoked sql.NullInt64
+		if err := rows.Scan(&t.ID, &t.Prefix, &t.Label, &created, &revoked); err != nil {
+			return nil, s.wrap("Tokens", err)
+		}
+		t.Created, t.Revoked = fromMillis(created), fromNullMillis(revoked)
+		tokens = append(tokens, t)
+	}
+	return tokens, s.wrap("Tokens", rows.Err())
+}
+
+// RevokeToken revokes a platform token from at on.
+func (s *Store) RevokeToken(ctx context.Context, tokenID string, at time.Time) error {
+	return s.transact(ctx, "RevokeToken", func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE platform_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE token_id = ?`),
+			millis(at), tokenID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.NotFound, "Token %q not found", tokenID)
+		}
+		return nil
+	})
+}
+
+// AuthorizeToken returns the unrevoked token with this hash, or an
+// Unauthenticated error.
+func (s *Store) AuthorizeToken(ctx context.Context, tokenHash []byte) (analytics.PlatformToken, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var t analytics.PlatformToken
+	var created int64
+	err := s.read.QueryRowContext(ctx, s.q(`SELECT token_id, prefix, label, created_at FROM platform_tokens
+		WHERE token_hash = ? AND revoked_at IS NULL`), tokenHash).Scan(&t.ID, &t.Prefix, &t.Label, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, analytics.Errorf(analytics.Unauthenticated, "Invalid or missing platform token")
+	}
+	t.Created = fromMillis(created)
+	return t, s.wrap("AuthorizeToken", err)
+}

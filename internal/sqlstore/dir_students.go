@@ -1,0 +1,215 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+
+	"groupanalytics/internal/analytics"
+)
+
+// SaveStudents enrols the students the group lacks and renames those
+// whose update carries a name, in one transaction.
+func (s *Store) SaveStudents(ctx context.Context, groupID string, updates []analytics.StudentUpdate) error {
+	return s.transact(ctx, "SaveStudents", func(tx *txn) error {
+		if _, err := s.lockUsage(ctx, tx, groupID); err != nil {
+			return err
+		}
+		return s.saveStudents(ctx, tx, map[string][]analytics.StudentUpdate{groupID: updates}, nil)
+	})
+}
+
+// saveStudents enrols and renames students of groups (updates by group)
+// in tx, under the groups' locks, with the same few statements for any
+// number of groups. It reads first and writes only the enrolments and
+// renames that change something, so that steady ingestion adds no write
+// to the directory. With ordinals set, it also numbers the students
+// (ingestion: each student of a new event has an ordinal): those who have
+// a number already are put in ordinals by the same read, and the others
+// are numbered in the row that enrols or renames them, or in a row of
+// their own.
+func (s *Store) saveStudents(ctx context.Context, tx *txn, updates map[string][]analytics.StudentUpdate, ordinals map[[2]string]int) error {
+	// Later updates of one student win: keep only the last name sent.
+	last := map[[2]string]string{}
+	var keys [][]any
+	for _, g := range slices.Sorted(maps.Keys(updates)) {
+		for _, u := range updates[g] {
+			k := [2]string{g, u.ID}
+			name, seen := last[k]
+			if !seen {
+				keys = append(keys, []any{g, u.ID})
+			}
+			if u.Name != "" || name == "" {
+				last[k] = u.Name
+			}
+		}
+	}
+	current := map[[2]string]string{}
+	err := s.selectKeyed(ctx, tx, `SELECT s.group_id, s.student_id, s.name, s.ordinal FROM k
+		JOIN students s ON s.group_id = k.k1 AND s.student_id = k.k2`, studentKeyTypes, keys, func(rows *sql.Rows) error {
+		var k [2]string
+		var name string
+		var ordinal sql.NullInt64
+		if err := rows.Scan(&k[0], &k[1], &name, &ordinal); err != nil {
+			return err
+		}
+		current[k] = name
+		if ordinal.Valid && ordinals != nil {
+			ordinals[k] = int(ordinal.Int64)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var enrol, rename [][]any
+	for _, key := range keys {
+		k := [2]string{key[0].(string), key[1].(string)}
+		name, known := current[k]
+		_, numbered := ordinals[k]
+		switch {
+		case !known && last[k] == "":
+			enrol = append(enrol, []any{k[0], k[1], k[1]})
+		case !known || last[k] != "" && last[k] != name:
+			rename = append(rename, []any{k[0], k[1], last[k]})
+		case ordinals != nil && !numbered:
+			// Enrolled without usage until now: the enrolment's
+			// conflict numbers them, leaving the name.
+			enrol = append(enrol, []any{k[0], k[1], name})
+		}
+	}
+	into, types := "students (group_id, student_id, name)", []string{"text", "text", "text"}
+	onEnrol, onRename := "ON CONFLICT (group_id, student_id) DO NOTHING",
+		"ON CONFLICT (group_id, student_id) DO UPDATE SET name = excluded.name"
+	var scan func(*sql.Rows) error
+	if ordinals != nil {
+		if err := s.number(ctx, tx, ordinals, enrol, rename); err != nil {
+			return err
+		}
+		// A number stored already (by a writer that enrolled the student
+		// first) is kept; the one given here is left unused.
+		keep := "ordinal = COALESCE(students.ordinal, excluded.ordinal) RETURNING group_id, student_id, ordinal"
+		into, types = "students (group_id, student_id, name, ordinal)", append(types, "integer")
+		onEnrol = "ON CONFLICT (group_id, student_id) DO UPDATE SET " + keep
+		onRename += ", " + keep
+		scan = func(rows *sql.Rows) error { return scanOrdinal(rows, ordinals) }
+	}
+	if err := s.insertRows(ctx, tx, into, types, enrol, onEnrol, scan); err != nil {
+		return err
+	}
+	return s.insertRows(ctx, tx, into, types, rename, onRename, scan)
+}
+
+// number appends to each row of lists, (group, student, name), the
+// student's ordinal: the one in ordinals, or else the next of the group's
+// counter in usage_groups, which one statement advances for every group.
+func (s *Store) number(ctx context.Context, tx *txn, ordinals map[[2]string]int, lists ...[][]any) error {
+	count := map[string]int{} // new numbers per group
+	for _, rows := range lists {
+		for _, r := range rows {
+			if _, ok := ordinals[[2]string{r[0].(string), r[1].(string)}]; !ok {
+				count[r[0].(string)]++
+			}
+		}
+	}
+	counters := make([][]any, 0, len(count))
+	for _, g := range slices.Sorted(maps.Keys(count)) {
+		counters = append(counters, []any{g, count[g]})
+	}
+	next := map[string]int{}
+	if err := s.insertRows(ctx, tx, "usage_groups (group_id, next_ordinal)", []string{"text", "integer"}, counters,
+		`ON CONFLICT (group_id) DO UPDATE SET next_ordinal = usage_groups.next_ordinal + excluded.next_ordinal
+		RETURNING group_id, next_ordinal`, func(rows *sql.Rows) error {
+			var g string
+			var n int
+			err := rows.Scan(&g, &n)
+			next[g] = n
+			return err
+		}); err != nil {
+		return err
+	}
+	// Each group's new students take the numbers below its counter, in
+	// the order they come.
+	for _, rows := range lists {
+		for i, r := range rows {
+			k := [2]string{r[0].(string), r[1].(string)}
+			n, ok := ordinals[k]
+			if !ok {
+				n = next[k[0]] - count[k[0]]
+				count[k[0]]--
+			}
+			rows[i] = append(r, n)
+		}
+	}
+	return nil
+}
+
+// AddStudent enrols a student; one already enrolled is a Conflict.
+func (s *Store) AddStudent(ctx context.Context, st analytics.Student) error {
+	return s.transact(ctx, "AddStudent", func(tx *txn) error {
+		if err := s.lockGroup(ctx, tx, st.GroupID); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO students (group_id, student_id, name) VALUES (?, ?, ?)
+			ON CONFLICT (group_id, student_id) DO NOTHING`), st.GroupID, st.ID, st.Name)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.Conflict, "Student %q already exists in group %q", st.ID, st.GroupID)
+		}
+		return nil
+	})
+}
+
+// RenameStudent changes an enrolled student's name.
+func (s *Store) RenameStudent(ctx context.Context, st analytics.Student) error {
+	return s.transact(ctx, "RenameStudent", func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE students SET name = ? WHERE group_id = ? AND student_id = ?`),
+			st.Name, st.GroupID, st.ID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.NotFound, "Student %q not found in group %q", st.ID, st.GroupID)
+		}
+		return nil
+	})
+}
+
+// Students returns the group's students.
+func (s *Store) Students(ctx context.Context, groupID string) ([]analytics.Student, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT student_id, name FROM students WHERE group_id = ?`), groupID)
+	if err != nil {
+		return nil, s.wrap("Students", err)
+	}
+	defer rows.Close()
+	var students []analytics.Student
+	for rows.Next() {
+		st := analytics.Student{GroupID: groupID}
+		if err := rows.Scan(&st.ID, &st.Name); err != nil {
+			return nil, s.wrap("Students", err)
+		}
+		students = append(students, st)
+	}
+	return students, s.wrap("Students", rows.Err())
+}
+
+// RosterVersion reads the group's creation and the count of changes to
+// its students and ordinals that the triggers of roster_versions keep.
+func (s *Store) RosterVersion(ctx context.Context, groupID string) (string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var created, version int64
+	err := s.read.QueryRowContext(ctx, s.q(`SELECT g.created_at, COALESCE(v.version, 0) FROM groups g
+		LEFT JOIN roster_versions v ON v.group_id = g.group_id WHERE g.group_id = ?`), groupID).Scan(&created, &version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", analytics.Errorf(analytics.NotFound, "Group %q not found", groupID)
+	}
+	return strconv.FormatInt(created, 10) + "." + strconv.FormatInt(version, 10), s.wrap("RosterVersion", err)
+}

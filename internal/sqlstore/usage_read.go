@@ -1,0 +1,68 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/rollup"
+)
+
+// GroupRollups returns the group's rollups of seg, ascending by period.
+func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.Segment) ([]analytics.GroupRollup, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT period, `+metricList+`, live_lecture_users, chat_users
+		FROM group_rollups WHERE group_id = ? AND span = ? AND period BETWEEN ? AND ? ORDER BY period`),
+		groupID, int(seg.Span), int(seg.Keys.First), int(seg.Keys.Last))
+	if err != nil {
+		return nil, s.wrap("GroupRollups", err)
+	}
+	defer rows.Close()
+	var rollups []analytics.GroupRollup
+	for rows.Next() {
+		var r analytics.GroupRollup
+		if err := scanGroupRollup(rows, &r, &r.Key); err != nil {
+			return nil, s.wrap("GroupRollups", err)
+		}
+		rollups = append(rollups, r)
+	}
+	return rollups, s.wrap("GroupRollups", rows.Err())
+}
+
+// scanGroupRollup reads a row of the lead columns, then the counts and
+// the two student sets of a group rollup, into lead and r.
+func scanGroupRollup(rows *sql.Rows, r *analytics.GroupRollup, lead ...any) error {
+	// Decoded at once, so the driver's bytes need not be copied first.
+	var ll, chat sql.RawBytes
+	if err := rows.Scan(append(rollup.ScanDest(&r.Counts, lead...), &ll, &chat)...); err != nil {
+		return err
+	}
+	r.LiveLectureUsers, r.ChatUsers = rollup.DecodeSet(ll), rollup.DecodeSet(chat)
+	return nil
+}
+
+// StudentEvents returns the student's events in the group, oldest first.
+// Events are kept by group and id: the group's are read, the student's
+// kept, as erasure does.
+func (s *Store) StudentEvents(ctx context.Context, groupID, studentID string) ([]analytics.Event, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT event_id, occurred_at, metric FROM events
+		WHERE group_id = ? AND student_id = ? ORDER BY occurred_at, event_id`), groupID, studentID)
+	if err != nil {
+		return nil, s.wrap("StudentEvents", err)
+	}
+	defer rows.Close()
+	var events []analytics.Event
+	for rows.Next() {
+		e := analytics.Event{GroupID: groupID, StudentID: studentID}
+		var at int64
+		if err := rows.Scan(&e.ID, &at, &e.Metric); err != nil {
+			return nil, s.wrap("StudentEvents", err)
+		}
+		e.OccurredAt = fromMillis(at)
+		events = append(events, e)
+	}
+	return events, s.wrap("StudentEvents", rows.Err())
+}
