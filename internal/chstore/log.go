@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -26,18 +25,222 @@ import (
 // log, and applied again, its events are found on the shard (a duplicate
 // is never written twice) and its intent repairs the rollups.
 
-// applyEvery is how long a logged event waits at most for the applier,
-// when nothing reads its group first.
-var applyEvery = time.Second
+// AppendEvents queues each group's events for the process's flushers,
+// which log every call waiting at that moment, of every group, in one
+// directory transaction (see logCalls and log.go), and waits for the
+// flushes holding them; a group's events past directEvents are written to
+// ClickHouse at once instead (writeAtOnce). A group whose shard does not
+// answer (its ids cannot be told new) fails the call, but the other
+// groups' events stay stored: sent again, they count once.
+func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (analytics.AppendResult, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	byGroup := map[string][]analytics.Event{}
+	var groups []string
+	for _, e := range events {
+		if _, ok := byGroup[e.GroupID]; !ok {
+			groups = append(groups, e.GroupID)
+		}
+		byGroup[e.GroupID] = append(byGroup[e.GroupID], e)
+	}
+	slices.Sort(groups)
+	var large, small []string
+	queued := 0
+	for _, g := range groups {
+		if len(byGroup[g]) >= directEvents {
+			large = append(large, g)
+		} else {
+			small = append(small, g)
+			queued += len(byGroup[g])
+		}
+	}
+	calls := make([]*rollup.Call, len(small))
+	s.pendingMu.Lock()
+	switch {
+	case s.closed:
+		s.pendingMu.Unlock()
+		return analytics.AppendResult{}, s.wrap("AppendEvents", errClosed)
+	case queued > 0 && s.queued+queued > maxQueuedEvents && s.queued > 0:
+		// Behind: refused at once rather than after the store timeout,
+		// and the queue's memory stays bounded.
+		s.pendingMu.Unlock()
+		return analytics.AppendResult{}, s.wrap("AppendEvents", fmt.Errorf("%d events wait for a flush: %w", s.queued, analytics.ErrUnavailable))
+	case queued > 0 && s.logDepth.Load() > int64(maxLogged):
+		s.pendingMu.Unlock()
+		return analytics.AppendResult{}, s.wrap("AppendEvents", errLogFull(s.logDepth.Load()))
+	}
+	s.queued += queued
+	for i, g := range small {
+		calls[i] = rollup.NewCall(ctx, byGroup[g])
+		s.pending[g] = append(s.pending[g], calls[i])
+	}
+	s.pendingMu.Unlock()
+	if len(small) > 0 {
+		s.startFlusher.Do(func() {
+			for range flushers {
+				go s.flushLoop()
+			}
+		})
+		s.wakeFlusher()
+	}
+	var res analytics.AppendResult
+	var failed error
+	tally := func(g string, d rollup.Done) {
+		switch {
+		case analytics.ErrorCode(d.Err) == analytics.NotFound:
+			// Deleted since the caller checked it: the lock found no group.
+			res.Gone = append(res.Gone, g)
+		case d.Err != nil:
+			failed = cmp.Or(failed, d.Err)
+		default:
+			res.Accepted += d.Result.Accepted
+			res.Duplicates += d.Result.Duplicates
+		}
+	}
+	for _, g := range large {
+		n, err := s.writeAtOnce(ctx, g, byGroup[g])
+		tally(g, rollup.Done{Result: analytics.AppendResult{Accepted: n, Duplicates: len(byGroup[g]) - n}, Err: err})
+	}
+	for i, g := range small {
+		select {
+		case d := <-calls[i].Done:
+			tally(g, d)
+		case <-ctx.Done():
+			// Still queued, a call is dropped by the next flush.
+			return analytics.AppendResult{}, s.wrap("AppendEvents", fmt.Errorf("waiting for the flush: %w", ctx.Err()))
+		}
+	}
+	if failed != nil {
+		return analytics.AppendResult{}, s.wrap("AppendEvents", failed)
+	}
+	return res, nil
+}
 
-const (
-	// applyAfter logged events wake the applier before its time.
-	applyAfter = 20_000
-	// maxApplied bounds the events of one apply.
-	maxApplied = rollup.MaxMergedEvents
-	// maxAppliedGroups bounds the groups of one apply.
-	maxAppliedGroups = 2_000
-)
+// maxQueuedEvents bounds the events waiting for a flush or in one: past
+// it, a call is refused at once (a 503 with Retry-After), not queued.
+var maxQueuedEvents = 4 * rollup.MaxMergedEvents
+
+// errClosed is the error of a call made after Close.
+var errClosed = fmt.Errorf("store closed: %w", analytics.ErrUnavailable)
+
+// QueueDepth is how many AppendEvents calls of the process wait for a
+// flush.
+func (s *Store) QueueDepth() int {
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	n := 0
+	for _, calls := range s.pending {
+		n += len(calls)
+	}
+	return n
+}
+
+// flushers is how many flushes a process runs at once, over groups apart:
+// while one waits for the directory or a shard, the other logs.
+const flushers = 2
+
+// flushLoop is one of the process's flushers: woken by AppendEvents, it
+// flushes until nothing waits that another flush does not hold. When the
+// store closes, it fails what still waits.
+func (s *Store) flushLoop() {
+	for range s.wake {
+		for {
+			batch := s.takePending()
+			if len(batch) == 0 {
+				break
+			}
+			wrote := s.logCalls(batch)
+			s.pendingMu.Lock()
+			for g := range batch {
+				delete(s.flushing, g)
+			}
+			s.pendingMu.Unlock()
+			if !wrote {
+				// Every group of the flush was locked by a write (an
+				// erasure, a move): let it work.
+				time.Sleep(10 * time.Millisecond)
+			}
+			// The groups it held may have calls for the other flusher.
+			s.wakeFlusher()
+		}
+	}
+	for _, calls := range s.takePending() {
+		s.answer(calls, func(int, *rollup.Call) rollup.Done { return rollup.Done{Err: errClosed} })
+	}
+}
+
+// answer tells each of calls what became of it, which frees its place in
+// the queue's bound.
+func (s *Store) answer(calls []*rollup.Call, done func(i int, c *rollup.Call) rollup.Done) {
+	events := 0
+	for i, c := range calls {
+		c.Done <- done(i, c)
+		events += len(c.Events)
+	}
+	s.pendingMu.Lock()
+	s.queued -= events
+	s.pendingMu.Unlock()
+}
+
+// wakeFlusher wakes a flusher, unless one is awake already (it takes the
+// calls waiting with its next flush) or the store is closed.
+func (s *Store) wakeFlusher() {
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	if s.closed {
+		return
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takePending takes the waiting calls of every group that no other flush
+// holds, up to rollup.MaxMergedEvents events in all (and at least one
+// call), dropping those whose callers are gone; the flush holds their
+// groups until it is done.
+func (s *Store) takePending() map[string][]*rollup.Call {
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	batch := map[string][]*rollup.Call{}
+	events := 0
+	for _, g := range slices.Sorted(maps.Keys(s.pending)) {
+		if s.flushing[g] {
+			continue
+		}
+		queue := s.pending[g]
+		n := 0
+		for n < len(queue) && (events == 0 || events+len(queue[n].Events) <= rollup.MaxMergedEvents) {
+			events += len(queue[n].Events)
+			n++
+		}
+		if n == len(queue) {
+			delete(s.pending, g)
+		} else {
+			s.pending[g] = queue[n:]
+		}
+		for _, c := range queue[:n] {
+			if c.Ctx.Err() != nil {
+				s.queued -= len(c.Events) // dropped
+			}
+		}
+		if calls := slices.DeleteFunc(queue[:n:n], func(c *rollup.Call) bool { return c.Ctx.Err() != nil }); len(calls) > 0 {
+			batch[g], s.flushing[g] = calls, true
+		}
+		if events >= rollup.MaxMergedEvents {
+			break
+		}
+	}
+	return batch
+}
+
+// requeue puts a group's calls back at the head of its queue.
+func (s *Store) requeue(groupID string, calls []*rollup.Call) {
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	s.pending[groupID] = append(calls, s.pending[groupID]...)
+}
 
 // maxLogged is the log's depth past which AppendEvents refuses calls (a
 // 503 with Retry-After) until the applier catches up: ClickHouse is
@@ -194,92 +397,6 @@ func (s *Store) storedOnShards(ctx context.Context, tx LogLock, added map[string
 	return stored, nil
 }
 
-// Start starts the applier of the write-behind log, once: it writes what
-// the log holds (of this process and of others) to ClickHouse behind the
-// acknowledgements while the process leads the appliers. Beside it, the
-// process warms the states of the groups written most (warm.go).
-func (s *Store) Start() {
-	s.applierOnce.Do(func() {
-		s.applierDone, s.warmDone = make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(s.warmDone)
-			s.warm(s.quit)
-		}()
-		go s.applyLoop()
-	})
-}
-
-// wakeApplier wakes the applier before its time.
-func (s *Store) wakeApplier() {
-	select {
-	case s.applyWake <- struct{}{}:
-	default:
-	}
-}
-
-// applyLoop applies the log every applyEvery, and sooner when applyAfter
-// events have been logged since, until the store closes, while this
-// process leads the appliers; otherwise it reads the log's figures.
-func (s *Store) applyLoop() {
-	defer close(s.applierDone)
-	tick := time.NewTicker(applyEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-s.quit.Done():
-			return
-		case <-tick.C:
-		case <-s.applyWake:
-		}
-		ctx, cancel := context.WithTimeout(s.quit, cmp.Or(s.timeout, time.Minute))
-		// One process applies in the background: were several to take
-		// turns, each would find the state it keeps of a group stale and
-		// read the group's rows from its shard again, every time.
-		s.sinceApply.Store(0)
-		switch lead, err := s.dir.LeadApplier(ctx); {
-		case err != nil:
-			s.log.Warn("write-behind log: no leader", "error", err)
-		case lead:
-			s.applyLogged(ctx)
-		default:
-			s.readLogStats(ctx)
-		}
-		cancel()
-	}
-}
-
-// applyLogged applies the log of every group that has events in it, in
-// batches, then reads the log's figures again. A group whose apply failed
-// (its shard is down) waits applyEvery before the next try, so that it
-// does not hold up the others.
-func (s *Store) applyLogged(ctx context.Context) {
-	groups, err := s.dir.LoggedGroups(ctx, 10*maxAppliedGroups)
-	if err != nil {
-		s.log.Warn("write-behind log unread", "error", err)
-		return
-	}
-	now := time.Now()
-	groups = slices.DeleteFunc(groups, func(g string) bool { return now.Before(s.retryAt[g]) })
-	maps.DeleteFunc(s.retryAt, func(_ string, at time.Time) bool { return !now.Before(at) })
-	for len(groups) > 0 && ctx.Err() == nil {
-		batch := groups[:min(len(groups), maxAppliedGroups)]
-		groups = groups[len(batch):]
-		res, err := s.apply(ctx, batch, SkipHeld, nil)
-		if err != nil {
-			s.log.Warn("write-behind log not applied", "groups", len(batch), "error", err)
-			break
-		}
-		for g, err := range res.failed {
-			s.retryAt[g] = now.Add(applyEvery)
-			s.log.Warn("write-behind log not applied", "group", g, "error", err)
-		}
-		if res.logged >= maxApplied {
-			groups = append(batch, groups...) // more waits: again
-		}
-	}
-	s.readLogStats(ctx)
-}
-
 // readLogStats reads the log's figures: its depth, which bounds what it
 // takes (backpressure), and the age of its oldest event.
 func (s *Store) readLogStats(ctx context.Context) {
@@ -291,152 +408,6 @@ func (s *Store) readLogStats(ctx context.Context) {
 		s.logDepth.Store(int64(events))
 		s.logOldest.Store(ms)
 	}
-}
-
-// applied is what an apply did.
-type applied struct {
-	logged int              // events of the log applied
-	failed map[string]error // the groups whose write failed, and why
-	gone   []string         // the groups asked for that do not exist
-	// extraNew counts, by group, the events of extra that were new.
-	extraNew map[string]int
-}
-
-// apply writes what the log holds of the groups, and then the events of
-// extra (a large call written at once: see writeAtOnce), to ClickHouse,
-// under the groups' locks taken as mode says, and takes what it read out
-// of the log. It returns an error only when the directory's transaction
-// failed.
-func (s *Store) apply(ctx context.Context, groups []string, mode LockMode, extra map[string][]analytics.Event) (applied, error) {
-	writes := map[string]*groupWrite{}
-	res := applied{failed: map[string]error{}, extraNew: map[string]int{}}
-	limit := maxApplied
-	if mode == WaitWrite {
-		limit = math.MaxInt32 // extra's ids must be told from every logged one
-	}
-	err := s.dir.WithGroupsLock(ctx, groups, mode, func(tx GroupsLock) error {
-		res.gone = tx.Gone()
-		logged, err := tx.Logged(ctx, limit)
-		if err != nil {
-			return err
-		}
-		for _, lock := range tx.Locked() {
-			g := lock.GroupID()
-			if len(logged[g]) > 0 || len(extra[g]) > 0 {
-				writes[g] = &groupWrite{tx: lock, events: append(logged[g], extra[g]...), extra: extra[g]}
-			}
-		}
-		if len(writes) == 0 {
-			return nil
-		}
-		if err := s.writeGroups(ctx, tx, writes, limit); err != nil {
-			return err
-		}
-		var done []string
-		for g, w := range writes {
-			if w.err == nil {
-				done = append(done, g)
-				res.logged += len(w.events) - len(w.extra)
-			}
-		}
-		return tx.Unlog(ctx, done)
-	})
-	if err != nil {
-		return applied{}, err
-	}
-	for g, w := range writes {
-		switch {
-		case w.err != nil:
-			res.failed[g] = w.err
-		case len(w.rows.events) > 0:
-			s.states.put(g, w.st.after(w.rows))
-			s.ids.written(w.p, w.rows.seq, w.ids)
-		default: // every id found stored: the group's number stays
-			s.ids.written(w.p, w.p.Seq, w.ids)
-		}
-		if w.err == nil && len(w.extra) > 0 {
-			res.extraNew[g] = w.extraNew
-		}
-	}
-	if res.logged > 0 {
-		s.logDepth.Add(-int64(res.logged))
-	}
-	return res, nil
-}
-
-// directEvents is the size from which a group's events in one call are
-// written to ClickHouse at once (writeAtOnce) rather than logged.
-var directEvents = 10_000
-
-// writeAtOnce writes a large call's events of a group to ClickHouse at
-// once, after what the log holds of the group, under its write lock (which
-// holds the log's writers back, so that the answer tells new ids from
-// duplicates exactly): a bulk load pays for one write, not for the log's
-// rows too. It returns how many were new.
-func (s *Store) writeAtOnce(ctx context.Context, groupID string, events []analytics.Event) (int, error) {
-	res, err := s.apply(ctx, []string{groupID}, WaitWrite, map[string][]analytics.Event{groupID: events})
-	switch {
-	case err != nil:
-		return 0, err
-	case len(res.gone) > 0:
-		return 0, analytics.Errorf(analytics.NotFound, "Group %q not found", groupID)
-	case res.failed[groupID] != nil:
-		return 0, res.failed[groupID]
-	}
-	return res.extraNew[groupID], nil
-}
-
-// Settle applies what the log holds of the group, so that the reads that
-// follow see every event acknowledged before it was called. The context
-// it returns carries the group's placement, read as Settle found the log
-// empty of the group: the reads made with it start from there rather
-// than each asking the directory again (a report makes several).
-func (s *Store) Settle(ctx context.Context, groupID string) (context.Context, error) {
-	bounded, cancel := s.bound(ctx)
-	defer cancel()
-	logged, p, placed, err := s.dir.LoggedPlacement(bounded, groupID)
-	for err == nil && logged {
-		var res applied
-		res, err = s.apply(bounded, []string{groupID}, WaitApply, nil)
-		switch err = cmp.Or(err, res.failed[groupID]); {
-		case err == nil && res.logged < maxApplied:
-			// Every event logged before the call is applied; events
-			// logged since need not be.
-			logged = false
-			p, placed, err = s.dir.Placement(bounded, groupID)
-		case err == nil:
-			logged, p, placed, err = s.dir.LoggedPlacement(bounded, groupID)
-		}
-	}
-	switch {
-	case err != nil:
-		return ctx, s.wrap("Settle", err)
-	case p.Intent != nil:
-		return ctx, nil // each read settles the unfinished write
-	}
-	return context.WithValue(ctx, settledKey{}, settledPlacement{p, placed, time.Now()}), nil
-}
-
-// settledPlacement is a group's placement as Settle read it, with no
-// write unfinished, carried by the context Settle returns.
-type settledPlacement struct {
-	p      Placement
-	placed bool
-	at     time.Time
-}
-
-type settledKey struct{}
-
-// placementToRead returns the placement the group's reads start from:
-// the one Settle read, carried by ctx, or else the directory's. A move
-// deletes the group's old copy readDrain after its placement names the new
-// shard: the one Settle read is used for half that time, so that a long
-// report's later reads look again.
-func (s *Store) placementToRead(ctx context.Context, groupID string) (Placement, bool, error) {
-	if v, ok := ctx.Value(settledKey{}).(settledPlacement); ok && v.p.GroupID == groupID && time.Since(v.at) < readDrain/2 {
-		return v.p, v.placed, nil
-	}
-	return s.dir.Placement(ctx, groupID)
 }
 
 // LogStats returns how many events the write-behind log holds and how long

@@ -3,9 +3,13 @@ package chstore
 import (
 	"context"
 	"hash/maphash"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/ext"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"groupanalytics/internal/analytics"
@@ -204,4 +208,216 @@ func eventsIn(st *state) int64 {
 		}
 	}
 	return n
+}
+
+// storedIDs returns which of each group's ids the shard already holds, in
+// one query.
+func (s *Store) storedIDs(ctx context.Context, sh *shard, ids map[string][]string) (map[string]map[string]bool, error) {
+	stored := map[string]map[string]bool{}
+	err := s.eachOfGroups(ctx, sh, ids, `SELECT DISTINCT group_id, event_id FROM `+s.table("events")+`
+		WHERE group_id IN groups AND event_id IN lookup`, func(groupID, id string, _ uint32) {
+		if stored[groupID] == nil {
+			stored[groupID] = map[string]bool{}
+		}
+		stored[groupID][id] = true
+	})
+	return stored, err
+}
+
+// eachOfGroups runs query, which reads (group_id, value[, ordinal]) rows
+// of the groups in the external table "groups" and of values in "lookup",
+// and calls fn with each row whose value is one of its group's.
+func (s *Store) eachOfGroups(ctx context.Context, sh *shard, values map[string][]string, query string, fn func(groupID, value string, n uint32)) error {
+	var groups, all []string
+	wanted := map[[2]string]bool{}
+	for g, vs := range values {
+		groups = append(groups, g)
+		for _, v := range vs {
+			wanted[[2]string{g, v}] = true
+			all = append(all, v)
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	ctx, err := withLookup(ctx, all, groups...)
+	if err != nil {
+		return err
+	}
+	rows, err := sh.query(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	withOrdinal := len(rows.Columns()) == 3
+	for rows.Next() {
+		var g, v string
+		var n uint32
+		dest := []any{&g, &v}
+		if withOrdinal {
+			dest = append(dest, &n)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		if wanted[[2]string{g, v}] {
+			fn(g, v, n)
+		}
+	}
+	return rows.Err()
+}
+
+// withLookup attaches values to ctx as the external table "lookup", a
+// block of data sent beside the query rather than in its text, so that
+// the query can ask `x IN lookup` of any number of values; and groups as
+// the table "groups". An empty list makes no table.
+func withLookup(ctx context.Context, values []string, groups ...string) (context.Context, error) {
+	tables := []*ext.Table{}
+	for name, list := range map[string][]string{"lookup": values, "groups": groups} {
+		if len(list) == 0 {
+			continue
+		}
+		t, err := ext.NewTable(name, ext.Column("v", "String"))
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range list {
+			if err := t.Append(v); err != nil {
+				return nil, err
+			}
+		}
+		tables = append(tables, t)
+	}
+	return clickhouse.Context(ctx, clickhouse.WithExternalTable(tables...)), nil
+}
+
+// eventsHaving returns which of values col (event_id or student_id) takes
+// in the group's events.
+func (s *Store) eventsHaving(ctx context.Context, sh *shard, groupID, col string, values []string) (map[string]bool, error) {
+	found := map[string]bool{}
+	if len(values) == 0 {
+		return found, nil
+	}
+	ctx, err := withLookup(ctx, values)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := sh.query(ctx, `SELECT DISTINCT `+col+` FROM `+s.table("events")+`
+		WHERE group_id = ? AND `+col+` IN lookup`, groupID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		found[v] = true
+	}
+	return found, rows.Err()
+}
+
+// ordinals returns the ordinals of the students, numbering those the group
+// has not numbered yet after its highest.
+func (s *Store) ordinals(ctx context.Context, sh *shard, groupID string, studentIDs []string) (map[string]int, error) {
+	all, err := s.ordinalsOf(ctx, sh, map[string][]string{groupID: studentIDs})
+	if err != nil {
+		return nil, err
+	}
+	return all[groupID], nil
+}
+
+// ordinalsOf is ordinals of several groups' students, asked and numbered
+// at once.
+func (s *Store) ordinalsOf(ctx context.Context, sh *shard, students map[string][]string) (map[string]map[string]int, error) {
+	ordinals, err := s.storedOrdinals(ctx, sh, students)
+	if err != nil {
+		return nil, err
+	}
+	missing := func() map[string][]string {
+		out := map[string][]string{}
+		for g, ids := range students {
+			for _, id := range ids {
+				if _, ok := ordinals[g][id]; !ok {
+					out[g] = append(out[g], id)
+				}
+			}
+		}
+		return out
+	}
+	unnumbered := missing()
+	if len(unnumbered) == 0 {
+		return ordinals, nil
+	}
+	// A write that was told it failed may yet have numbered some of them:
+	// once its insert has settled, look again.
+	if sh.replicated() {
+		if err := s.settleQuorums(ctx, sh); err != nil {
+			return nil, err
+		}
+		settled, err := s.storedOrdinals(ctx, sh, unnumbered)
+		if err != nil {
+			return nil, err
+		}
+		for g, ords := range settled {
+			maps.Copy(ordinals[g], ords)
+		}
+		if unnumbered = missing(); len(unnumbered) == 0 {
+			return ordinals, nil
+		}
+	}
+	groups := slices.Sorted(maps.Keys(unnumbered))
+	lookupCtx, err := withLookup(ctx, nil, groups...)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := sh.query(lookupCtx, `SELECT group_id, toUInt32(max(ordinal) + 1) FROM `+s.table("students")+`
+		WHERE group_id IN groups GROUP BY group_id`)
+	if err != nil {
+		return nil, err
+	}
+	next := map[string]uint32{}
+	for rows.Next() {
+		var g string
+		var n uint32
+		if err := rows.Scan(&g, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		next[g] = n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, g := range groups {
+		for i, id := range unnumbered[g] {
+			ordinals[g][id] = int(next[g]) + i
+		}
+	}
+	return ordinals, sh.insert(ctx, `INSERT INTO `+s.table("students")+` (group_id, student_id, ordinal)`, func(b driver.Batch) error {
+		for _, g := range groups {
+			for _, id := range unnumbered[g] {
+				if err := b.Append(g, id, uint32(ordinals[g][id])); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// storedOrdinals returns the ordinals each group has given its students,
+// a map for every group asked of.
+func (s *Store) storedOrdinals(ctx context.Context, sh *shard, students map[string][]string) (map[string]map[string]int, error) {
+	ordinals := map[string]map[string]int{}
+	for g := range students {
+		ordinals[g] = map[string]int{}
+	}
+	err := s.eachOfGroups(ctx, sh, students, `SELECT group_id, student_id, min(ordinal) FROM `+s.table("students")+`
+		WHERE group_id IN groups AND student_id IN lookup GROUP BY group_id, student_id`, func(groupID, id string, n uint32) {
+		ordinals[groupID][id] = int(n)
+	})
+	return ordinals, err
 }

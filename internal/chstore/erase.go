@@ -1,0 +1,217 @@
+package chstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/rollup"
+)
+
+// Erasure: a student's events and their share of every rollup deleted
+// from the group's shard, under the group's lock and an intent, so that
+// an erasure cut short is finished by the group's next write or read.
+
+func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) ([]analytics.Deleted, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var deleted []analytics.Deleted
+	err := s.locked(ctx, groupID, func(tx GroupLock) error {
+		enrolled, err := tx.DeleteStudent(ctx, studentID)
+		if err != nil {
+			return err
+		}
+		deleted = enrolled
+		_, placed, err := tx.Placement(ctx)
+		if err != nil {
+			return err
+		}
+		if placed {
+			sh, p, err := s.placeForWrite(ctx, tx)
+			if err != nil {
+				return err
+			}
+			usage, err := s.eraseUsage(ctx, tx, sh, p, studentID)
+			if err != nil {
+				return err
+			}
+			deleted = append(deleted, usage...)
+		}
+		if len(deleted) == 0 {
+			return analytics.Errorf(analytics.NotFound, "Student %q not found in group %q", studentID, groupID)
+		}
+		return nil
+	})
+	return deleted, s.wrap("EraseStudent", err)
+}
+
+// eraseUsage takes the student out of the group rows and the rows of
+// counts (one insert each of their new state), then deletes the
+// student's events and ordinal and waits for ClickHouse to have deleted
+// them. It returns what it removed, and rewrote without the student.
+func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Placement, studentID string) ([]analytics.Deleted, error) {
+	groupID := p.GroupID
+	var events uint64
+	if err := sh.queryRow(ctx, `SELECT count() FROM `+s.table("events")+` WHERE group_id = ? AND student_id = ?`,
+		groupID, studentID).Scan(&events); err != nil {
+		return nil, err
+	}
+	ordinals, err := s.studentOrdinals(ctx, sh, groupID, studentID)
+	if err != nil {
+		return nil, err
+	}
+	if events == 0 && len(ordinals) == 0 {
+		return nil, nil
+	}
+	st, err := s.stateAt(ctx, sh, p, true)
+	if err != nil {
+		return nil, err
+	}
+	// The student's share of each period, and the rows without them.
+	shares := map[period]analytics.Counts{}
+	var counts []countsRow
+	for _, n := range ordinals {
+		for p := range st.counts {
+			b := st.chunk(p.span, p.key, rollup.ChunkOf(int(n)))
+			if b == nil {
+				continue
+			}
+			students, err := rollup.DecodeCounts(b)
+			if err != nil {
+				return nil, fmt.Errorf("student counts of %s %s: %w", groupID, p.key, err)
+			}
+			i := slices.IndexFunc(students, func(sc rollup.StudentCounts) bool { return sc.Ordinal == int(n) })
+			if i < 0 {
+				continue
+			}
+			share := shares[p]
+			share.Add(&students[i].Counts)
+			shares[p] = share
+			counts = append(counts, countsRow{rollup.CountsKey{GroupID: groupID, Span: p.span, Key: p.key, Chunk: rollup.ChunkOf(int(n))},
+				rollup.AppendCounts(nil, slices.Delete(students, i, i+1))})
+		}
+	}
+	in := intent{Erase: studentID}
+	keys := make([]rollup.GroupKey, 0, len(shares))
+	for p := range shares {
+		keys = append(keys, rollup.GroupKey{GroupID: groupID, Span: p.span, Key: p.key})
+		if m := p.key.MonthStart(); !slices.Contains(in.Months, m) {
+			in.Months = append(in.Months, m)
+		}
+	}
+	slices.SortFunc(keys, func(a, b rollup.GroupKey) int {
+		return cmp.Or(cmp.Compare(a.Span, b.Span), cmp.Compare(a.Key, b.Key))
+	})
+	seq, err := markIntent(ctx, tx, in, p.Seq)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]analytics.GroupRollup, len(keys))
+	for i, k := range keys {
+		r := st.groupRow(k.Span, k.Key)
+		share := shares[period{k.Span, k.Key}]
+		for m := range r.Counts {
+			r.Counts[m] -= share[m]
+		}
+		for _, n := range ordinals {
+			r.LiveLectureUsers.Remove(int(n))
+			r.ChatUsers.Remove(int(n))
+		}
+		rows[i] = r
+	}
+	if err := s.insertGroupRows(ctx, sh, written{seq: seq, gkeys: keys, grows: rows}); err != nil {
+		return nil, err
+	}
+	if err := s.insertCountsRows(ctx, sh, written{seq: seq, counts: counts}); err != nil {
+		return nil, err
+	}
+	if err := s.deleteStudentRows(ctx, sh, groupID, studentID); err != nil {
+		return nil, err
+	}
+	deleted := []analytics.Deleted{{Store: "clickhouse", Table: "events", Rows: int64(events)},
+		{Store: "clickhouse", Table: "students", Rows: int64(len(ordinals))},
+		{Store: "clickhouse", Table: "student_counts (rewritten)", Rows: int64(len(counts))},
+		{Store: "clickhouse", Table: "group_rollups (rewritten)", Rows: int64(len(rows))}}
+	return nonZero(deleted), nil
+}
+
+// studentOrdinals returns the ordinals the student holds (one, or none).
+func (s *Store) studentOrdinals(ctx context.Context, sh *shard, groupID, studentID string) ([]uint32, error) {
+	var ordinals []uint32
+	rows, err := sh.query(ctx, `SELECT DISTINCT ordinal FROM `+s.table("students")+` WHERE group_id = ? AND student_id = ?`, groupID, studentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n uint32
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		ordinals = append(ordinals, n)
+	}
+	return ordinals, rows.Err()
+}
+
+// erasedMark starts the id under which an erased student's ordinal stays
+// taken: student ids have no control characters, and an ordinal is never
+// given to another student (analytics.UsageStore.Ordinals).
+const erasedMark = "\x00erased "
+
+// deleteStudentRows deletes every row naming the student, marking their
+// ordinal taken, and waits until the deletions are done.
+func (s *Store) deleteStudentRows(ctx context.Context, sh *shard, groupID, studentID string) error {
+	ordinals, err := s.studentOrdinals(ctx, sh, groupID, studentID)
+	if err != nil {
+		return err
+	}
+	if len(ordinals) > 0 {
+		err := sh.insert(ctx, `INSERT INTO `+s.table("students")+` (group_id, student_id, ordinal)`, func(b driver.Batch) error {
+			for _, n := range ordinals {
+				if err := b.Append(groupID, erasedMark+strconv.Itoa(int(n)), n); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, t := range []string{"events", "students"} {
+		if err := s.deleteRows(ctx, sh, t, `group_id = ? AND student_id = ?`, groupID, studentID); err != nil {
+			return err
+		}
+	}
+	return s.awaitMutations(ctx, sh)
+}
+
+// awaitMutations waits until every replica of the shard has done every
+// deletion of the store's tables: ClickHouse runs them in the background,
+// on each replica by itself. A replica that is down fails the wait, so
+// that no replica that comes back can answer with what was deleted.
+func (s *Store) awaitMutations(ctx context.Context, sh *shard) error {
+	return sh.onEvery(func(r *replica) error {
+		for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+			var pending uint64
+			if err := r.conn.QueryRow(ctx, `SELECT count() FROM system.mutations WHERE database = ? AND NOT is_done`,
+				s.database).Scan(&pending); err != nil {
+				return err
+			}
+			if pending == 0 {
+				return nil
+			}
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for ClickHouse to delete: %w", ctx.Err())
+			}
+		}
+	})
+}
