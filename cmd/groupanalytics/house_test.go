@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -58,6 +59,29 @@ func TestTheHouse(t *testing.T) {
 			case floor[dep] >= at:
 				t.Errorf("%s imports %s, which does not sit below it", pkg, dep)
 			}
+		}
+	}
+}
+
+// TestRoomsStaySmall: no file of production Go is over 600 lines, so that
+// each can be read in one sitting; a file that grows past it is split by
+// role (as sqlstore's dir_, usage_ and ch_ files are, and chstore's files
+// by the stage of a write).
+func TestRoomsStaySmall(t *testing.T) {
+	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.go").Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v", err)
+	}
+	for _, name := range strings.Fields(string(out)) {
+		if strings.HasSuffix(name, "_test.go") || strings.Contains(name, "/testdata/") {
+			continue
+		}
+		data, err := os.ReadFile("../../" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines := strings.Count(string(data), "\n"); lines > 600 {
+			t.Errorf("%s has %d lines: split it by role (at most 600)", name, lines)
 		}
 	}
 }
