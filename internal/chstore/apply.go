@@ -9,7 +9,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -245,9 +244,28 @@ type groupWrite struct {
 // it recorded one) stays for its next write to repair; the others go on.
 // It returns an error only when the directory's transaction has failed.
 func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite, limit int) error {
-	// The directory, one group after another: the transaction is shared.
-	if err := s.placeAll(ctx, tx, writes); err != nil {
+	byShard, err := s.settleWrites(ctx, tx, writes, limit)
+	if err != nil {
 		return err
+	}
+	for _, w := range writes {
+		w.gatherIDs()
+	}
+	// The shards at once: what each write needs to know, and its rows.
+	eachShard(byShard, func(sh *shard, ws []*groupWrite) error { return s.prepareWrites(ctx, sh, ws) })
+	recordIntents(ctx, tx, writes)
+	eachShard(byShard, func(sh *shard, ws []*groupWrite) error { return s.insertWrites(ctx, sh, ws) })
+	return endWrites(ctx, tx, writes)
+}
+
+// settleWrites places the groups of writes (in the directory, one after
+// another: the transaction is shared), reads each one's zone and shard,
+// and repairs what an unfinished write of it left; it returns the writes
+// by shard. A repair may have finished an erasure, which takes the
+// student's events out of the log too: then the log is read again.
+func (s *Store) settleWrites(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite, limit int) (map[*shard][]*groupWrite, error) {
+	if err := s.placeAll(ctx, tx, writes); err != nil {
+		return nil, err
 	}
 	byShard := map[*shard][]*groupWrite{}
 	repaired := false
@@ -271,33 +289,38 @@ func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[strin
 		byShard[w.sh] = append(byShard[w.sh], w)
 	}
 	if repaired {
-		// A repair may have finished an erasure, which takes the
-		// student's events out of the log too.
 		logged, err := tx.Logged(ctx, limit)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for g, w := range writes {
 			w.events = append(logged[g], w.extra...)
 		}
 	}
-	for _, w := range writes {
-		seenID, seenStudent := map[string]bool{}, map[string]bool{}
-		for _, e := range w.events {
-			if !seenID[e.ID] {
-				seenID[e.ID] = true
-				w.ids = append(w.ids, e.ID)
-			}
-			if !seenStudent[e.StudentID] {
-				seenStudent[e.StudentID] = true
-				w.students = append(w.students, e.StudentID)
-			}
-			w.enrol = append(w.enrol, analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
+	return byShard, nil
+}
+
+// gatherIDs lists the write's event ids and students, each once, and each
+// event's enrolment (its student and name).
+func (w *groupWrite) gatherIDs() {
+	seenID, seenStudent := map[string]bool{}, map[string]bool{}
+	for _, e := range w.events {
+		if !seenID[e.ID] {
+			seenID[e.ID] = true
+			w.ids = append(w.ids, e.ID)
 		}
+		if !seenStudent[e.StudentID] {
+			seenStudent[e.StudentID] = true
+			w.students = append(w.students, e.StudentID)
+		}
+		w.enrol = append(w.enrol, analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
 	}
-	// The shards at once: what each write needs to know, and its rows.
-	eachShard(byShard, func(sh *shard, ws []*groupWrite) error { return s.prepareWrites(ctx, sh, ws) })
-	// The intents, recorded together, committed at once.
+}
+
+// recordIntents records the intent of every write with rows to insert,
+// together, and numbers each write; a write whose intent cannot be
+// recorded has its err set.
+func recordIntents(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite) {
 	intents := map[string][]byte{}
 	for g, w := range writes {
 		if w.err == nil && len(w.rows.events) > 0 {
@@ -314,29 +337,36 @@ func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[strin
 			w.rows.seq, w.err = seqs[g], err
 		}
 	}
-	eachShard(byShard, func(sh *shard, ws []*groupWrite) error {
-		var rows []written
-		for _, w := range ws {
-			if w.err == nil && len(w.rows.events) > 0 {
-				rows = append(rows, w.rows)
-			}
+}
+
+// insertWrites inserts the rows of a shard's writes: one INSERT per table,
+// the three at once.
+func (s *Store) insertWrites(ctx context.Context, sh *shard, ws []*groupWrite) error {
+	var rows []written
+	for _, w := range ws {
+		if w.err == nil && len(w.rows.events) > 0 {
+			rows = append(rows, w.rows)
 		}
-		if len(rows) == 0 {
-			return nil
-		}
-		var inserts errgroup.Group
-		inserts.Go(func() error { return s.insertEvents(ctx, sh, rows...) })
-		inserts.Go(func() error { return s.insertCountsRows(ctx, sh, rows...) })
-		inserts.Go(func() error { return s.insertGroupRows(ctx, sh, rows...) })
-		return inserts.Wait()
-	})
-	// Enrolment and the end of each intent, with the commit. Every student
-	// of the events, new or not, though most are enrolled already: an
-	// ordinal does not tell, since a write that died may have numbered a
-	// student whose events never landed; and an event stored by an apply
-	// whose commit failed is still in the log, stored, so not new, while
-	// the intent that would have enrolled its student may have been
-	// replaced since by the intent of a write that failed too.
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	var inserts errgroup.Group
+	inserts.Go(func() error { return s.insertEvents(ctx, sh, rows...) })
+	inserts.Go(func() error { return s.insertCountsRows(ctx, sh, rows...) })
+	inserts.Go(func() error { return s.insertGroupRows(ctx, sh, rows...) })
+	return inserts.Wait()
+}
+
+// endWrites enrols the students of the writes that did not fail and ends
+// their intents, with the directory's commit. Every student of the
+// events, new or not, though most are enrolled already: an ordinal does
+// not tell, since a write that died may have numbered a student whose
+// events never landed; and an event stored by an apply whose commit
+// failed is still in the log, stored, so not new, while the intent that
+// would have enrolled its student may have been replaced since by the
+// intent of a write that failed too.
+func endWrites(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite) error {
 	var written []string
 	students := map[string][]analytics.StudentUpdate{}
 	for _, g := range slices.Sorted(maps.Keys(writes)) {
@@ -352,68 +382,6 @@ func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[strin
 		return err
 	}
 	return tx.ClearIntents(ctx, written)
-}
-
-// placeAll reads the placements of a flush's groups at once, and places
-// those without one together, each on the shard that holds the fewest
-// events (then groups) as placing goes: their state is empty, and need not
-// be read. It fails only when the directory fails; a group that cannot be
-// placed (no shard answers) has its err set.
-func (s *Store) placeAll(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite) error {
-	placements, err := tx.Placements(ctx)
-	if err != nil {
-		return err
-	}
-	var unplaced []string
-	for g, w := range writes {
-		if p, ok := placements[g]; ok {
-			w.p = p
-		} else {
-			unplaced = append(unplaced, g)
-		}
-	}
-	if len(unplaced) == 0 {
-		return nil
-	}
-	slices.Sort(unplaced)
-	events, groups, err := s.shardLoads(ctx, writes[unplaced[0]].tx)
-	if err != nil {
-		for _, g := range unplaced {
-			writes[g].err = err
-		}
-		return nil
-	}
-	shards := map[string]string{}
-	for _, g := range unplaced {
-		shards[g] = s.lightest(events, groups)
-		groups[shards[g]]++
-	}
-	placed, err := tx.Place(ctx, shards)
-	if err != nil {
-		return err
-	}
-	for _, g := range unplaced {
-		w := writes[g]
-		w.p = placed[g]
-		w.st = emptyState(w.p.Shard, w.p.Epoch, w.p.Seq, true)
-	}
-	return nil
-}
-
-// eachShard runs fn for the writes of each shard at once; an error fails
-// the writes of its shard that have not failed yet.
-func eachShard(byShard map[*shard][]*groupWrite, fn func(sh *shard, ws []*groupWrite) error) {
-	var wg sync.WaitGroup
-	for sh, ws := range byShard {
-		wg.Go(func() {
-			if err := fn(sh, ws); err != nil {
-				for _, w := range ws {
-					w.err = cmp.Or(w.err, err)
-				}
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // prepareWrites asks the shard, at once, which of the writes' ids it holds,

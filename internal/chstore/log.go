@@ -258,73 +258,100 @@ var maxLogged = 2_000_000
 func (s *Store) logCalls(batch map[string][]*rollup.Call) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.timeout, time.Minute))
 	defer cancel()
-	type key struct{ group, id string }
-	var (
-		ran      bool // the transaction began: the groups not locked or gone are busy
-		locked   = map[string]bool{}
-		gone     = map[string]bool{}
-		failed   = map[string]error{} // a group whose shard did not answer
-		accepted = map[*rollup.Call]int{}
-		logged   int
-	)
+	f := &logFlush{batch: batch, locked: map[string]bool{}, gone: map[string]bool{}, failed: map[string]error{},
+		accepted: map[*rollup.Call]int{}}
 	err := s.dir.WithGroupsLogging(ctx, slices.Sorted(maps.Keys(batch)), func(tx LogLock) error {
-		ran = true
-		for _, g := range tx.Gone() {
-			gone[g] = true
-		}
-		first := map[key]*rollup.Call{}
-		var events []analytics.Event
-		calls := 0
-		for _, g := range tx.Locked() {
-			locked[g] = true
-			calls += len(batch[g])
-			for _, c := range batch[g] {
-				for _, e := range c.Events {
-					if k := (key{g, e.ID}); first[k] == nil {
-						first[k] = c
-						events = append(events, e)
-					}
-				}
-			}
-		}
-		if s.observer != nil {
-			s.observer.Merged(calls, len(events))
-		}
-		added, err := tx.Log(ctx, events, time.Now())
-		if err != nil {
-			return err
-		}
-		stored, err := s.storedOnShards(ctx, tx, added, failed)
-		if err != nil {
-			return err
-		}
-		unlog := map[string][]string{}
-		for g, ids := range added {
-			for id := range ids {
-				if failed[g] != nil || stored[g][id] {
-					unlog[g] = append(unlog[g], id)
-				}
-			}
-		}
-		if err := tx.Unlog(ctx, unlog); err != nil {
-			return err
-		}
-		for k, c := range first {
-			if added[k.group][k.id] && !stored[k.group][k.id] && failed[k.group] == nil {
-				accepted[c]++
-				logged++
-			}
-		}
-		return nil
+		return s.logNew(ctx, tx, f)
 	})
-	for g, calls := range batch {
+	s.answerFlush(f, err)
+	if err == nil && f.logged > 0 {
+		s.loggedAny.Store(true)
+		if s.logDepth.Add(int64(f.logged)); s.sinceApply.Add(int64(f.logged)) >= applyAfter {
+			s.wakeApplier()
+		}
+	}
+	return len(f.locked) > 0 || len(f.gone) > 0
+}
+
+// logFlush is what a flush of calls to the log learns of them.
+type logFlush struct {
+	batch    map[string][]*rollup.Call
+	ran      bool // the transaction began: the groups not locked or gone are busy
+	locked   map[string]bool
+	gone     map[string]bool
+	failed   map[string]error // a group whose shard did not answer
+	accepted map[*rollup.Call]int
+	logged   int
+}
+
+// callKey is an event id of a group.
+type callKey struct{ group, id string }
+
+// logNew, in the flush's directory transaction, adds the first copy of
+// each id of the locked groups' calls to the log, takes out again those
+// the groups' shards hold, and counts what each call added.
+func (s *Store) logNew(ctx context.Context, tx LogLock, f *logFlush) error {
+	f.ran = true
+	for _, g := range tx.Gone() {
+		f.gone[g] = true
+	}
+	first := map[callKey]*rollup.Call{}
+	var events []analytics.Event
+	calls := 0
+	for _, g := range tx.Locked() {
+		f.locked[g] = true
+		calls += len(f.batch[g])
+		for _, c := range f.batch[g] {
+			for _, e := range c.Events {
+				if k := (callKey{g, e.ID}); first[k] == nil {
+					first[k] = c
+					events = append(events, e)
+				}
+			}
+		}
+	}
+	if s.observer != nil {
+		s.observer.Merged(calls, len(events))
+	}
+	added, err := tx.Log(ctx, events, time.Now())
+	if err != nil {
+		return err
+	}
+	stored, err := s.storedOnShards(ctx, tx, added, f.failed)
+	if err != nil {
+		return err
+	}
+	unlog := map[string][]string{}
+	for g, ids := range added {
+		for id := range ids {
+			if f.failed[g] != nil || stored[g][id] {
+				unlog[g] = append(unlog[g], id)
+			}
+		}
+	}
+	if err := tx.Unlog(ctx, unlog); err != nil {
+		return err
+	}
+	for k, c := range first {
+		if added[k.group][k.id] && !stored[k.group][k.id] && f.failed[k.group] == nil {
+			f.accepted[c]++
+			f.logged++
+		}
+	}
+	return nil
+}
+
+// answerFlush answers each call of the flush, err being its transaction's
+// end; the calls of a group a write holds are put back for the next flush.
+func (s *Store) answerFlush(f *logFlush, err error) {
+	for g, calls := range f.batch {
 		var fail error
 		switch {
-		case !ran:
+		case !f.ran:
 			fail = err
-		case locked[g]:
-			fail = cmp.Or(err, failed[g])
-		case gone[g]:
+		case f.locked[g]:
+			fail = cmp.Or(err, f.failed[g])
+		case f.gone[g]:
 			fail = cmp.Or(err, analytics.Errorf(analytics.NotFound, "Group %q not found", g))
 		default: // held by a write: the next flush tries again
 			s.requeue(g, calls)
@@ -334,16 +361,9 @@ func (s *Store) logCalls(batch map[string][]*rollup.Call) bool {
 			if fail != nil {
 				return rollup.Done{Err: fail}
 			}
-			return rollup.Done{Result: analytics.AppendResult{Accepted: accepted[c], Duplicates: len(c.Events) - accepted[c]}}
+			return rollup.Done{Result: analytics.AppendResult{Accepted: f.accepted[c], Duplicates: len(c.Events) - f.accepted[c]}}
 		})
 	}
-	if err == nil && logged > 0 {
-		s.loggedAny.Store(true)
-		if s.logDepth.Add(int64(logged)); s.sinceApply.Add(int64(logged)) >= applyAfter {
-			s.wakeApplier()
-		}
-	}
-	return len(locked) > 0 || len(gone) > 0
 }
 
 // storedOnShards returns which of the ids added, by group, the groups'

@@ -1,9 +1,12 @@
 package chstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"groupanalytics/internal/analytics"
 )
@@ -89,4 +92,66 @@ func (s *Store) shardLoads(ctx context.Context, tx GroupLock) (events map[string
 		return nil, nil, fmt.Errorf("no shard answers (%s): %w", strings.Join(errs, ", "), analytics.ErrUnavailable)
 	}
 	return events, groups, nil
+}
+
+// placeAll reads the placements of a flush's groups at once, and places
+// those without one together, each on the shard that holds the fewest
+// events (then groups) as placing goes: their state is empty, and need not
+// be read. It fails only when the directory fails; a group that cannot be
+// placed (no shard answers) has its err set.
+func (s *Store) placeAll(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite) error {
+	placements, err := tx.Placements(ctx)
+	if err != nil {
+		return err
+	}
+	var unplaced []string
+	for g, w := range writes {
+		if p, ok := placements[g]; ok {
+			w.p = p
+		} else {
+			unplaced = append(unplaced, g)
+		}
+	}
+	if len(unplaced) == 0 {
+		return nil
+	}
+	slices.Sort(unplaced)
+	events, groups, err := s.shardLoads(ctx, writes[unplaced[0]].tx)
+	if err != nil {
+		for _, g := range unplaced {
+			writes[g].err = err
+		}
+		return nil
+	}
+	shards := map[string]string{}
+	for _, g := range unplaced {
+		shards[g] = s.lightest(events, groups)
+		groups[shards[g]]++
+	}
+	placed, err := tx.Place(ctx, shards)
+	if err != nil {
+		return err
+	}
+	for _, g := range unplaced {
+		w := writes[g]
+		w.p = placed[g]
+		w.st = emptyState(w.p.Shard, w.p.Epoch, w.p.Seq, true)
+	}
+	return nil
+}
+
+// eachShard runs fn for the writes of each shard at once; an error fails
+// the writes of its shard that have not failed yet.
+func eachShard(byShard map[*shard][]*groupWrite, fn func(sh *shard, ws []*groupWrite) error) {
+	var wg sync.WaitGroup
+	for sh, ws := range byShard {
+		wg.Go(func() {
+			if err := fn(sh, ws); err != nil {
+				for _, w := range ws {
+					w.err = cmp.Or(w.err, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
