@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -83,5 +84,51 @@ func TestRoomsStaySmall(t *testing.T) {
 		if lines := strings.Count(string(data), "\n"); lines > 600 {
 			t.Errorf("%s has %d lines: split it by role (at most 600)", name, lines)
 		}
+	}
+}
+
+// clickHouseWrite is the path of a write on ClickHouse, in the order
+// docs/architecture.md tells it: each function and the file of its stage.
+var clickHouseWrite = []struct{ file, fn string }{
+	{"log.go", "AppendEvents"}, {"log.go", "flushLoop"}, {"log.go", "takePending"}, {"log.go", "logCalls"},
+	{"log.go", "logNew"}, {"log.go", "storedOnShards"}, {"log.go", "answerFlush"},
+	{"apply.go", "applyLoop"}, {"apply.go", "applyLogged"}, {"apply.go", "Settle"}, {"apply.go", "apply"},
+	{"apply.go", "writeGroups"}, {"apply.go", "settleWrites"}, {"place.go", "placeAll"}, {"repair.go", "settled"},
+	{"apply.go", "gatherIDs"}, {"apply.go", "prepareWrites"}, {"lookups.go", "readIDSets"}, {"lookups.go", "storedIDs"},
+	{"lookups.go", "ordinalsOf"}, {"state.go", "stateAt"}, {"apply.go", "recordIntents"}, {"apply.go", "insertWrites"},
+	{"inserts.go", "insertEvents"}, {"inserts.go", "insertGroupRows"}, {"counts.go", "insertCountsRows"},
+	{"replicas.go", "insert"}, {"apply.go", "endWrites"},
+}
+
+// TestClickHouseWriteAsDocumented: docs/architecture.md names, in order,
+// the functions a ClickHouse write goes through, and each is declared in
+// the file of its stage.
+func TestClickHouseWriteAsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	at := strings.Index(text, "**A write on ClickHouse**")
+	if at < 0 {
+		t.Fatal("docs/architecture.md tells no write on ClickHouse")
+	}
+	for _, step := range clickHouseWrite {
+		src, err := os.ReadFile("../../internal/chstore/" + step.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`(?m)^func (\([^)]*\) )?` + step.fn + `[(\[]`).Match(src) {
+			t.Errorf("%s is not declared in chstore/%s", step.fn, step.file)
+		}
+		next := strings.Index(text[at:], "`"+step.fn+"`")
+		if step.fn == "insert" {
+			next = strings.Index(text[at:], "`sh.insert`")
+		}
+		if next < 0 {
+			t.Errorf("docs/architecture.md does not name %s after the step before it", step.fn)
+			continue
+		}
+		at += next
 	}
 }
