@@ -24,8 +24,8 @@ var (
 		"Material Messages", "Live Lecture Messages", "Main Chat Messages"}
 )
 
-// keysOf returns the field names of each report of a raw response, in the
-// order they were sent.
+// fieldOrder returns the field names of each report of a raw response, in
+// the order they were sent.
 func fieldOrder(t *testing.T, body []byte) [][]string {
 	t.Helper()
 	var env struct {

@@ -195,10 +195,10 @@ var accessTypes = []string{"text", "bigint", "text", "text", "text", "text", "te
 // Each entry takes its id first, once (a CTE that calls a volatile
 // function is evaluated once), so that the students' rows can name it.
 // Each student an entry names is looked up by the students' key: OFFSET 0
-// keeps the subquery apart, where the planner joined every student of the
-// school in a hash, for one entry, an entry (BENCHMARKS.md, the access
-// log). Folds of two processes at once take each entry once: the second's
-// DELETE skips the rows the first deleted.
+// keeps the subquery apart, or the planner would read every student of
+// the school into a hash for each entry. Folds of two processes at once
+// take each entry once: the second's DELETE skips the rows the first
+// deleted.
 const foldPendingPostgres = `WITH taken AS (
 	DELETE FROM access_pending RETURNING CAST(entry AS jsonb) AS r
 ), entries AS (

@@ -12,26 +12,21 @@ import (
 	"groupanalytics/internal/rollup"
 )
 
-// The rollups behind the events (SQLite). Under a firehose, each flush of
-// the writer holds one event of each of a hundred schools, and writing
-// their rollup rows (three group rows and two rows of students' counts an
-// event) took as long as the rest of the flush: the same rows again in
-// the next flush. So a small flush writes its events, enrols their
-// students and notes each new event's share in rollups_behind, all in its
-// one transaction, and answers; about once a second the writer folds each
-// school's noted shares into the rollups and deletes them, in one
-// transaction (a quarter of the schools at a time): a rollup row is
-// written once for the second's events of its school, not once a flush
-// (BENCHMARKS.md, the firehose).
+// The rollups behind the events (SQLite): a small flush writes its
+// events, enrols their students and notes each new event's share of the
+// rollups in rollups_behind, in its one transaction; about once a second
+// the writer folds each school's shares into the rollups and deletes them,
+// in one transaction (a quarter of the schools at a time), so that a
+// rollup row is written once for a second's events of its school rather
+// than once a flush.
 //
-// What a fold writes is exactly what the appends would have written, as
-// rollups only add (counts summed, sets joined), in any order; and the
-// fold deletes the rows it folds in the same transaction, so a fold cut
-// short folds nothing and the next one folds it all. Nothing else reads
-// a group's rollups before its shares behind them are folded: a read of
-// a group's usage calls Settle, which folds the group's shares when it
-// has any, and every other write of a group's usage (erasure, a change of
-// zone, retention, offboarding) folds them first under the write lock.
+// A fold writes exactly what the appends would have written, as rollups
+// only add (counts summed, sets joined), in any order; it deletes what it
+// folds in the same transaction, so a fold cut short folds nothing and the
+// next one folds it all. Nothing reads a group's rollups before its shares
+// are folded: a read calls Settle, which folds the group's shares first,
+// and every other write of a group's usage (erasure, a change of zone,
+// retention, offboarding) folds them first under the write lock.
 
 const (
 	// foldBehindEvery bounds how long an event's share waits for the
