@@ -69,6 +69,7 @@ func (p *Platform) ImportRoster(ctx context.Context, groupID, org string, b *ros
 	if res.School, err = im.school(org); err != nil {
 		return res, err
 	}
+	im.skipped = slices.Clone(b.Skipped)
 	change, err := im.change(res.School)
 	if err != nil {
 		return res, invalid("Invalid roster: %s", err)
@@ -91,6 +92,9 @@ type importer struct {
 	inBundle map[string]bool   // the school's classes of classes.csv
 	updates  map[string]string // students enrolled or renamed: their names
 	skipped  []roster.Skipped  // the bundle's, then the enrollments of what it skipped
+	org      string            // the school imported; empty: the bundle names none
+	changed  map[string]bool   // the classes the import may change
+	deleted  []string          // the classes it deletes
 }
 
 // school is the org the import takes classes of: the one named, or the
@@ -133,62 +137,85 @@ func (e *SchoolNotNamedError) Say(how string) string {
 
 func (e *SchoolNotNamedError) Unwrap() error { return invalid("%s", e.Error()) }
 
-// change works out what the import changes.
+// change works out what the import changes: the users' ids and names
+// checked, the school's classes, its student enrollments, then the users
+// renamed or deleted.
 func (im *importer) change(school string) (analytics.RosterChange, error) {
-	b := im.b
-	im.skipped = slices.Clone(b.Skipped)
-	skippedRecords := map[string]bool{} // "classes.csv/ID": a record skipped, whose enrollments are too
-	for _, sk := range b.Skipped {
-		skippedRecords[sk.File+"/"+sk.SourcedID] = true
+	im.org = school
+	im.changed = map[string]bool{}
+	if err := im.readUsers(); err != nil {
+		return analytics.RosterChange{}, err
 	}
-	ofSchool := func(s string) bool { return school == "" || s == "" || s == school }
-	for _, u := range b.Users {
+	if err := im.readClasses(); err != nil {
+		return analytics.RosterChange{}, err
+	}
+	if err := im.readEnrollments(); err != nil {
+		return analytics.RosterChange{}, err
+	}
+	im.readUserChanges()
+	return im.result(), nil
+}
+
+// ofSchool reports whether a record of the org named belongs to the
+// school imported: any, when the bundle names no school.
+func (im *importer) ofSchool(org string) bool { return im.org == "" || org == "" || org == im.org }
+
+// readUsers checks the users' ids and names, and keeps them by id.
+func (im *importer) readUsers() error {
+	for _, u := range im.b.Users {
 		if err := checkText("studentId", u.SourcedID, 128); err != nil {
-			return analytics.RosterChange{}, &roster.Error{File: "users.csv", Line: u.Line, Column: "sourcedId", Msg: analytics.ErrorMessage(err)}
+			return &roster.Error{File: "users.csv", Line: u.Line, Column: "sourcedId", Msg: analytics.ErrorMessage(err)}
 		}
 		if n := u.Name(); n != "" {
 			if err := checkText("studentName", n, 200); err != nil {
-				return analytics.RosterChange{}, &roster.Error{File: "users.csv", Line: u.Line, Column: "givenName", Msg: analytics.ErrorMessage(err)}
+				return &roster.Error{File: "users.csv", Line: u.Line, Column: "givenName", Msg: analytics.ErrorMessage(err)}
 			}
 		}
 		im.users[u.SourcedID] = u
 	}
-	var deleted []string
-	changed := map[string]bool{}
-	for _, c := range b.Classes {
-		if !ofSchool(c.SchoolSourcedID) {
+	return nil
+}
+
+// readClasses takes the school's classes: created or renamed, or deleted
+// by a delta.
+func (im *importer) readClasses() error {
+	for _, c := range im.b.Classes {
+		if !im.ofSchool(c.SchoolSourcedID) {
 			continue
 		}
 		im.inBundle[c.SourcedID] = true
 		if c.Deleted() {
 			if _, ok := im.titles[c.SourcedID]; ok {
-				deleted = append(deleted, c.SourcedID)
+				im.deleted = append(im.deleted, c.SourcedID)
 			}
 			delete(im.titles, c.SourcedID)
 			continue
 		}
 		if err := checkText("classId", c.SourcedID, 128); err != nil {
-			return analytics.RosterChange{}, &roster.Error{File: "classes.csv", Line: c.Line, Column: "sourcedId", Msg: analytics.ErrorMessage(err)}
+			return &roster.Error{File: "classes.csv", Line: c.Line, Column: "sourcedId", Msg: analytics.ErrorMessage(err)}
 		}
 		if err := checkText("title", c.Title, 200); err != nil {
-			return analytics.RosterChange{}, &roster.Error{File: "classes.csv", Line: c.Line, Column: "title", Msg: analytics.ErrorMessage(err)}
+			return &roster.Error{File: "classes.csv", Line: c.Line, Column: "title", Msg: analytics.ErrorMessage(err)}
 		}
 		im.titles[c.SourcedID] = c.Title
-		changed[c.SourcedID] = true
-		if im.members[c.SourcedID] == nil || b.Modes["enrollments.csv"] == roster.Bulk {
+		im.changed[c.SourcedID] = true
+		if im.members[c.SourcedID] == nil || im.b.Modes["enrollments.csv"] == roster.Bulk {
 			im.members[c.SourcedID] = map[string]bool{} // a bulk file gives every member
 		}
 	}
-	// The students: users enrolled as students in the school's classes.
-	enrol := func(id string) {
-		u, inFile := im.users[id]
-		if _, ok := im.names[id]; !ok || inFile {
-			im.updates[id] = u.Name()
-			im.names[id] = cmp.Or(u.Name(), id)
-		}
+	return nil
+}
+
+// readEnrollments takes the students: users enrolled as students in the
+// school's classes, who join (or, marked tobedeleted, leave) them. The
+// enrollments of a record the bundle skipped are skipped too.
+func (im *importer) readEnrollments() error {
+	skippedRecords := map[string]bool{} // "classes.csv/ID": a record skipped
+	for _, sk := range im.b.Skipped {
+		skippedRecords[sk.File+"/"+sk.SourcedID] = true
 	}
-	for _, e := range b.Enrollments {
-		if !ofSchool(e.SchoolSourcedID) || e.Role != "student" {
+	for _, e := range im.b.Enrollments {
+		if !im.ofSchool(e.SchoolSourcedID) || e.Role != "student" {
 			continue
 		}
 		fail := func(col, format string, args ...any) error {
@@ -202,25 +229,40 @@ func (im *importer) change(school string) (analytics.RosterChange, error) {
 			if im.inBundle[e.ClassSourcedID] && e.Deleted() {
 				continue // the class is deleted, and its members with it
 			}
-			return analytics.RosterChange{}, fail("classSourcedId", "no class %q in classes.csv or the group", e.ClassSourcedID)
+			return fail("classSourcedId", "no class %q in classes.csv or the group", e.ClassSourcedID)
 		}
 		u, inFile := im.users[e.UserSourcedID]
 		if _, isStudent := im.names[e.UserSourcedID]; !inFile && !isStudent {
-			return analytics.RosterChange{}, fail("userSourcedId", "no user %q in users.csv or the group's students", e.UserSourcedID)
+			return fail("userSourcedId", "no user %q in users.csv or the group's students", e.UserSourcedID)
 		}
 		if im.members[e.ClassSourcedID] == nil {
 			im.members[e.ClassSourcedID] = map[string]bool{}
 		}
-		changed[e.ClassSourcedID] = true
+		im.changed[e.ClassSourcedID] = true
 		if e.Deleted() || u.Deleted() {
 			delete(im.members[e.ClassSourcedID], e.UserSourcedID)
 			continue
 		}
-		enrol(e.UserSourcedID)
+		im.enrol(e.UserSourcedID)
 		im.members[e.ClassSourcedID][e.UserSourcedID] = true
 	}
-	// Students renamed by users.csv, and users deleted: out of every class.
-	for _, u := range b.Users {
+	return nil
+}
+
+// enrol makes the user a student, named as users.csv names them, unless
+// they are one already and users.csv does not name them.
+func (im *importer) enrol(id string) {
+	u, inFile := im.users[id]
+	if _, ok := im.names[id]; !ok || inFile {
+		im.updates[id] = u.Name()
+		im.names[id] = cmp.Or(u.Name(), id)
+	}
+}
+
+// readUserChanges renames the students users.csv names, and takes those
+// it deletes out of every class.
+func (im *importer) readUserChanges() {
+	for _, u := range im.b.Users {
 		if _, isStudent := im.names[u.SourcedID]; !isStudent {
 			continue
 		}
@@ -228,7 +270,7 @@ func (im *importer) change(school string) (analytics.RosterChange, error) {
 			for id, m := range im.members {
 				if m[u.SourcedID] {
 					delete(m, u.SourcedID)
-					changed[id] = true
+					im.changed[id] = true
 				}
 			}
 			continue
@@ -237,19 +279,24 @@ func (im *importer) change(school string) (analytics.RosterChange, error) {
 			im.updates[u.SourcedID] = u.Name()
 		}
 	}
+}
+
+// result is the change worked out, and the rows skipped in file and line
+// order.
+func (im *importer) result() analytics.RosterChange {
 	slices.SortStableFunc(im.skipped, func(a, b roster.Skipped) int {
 		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
 	})
-	c := analytics.RosterChange{DeletedClasses: deleted}
+	c := analytics.RosterChange{DeletedClasses: im.deleted}
 	for _, id := range slices.Sorted(maps.Keys(im.updates)) {
 		c.Students = append(c.Students, analytics.StudentUpdate{ID: id, Name: im.updates[id]})
 	}
-	for _, id := range slices.Sorted(maps.Keys(changed)) {
+	for _, id := range slices.Sorted(maps.Keys(im.changed)) {
 		if _, ok := im.titles[id]; ok {
 			c.Classes = append(c.Classes, analytics.Class{ID: id, Name: im.titles[id], Members: slices.Sorted(maps.Keys(im.members[id]))})
 		}
 	}
-	return c, nil
+	return c
 }
 
 // skippedBecause says why an enrollment is skipped with the record it
