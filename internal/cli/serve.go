@@ -198,17 +198,14 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 	if err != nil {
 		return err
 	}
-	if sf.storeTimeout <= 0 {
-		return fmt.Errorf("invalid --store-timeout %s: expected a positive duration such as 10s", sf.storeTimeout)
+	if err := sf.validate(); err != nil {
+		return err
 	}
 	cfg := stores.Config{Create: true, Serve: true, CallTimeout: sf.storeTimeout, Log: log}
 	var m *metrics.Metrics // none unless they are served
 	if sf.metricsAddr != "" {
 		m = metrics.New()
 		cfg.Observer = m
-	}
-	if sf.digestEvery <= 0 {
-		return fmt.Errorf("invalid --digest-interval %s: expected a positive duration such as 1m", sf.digestEvery)
 	}
 	sf.memoryLimit.apply()
 	// The address first: a process that cannot listen (a second demo on
@@ -233,20 +230,11 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 	m.QueueDepth(store.QueueDepth)
 	m.WriteBehindLog(store.LogStats)
 	if sf.metricsAddr != "" {
-		mln, err := listen(sf.metricsAddr, "metrics-addr")
+		closeMetrics, err := serveMetrics(m, sf.metricsAddr, log)
 		if err != nil {
 			return err
 		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", m.Handler())
-		// Profiles, for operators: the listener is theirs, not the public's.
-		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go msrv.Serve(mln)
-		defer msrv.Close()
-		log.Info("metrics", "addr", "http://"+mln.Addr().String()+"/metrics")
+		defer closeMetrics()
 	}
 	if prepare != nil {
 		if err := prepare(store, "http://"+ln.Addr().String()); err != nil {
@@ -254,7 +242,49 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 		}
 	}
 	plat := platform.New(store.Directory, store.Usage)
-	srv := &http.Server{
+	srv := newHTTPServer(store, plat, sf, m, log)
+	directory, usage := store.Engines()
+	log.Info("listening", "addr", "http://"+ln.Addr().String(), "store", directory, "usage", usage)
+	ctx, stop := context.WithCancel(e.ctx)
+	defer stop()
+	wait := runBackground(ctx, sender, plat, sf, log)
+	defer func() { stop(); wait() }() // before the store closes
+	return serveUntilDone(e.ctx, srv, ln, log)
+}
+
+// validate refuses the flags that cannot serve.
+func (sf serveFlags) validate() error {
+	if sf.storeTimeout <= 0 {
+		return fmt.Errorf("invalid --store-timeout %s: expected a positive duration such as 10s", sf.storeTimeout)
+	}
+	if sf.digestEvery <= 0 {
+		return fmt.Errorf("invalid --digest-interval %s: expected a positive duration such as 1m", sf.digestEvery)
+	}
+	return nil
+}
+
+// serveMetrics serves the metrics and profiles on a listener of their own
+// at addr, and returns what closes it.
+func serveMetrics(m *metrics.Metrics, addr string, log *slog.Logger) (func() error, error) {
+	mln, err := listen(addr, "metrics-addr")
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	// Profiles, for operators: the listener is theirs, not the public's.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go msrv.Serve(mln)
+	log.Info("metrics", "addr", "http://"+mln.Addr().String()+"/metrics")
+	return msrv.Close, nil
+}
+
+// newHTTPServer is the service's HTTP server on store, with its timeouts.
+func newHTTPServer(store *stores.Stores, plat *platform.Platform, sf serveFlags, m *metrics.Metrics, log *slog.Logger) *http.Server {
+	return &http.Server{
 		Handler: httpapi.New(httpapi.Config{
 			Engine:   report.NewEngine(store.Directory, store.Usage),
 			Platform: plat,
@@ -272,10 +302,11 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 		IdleTimeout:  2 * time.Minute,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	directory, usage := store.Engines()
-	log.Info("listening", "addr", "http://"+ln.Addr().String(), "store", directory, "usage", usage)
-	ctx, stop := context.WithCancel(e.ctx)
-	defer stop()
+}
+
+// runBackground starts, until ctx ends, the weekly digests (with a
+// sender) and the retention runs, and returns what waits for them to end.
+func runBackground(ctx context.Context, sender *digest.Sender, plat *platform.Platform, sf serveFlags, log *slog.Logger) (wait func()) {
 	digests := make(chan struct{})
 	if sender == nil {
 		log.Info("weekly digests off: no --smtp-url")
@@ -289,18 +320,23 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 	}
 	pruned := make(chan struct{})
 	go func() { defer close(pruned); keepRetention(ctx, plat, sf.accessLogKept, log) }()
-	defer func() { stop(); <-digests; <-pruned }() // before the store closes
+	return func() { <-digests; <-pruned }
+}
+
+// serveUntilDone serves on ln until the server fails or ctx ends; then it
+// shuts the server down, letting the answers under way finish (30 s).
+func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, log *slog.Logger) error {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
 	case err := <-done:
 		return err
-	case <-e.ctx.Done():
+	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil {
+	if err := srv.Shutdown(shutdown); err != nil {
 		return err
 	}
 	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
