@@ -512,3 +512,33 @@ func freePort(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// TestBenchmarksPage: BENCHMARKS.md is a page of today's figures (at most
+// 400 lines), and every figure of the README's table of speeds is in it.
+func TestBenchmarksPage(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile("../../BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(page), "\n"); lines > 400 {
+		t.Errorf("BENCHMARKS.md has %d lines, at most 400: today's figures, not their history", lines)
+	}
+	_, table, ok := strings.Cut(string(readme), "| p50 | SQLite | PostgreSQL | ClickHouse (2 shards) |")
+	if !ok {
+		t.Fatal("README.md has no table of speeds")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	figures := regexp.MustCompile(`\d[\d,.]*`).FindAllString(table, -1)
+	if len(figures) < 40 {
+		t.Fatalf("the README's table has %d figures: is it the table?", len(figures))
+	}
+	for _, figure := range figures {
+		if !strings.Contains(string(page), figure) {
+			t.Errorf("the README's figure %s is not in BENCHMARKS.md", figure)
+		}
+	}
+}
