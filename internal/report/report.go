@@ -119,18 +119,9 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	if err != nil {
 		return fmt.Errorf("report: group %s: %w", group.ID, err)
 	}
-	r := q.Range(now, loc, group.Retention)
-	// The days before the first the group keeps are deleted, or about to
-	// be: a report of them would count nothing (docs/decisions.md,
-	// retention).
-	first := group.FirstKeptDay(now, loc)
-	switch {
-	case r.Last < first:
-		return analytics.Errorf(analytics.Invalid, "Invalid endDate: %s is before %s, the first day this group keeps (its usage is kept %s)", r.Last, first, group.Retention)
-	case r.First < first:
-		return analytics.Errorf(analytics.Invalid, "Invalid startDate: %s is before %s, the first day this group keeps (its usage is kept %s)", r.First, first, group.Retention)
-	case r.First > r.Last:
-		return analytics.Errorf(analytics.Invalid, "Invalid range: startDate %s is after endDate %s", r.First, r.Last)
+	r, err := keptRange(group, q, now, loc)
+	if err != nil {
+		return err
 	}
 	if ctx, err = e.Usage.Settle(ctx, group.ID); err != nil {
 		return err
@@ -140,21 +131,8 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	// students' counts, and a class's are decided on all the reports of
 	// its classes. The group's own is hidden for its few makers only, so
 	// it needs no classes.
-	var classes []analytics.Class
-	var roster string // the version classes were read under
-	var keys [][]string
 	cellsRule := group.MinCellSize > 0 && !q.Students
-	if q.ClassID != "" || q.Scoped {
-		if classes, roster, err = e.groupClasses(ctx, group.ID); err != nil {
-			return err
-		}
-		if cellsRule {
-			if keys, err = e.teachersClasses(ctx, group.ID); err != nil {
-				return err
-			}
-		}
-	}
-	members, restricted, where, err := e.members(q, classes)
+	sc, err := e.scopeOf(ctx, group.ID, q, cellsRule)
 	if err != nil {
 		return err
 	}
@@ -163,24 +141,8 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	// A class's group reports without small cells read the ordinals
 	// after the rows (classGroupReports).
 	if q.Students || cellsRule {
-		err := inParallel(2, func(i int) (err error) {
-			if i == 0 && q.Students {
-				students, err = e.students(ctx, group.ID)
-			} else if i == 1 {
-				ordinals, err = e.Usage.Ordinals(ctx, group.ID)
-			}
+		if students, ordinals, err = e.studentsAsked(ctx, group.ID, q, sc); err != nil {
 			return err
-		})
-		if err != nil {
-			return err
-		}
-		if restricted {
-			students = pick(students, members)
-		}
-		if len(q.StudentIDs) > 0 {
-			if err := pickAll(&students, q.StudentIDs, where); err != nil {
-				return err
-			}
 		}
 	}
 	if err := e.checkSize(r, q, len(students)); err != nil {
@@ -194,12 +156,85 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 		}
 		return e.studentReports(ctx, group, loc, ep, periods, students, ordinals, emit)
 	case cellsRule:
-		cells := newSmallCells(group.MinCellSize, classes, keys, q.asked(), !restricted, ordinals, len(ep.Titles), ep.total)
-		return e.classReports(ctx, group.ID, loc, ep, periods, members, !restricted, ordinals, cells, emit)
-	case restricted:
-		return e.classGroupReports(ctx, group, loc, ep, periods, roster, q.asked(), members, emit)
+		cells := newSmallCells(group.MinCellSize, sc.classes, sc.keys, q.asked(), !sc.restricted, ordinals, len(ep.Titles), ep.total)
+		return e.classReports(ctx, group.ID, loc, ep, periods, sc.members, !sc.restricted, ordinals, cells, emit)
+	case sc.restricted:
+		return e.classGroupReports(ctx, group, loc, ep, periods, sc.roster, q.asked(), sc.members, emit)
 	}
 	return e.groupReports(ctx, group.ID, loc, ep, periods, emit)
+}
+
+// keptRange is the range q asks for, refused when it is upside down or
+// reaches before the first day the group keeps: those days are deleted,
+// or about to be, and a report of them would count nothing
+// (docs/decisions.md, retention).
+func keptRange(group analytics.Group, q Query, now time.Time, loc *time.Location) (analytics.DayRange, error) {
+	r := q.Range(now, loc, group.Retention)
+	first := group.FirstKeptDay(now, loc)
+	switch {
+	case r.Last < first:
+		return r, analytics.Errorf(analytics.Invalid, "Invalid endDate: %s is before %s, the first day this group keeps (its usage is kept %s)", r.Last, first, group.Retention)
+	case r.First < first:
+		return r, analytics.Errorf(analytics.Invalid, "Invalid startDate: %s is before %s, the first day this group keeps (its usage is kept %s)", r.First, first, group.Retention)
+	case r.First > r.Last:
+		return r, analytics.Errorf(analytics.Invalid, "Invalid range: startDate %s is after endDate %s", r.First, r.Last)
+	}
+	return r, nil
+}
+
+// scope is whom a query's reports are of: the group's classes it needs
+// (and the roster version they were read under), the teachers' keys' class
+// lists when small cells are decided, and the members of the class or
+// classes asked for, when restricted to them.
+type scope struct {
+	classes    []analytics.Class
+	roster     string
+	keys       [][]string
+	members    []string
+	restricted bool
+	where      string // how a student outside the scope is named in an error
+}
+
+// scopeOf reads the scope of q.
+func (e *Engine) scopeOf(ctx context.Context, groupID string, q Query, cellsRule bool) (sc scope, err error) {
+	if q.ClassID != "" || q.Scoped {
+		if sc.classes, sc.roster, err = e.groupClasses(ctx, groupID); err != nil {
+			return sc, err
+		}
+		if cellsRule {
+			if sc.keys, err = e.teachersClasses(ctx, groupID); err != nil {
+				return sc, err
+			}
+		}
+	}
+	sc.members, sc.restricted, sc.where, err = e.members(q, sc.classes)
+	return sc, err
+}
+
+// studentsAsked reads the group's students (for student reports) and
+// their ordinals at once, and keeps those of the scope and of the
+// studentIds asked for.
+func (e *Engine) studentsAsked(ctx context.Context, groupID string, q Query, sc scope) (students []analytics.Student, ordinals map[string]int, err error) {
+	err = inParallel(2, func(i int) (err error) {
+		if i == 0 && q.Students {
+			students, err = e.students(ctx, groupID)
+		} else if i == 1 {
+			ordinals, err = e.Usage.Ordinals(ctx, groupID)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if sc.restricted {
+		students = pick(students, sc.members)
+	}
+	if len(q.StudentIDs) > 0 {
+		if err := pickAll(&students, q.StudentIDs, sc.where); err != nil {
+			return nil, nil, err
+		}
+	}
+	return students, ordinals, nil
 }
 
 // checkSize refuses a query whose response would pass MaxReports, saying
