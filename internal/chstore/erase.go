@@ -73,58 +73,17 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Place
 	if err != nil {
 		return nil, err
 	}
-	// The student's share of each period, and the rows without them.
-	shares := map[period]analytics.Counts{}
-	var counts []countsRow
-	for _, n := range ordinals {
-		for p := range st.counts {
-			b := st.chunk(p.span, p.key, rollup.ChunkOf(int(n)))
-			if b == nil {
-				continue
-			}
-			students, err := rollup.DecodeCounts(b)
-			if err != nil {
-				return nil, fmt.Errorf("student counts of %s %s: %w", groupID, p.key, err)
-			}
-			i := slices.IndexFunc(students, func(sc rollup.StudentCounts) bool { return sc.Ordinal == int(n) })
-			if i < 0 {
-				continue
-			}
-			share := shares[p]
-			share.Add(&students[i].Counts)
-			shares[p] = share
-			counts = append(counts, countsRow{rollup.CountsKey{GroupID: groupID, Span: p.span, Key: p.key, Chunk: rollup.ChunkOf(int(n))},
-				rollup.AppendCounts(nil, slices.Delete(students, i, i+1))})
-		}
+	shares, counts, err := studentShares(st, groupID, ordinals)
+	if err != nil {
+		return nil, err
 	}
-	in := intent{Erase: studentID}
-	keys := make([]rollup.GroupKey, 0, len(shares))
-	for p := range shares {
-		keys = append(keys, rollup.GroupKey{GroupID: groupID, Span: p.span, Key: p.key})
-		if m := p.key.MonthStart(); !slices.Contains(in.Months, m) {
-			in.Months = append(in.Months, m)
-		}
-	}
-	slices.SortFunc(keys, func(a, b rollup.GroupKey) int {
-		return cmp.Or(cmp.Compare(a.Span, b.Span), cmp.Compare(a.Key, b.Key))
-	})
+	keys, in := sharedRows(groupID, shares)
+	in.Erase = studentID
 	seq, err := markIntent(ctx, tx, in, p.Seq)
 	if err != nil {
 		return nil, err
 	}
-	rows := make([]analytics.GroupRollup, len(keys))
-	for i, k := range keys {
-		r := st.groupRow(k.Span, k.Key)
-		share := shares[period{k.Span, k.Key}]
-		for m := range r.Counts {
-			r.Counts[m] -= share[m]
-		}
-		for _, n := range ordinals {
-			r.LiveLectureUsers.Remove(int(n))
-			r.ChatUsers.Remove(int(n))
-		}
-		rows[i] = r
-	}
+	rows := rowsWithout(st, keys, shares, ordinals)
 	if err := s.insertGroupRows(ctx, sh, written{seq: seq, gkeys: keys, grows: rows}); err != nil {
 		return nil, err
 	}
@@ -214,4 +173,70 @@ func (s *Store) awaitMutations(ctx context.Context, sh *shard) error {
 			}
 		}
 	})
+}
+
+// studentShares is the student's share of each period of the group's
+// state (the student numbered ordinals), and the rows of students' counts
+// without them.
+func studentShares(st *state, groupID string, ordinals []uint32) (map[period]analytics.Counts, []countsRow, error) {
+	shares := map[period]analytics.Counts{}
+	var counts []countsRow
+	for _, n := range ordinals {
+		for p := range st.counts {
+			b := st.chunk(p.span, p.key, rollup.ChunkOf(int(n)))
+			if b == nil {
+				continue
+			}
+			students, err := rollup.DecodeCounts(b)
+			if err != nil {
+				return nil, nil, fmt.Errorf("student counts of %s %s: %w", groupID, p.key, err)
+			}
+			i := slices.IndexFunc(students, func(sc rollup.StudentCounts) bool { return sc.Ordinal == int(n) })
+			if i < 0 {
+				continue
+			}
+			share := shares[p]
+			share.Add(&students[i].Counts)
+			shares[p] = share
+			counts = append(counts, countsRow{rollup.CountsKey{GroupID: groupID, Span: p.span, Key: p.key, Chunk: rollup.ChunkOf(int(n))},
+				rollup.AppendCounts(nil, slices.Delete(students, i, i+1))})
+		}
+	}
+	return shares, counts, nil
+}
+
+// sharedRows is the keys of the group rows the shares are in, in order,
+// and an intent naming their months.
+func sharedRows(groupID string, shares map[period]analytics.Counts) ([]rollup.GroupKey, intent) {
+	var in intent
+	keys := make([]rollup.GroupKey, 0, len(shares))
+	for p := range shares {
+		keys = append(keys, rollup.GroupKey{GroupID: groupID, Span: p.span, Key: p.key})
+		if m := p.key.MonthStart(); !slices.Contains(in.Months, m) {
+			in.Months = append(in.Months, m)
+		}
+	}
+	slices.SortFunc(keys, func(a, b rollup.GroupKey) int {
+		return cmp.Or(cmp.Compare(a.Span, b.Span), cmp.Compare(a.Key, b.Key))
+	})
+	return keys, in
+}
+
+// rowsWithout is the group rows of keys less the student's shares, and
+// out of their sets.
+func rowsWithout(st *state, keys []rollup.GroupKey, shares map[period]analytics.Counts, ordinals []uint32) []analytics.GroupRollup {
+	rows := make([]analytics.GroupRollup, len(keys))
+	for i, k := range keys {
+		r := st.groupRow(k.Span, k.Key)
+		share := shares[period{k.Span, k.Key}]
+		for m := range r.Counts {
+			r.Counts[m] -= share[m]
+		}
+		for _, n := range ordinals {
+			r.LiveLectureUsers.Remove(int(n))
+			r.ChatUsers.Remove(int(n))
+		}
+		rows[i] = r
+	}
+	return rows
 }

@@ -35,53 +35,10 @@ import (
 func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (analytics.AppendResult, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	byGroup := map[string][]analytics.Event{}
-	var groups []string
-	for _, e := range events {
-		if _, ok := byGroup[e.GroupID]; !ok {
-			groups = append(groups, e.GroupID)
-		}
-		byGroup[e.GroupID] = append(byGroup[e.GroupID], e)
-	}
-	slices.Sort(groups)
-	var large, small []string
-	queued := 0
-	for _, g := range groups {
-		if len(byGroup[g]) >= directEvents {
-			large = append(large, g)
-		} else {
-			small = append(small, g)
-			queued += len(byGroup[g])
-		}
-	}
-	calls := make([]*rollup.Call, len(small))
-	s.pendingMu.Lock()
-	switch {
-	case s.closed:
-		s.pendingMu.Unlock()
-		return analytics.AppendResult{}, s.wrap("AppendEvents", errClosed)
-	case queued > 0 && s.queued+queued > maxQueuedEvents && s.queued > 0:
-		// Behind: refused at once rather than after the store timeout,
-		// and the queue's memory stays bounded.
-		s.pendingMu.Unlock()
-		return analytics.AppendResult{}, s.wrap("AppendEvents", fmt.Errorf("%d events wait for a flush: %w", s.queued, analytics.ErrUnavailable))
-	case queued > 0 && s.logDepth.Load() > int64(maxLogged):
-		s.pendingMu.Unlock()
-		return analytics.AppendResult{}, s.wrap("AppendEvents", errLogFull(s.logDepth.Load()))
-	}
-	s.queued += queued
-	for i, g := range small {
-		calls[i] = rollup.NewCall(ctx, byGroup[g])
-		s.pending[g] = append(s.pending[g], calls[i])
-	}
-	s.pendingMu.Unlock()
-	if len(small) > 0 {
-		s.startFlusher.Do(func() {
-			for range flushers {
-				go s.flushLoop()
-			}
-		})
-		s.wakeFlusher()
+	byGroup, large, small, queued := byCallSize(events)
+	calls, err := s.queueCalls(ctx, byGroup, small, queued)
+	if err != nil {
+		return analytics.AppendResult{}, err
 	}
 	var res analytics.AppendResult
 	var failed error
@@ -114,6 +71,66 @@ func (s *Store) AppendEvents(ctx context.Context, events []analytics.Event) (ana
 		return analytics.AppendResult{}, s.wrap("AppendEvents", failed)
 	}
 	return res, nil
+}
+
+// byCallSize sorts the events by group, and the groups by how they are
+// written: those of directEvents events or more at once (large), the
+// others through the log (small), queued of them in all.
+func byCallSize(events []analytics.Event) (byGroup map[string][]analytics.Event, large, small []string, queued int) {
+	byGroup = map[string][]analytics.Event{}
+	var groups []string
+	for _, e := range events {
+		if _, ok := byGroup[e.GroupID]; !ok {
+			groups = append(groups, e.GroupID)
+		}
+		byGroup[e.GroupID] = append(byGroup[e.GroupID], e)
+	}
+	slices.Sort(groups)
+	for _, g := range groups {
+		if len(byGroup[g]) >= directEvents {
+			large = append(large, g)
+		} else {
+			small = append(small, g)
+			queued += len(byGroup[g])
+		}
+	}
+	return byGroup, large, small, queued
+}
+
+// queueCalls queues a call of each small group's events for the flushers,
+// and wakes one; it refuses them all at once when the store is closed, the
+// queue is full or the log is past its bound.
+func (s *Store) queueCalls(ctx context.Context, byGroup map[string][]analytics.Event, small []string, queued int) ([]*rollup.Call, error) {
+	calls := make([]*rollup.Call, len(small))
+	s.pendingMu.Lock()
+	switch {
+	case s.closed:
+		s.pendingMu.Unlock()
+		return nil, s.wrap("AppendEvents", errClosed)
+	case queued > 0 && s.queued+queued > maxQueuedEvents && s.queued > 0:
+		// Behind: refused at once rather than after the store timeout,
+		// and the queue's memory stays bounded.
+		s.pendingMu.Unlock()
+		return nil, s.wrap("AppendEvents", fmt.Errorf("%d events wait for a flush: %w", s.queued, analytics.ErrUnavailable))
+	case queued > 0 && s.logDepth.Load() > int64(maxLogged):
+		s.pendingMu.Unlock()
+		return nil, s.wrap("AppendEvents", errLogFull(s.logDepth.Load()))
+	}
+	s.queued += queued
+	for i, g := range small {
+		calls[i] = rollup.NewCall(ctx, byGroup[g])
+		s.pending[g] = append(s.pending[g], calls[i])
+	}
+	s.pendingMu.Unlock()
+	if len(small) > 0 {
+		s.startFlusher.Do(func() {
+			for range flushers {
+				go s.flushLoop()
+			}
+		})
+		s.wakeFlusher()
+	}
+	return calls, nil
 }
 
 // maxQueuedEvents bounds the events waiting for a flush or in one: past
