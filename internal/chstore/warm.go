@@ -101,38 +101,62 @@ func (s *Store) warm(ctx context.Context) {
 // and left to its first read. It returns how many it kept and their
 // bytes, or errWarmFull, keeping none, if they came to more than limit.
 func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement, limit int) (kept, bytes int, err error) {
-	states := map[string]*state{}
+	w := &warming{states: map[string]*state{}, limit: limit}
 	ids := make([]string, len(list))
 	for i, p := range list {
 		ids[i] = p.GroupID
 		st := emptyState(sh.name, p.Epoch, p.Seq, true)
 		st.ordinals = map[string]int{}
-		states[p.GroupID] = st
+		w.states[p.GroupID] = st
 	}
-	ctx, err = withLookup(ctx, nil, ids...)
-	if err != nil {
+	if ctx, err = withLookup(ctx, nil, ids...); err != nil {
 		return 0, 0, err
 	}
-	// Of a group whose rows are newer than its placement, nothing is kept.
-	current := func(groupID string, version uint64) *state {
-		st := states[groupID]
-		if st != nil && version > uint64(st.seq) {
-			delete(states, groupID)
-			return nil
+	for _, read := range []func(context.Context, *shard, *warming) error{s.warmGroupRows, s.warmCounts, s.warmOrdinals} {
+		if err := read(ctx, sh, w); err != nil {
+			return 0, 0, err
 		}
-		return st
 	}
-	// grow makes a change to st and counts the bytes it adds, failing
-	// once the round's pass limit.
-	grow := func(st *state, change func()) error {
-		bytes -= st.bytes
-		change()
-		if bytes += st.bytes; bytes > limit {
-			return errWarmFull
-		}
+	bytes = 0
+	for groupID, st := range w.states {
+		s.states.put(groupID, st)
+		bytes += st.bytes
+	}
+	return len(w.states), bytes, nil
+}
+
+// warming is the states a round of the warm-up fills, and their bytes
+// against the round's limit.
+type warming struct {
+	states       map[string]*state
+	bytes, limit int
+}
+
+// current is the state of the group to fill, or nil: of a group whose
+// rows are newer than its placement, nothing is kept.
+func (w *warming) current(groupID string, version uint64) *state {
+	st := w.states[groupID]
+	if st != nil && version > uint64(st.seq) {
+		delete(w.states, groupID)
 		return nil
 	}
-	err = sh.eachRow(ctx, `SELECT group_id, max(version), span, period, `+groupColumns+` FROM `+s.table("group_rollups")+`
+	return st
+}
+
+// grow makes a change to st and counts the bytes it adds, failing once
+// the round passes its limit.
+func (w *warming) grow(st *state, change func()) error {
+	w.bytes -= st.bytes
+	change()
+	if w.bytes += st.bytes; w.bytes > w.limit {
+		return errWarmFull
+	}
+	return nil
+}
+
+// warmGroupRows reads the current group rows of the round's groups.
+func (s *Store) warmGroupRows(ctx context.Context, sh *shard, w *warming) error {
+	return sh.eachRow(ctx, `SELECT group_id, max(version), span, period, `+groupColumns+` FROM `+s.table("group_rollups")+`
 		WHERE group_id IN groups GROUP BY group_id, span, period`, nil, func(rows driver.Rows) error {
 		var groupID string
 		var version uint64
@@ -142,18 +166,20 @@ func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement, lim
 		if err != nil {
 			return err
 		}
-		st := current(groupID, version)
+		st := w.current(groupID, version)
 		if st == nil {
 			return nil
 		}
 		r.Key = analytics.Day(key)
-		return grow(st, func() { st.setGroupRow(period{analytics.Span(span), r.Key}, r) })
+		return w.grow(st, func() { st.setGroupRow(period{analytics.Span(span), r.Key}, r) })
 	})
-	if err != nil {
-		return 0, 0, err
-	}
+}
+
+// warmCounts reads the current rows of students' counts of the round's
+// groups.
+func (s *Store) warmCounts(ctx context.Context, sh *shard, w *warming) error {
 	copied := map[string]map[period]bool{}
-	err = sh.eachRow(ctx, `SELECT group_id, max(version), span, period, chunk, argMax(counts, version) FROM `+s.table("student_counts")+`
+	return sh.eachRow(ctx, `SELECT group_id, max(version), span, period, chunk, argMax(counts, version) FROM `+s.table("student_counts")+`
 		WHERE group_id IN groups GROUP BY group_id, span, period, chunk`, nil, func(rows driver.Rows) error {
 		var groupID, counts string
 		var version uint64
@@ -163,39 +189,31 @@ func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement, lim
 		if err := rows.Scan(&groupID, &version, &span, &key, &chunk, &counts); err != nil {
 			return err
 		}
-		st := current(groupID, version)
+		st := w.current(groupID, version)
 		if st == nil {
 			return nil
 		}
 		if copied[groupID] == nil {
 			copied[groupID] = map[period]bool{}
 		}
-		return grow(st, func() {
+		return w.grow(st, func() {
 			st.setChunk(period{analytics.Span(span), analytics.Day(key)}, int(chunk), []byte(counts), copied[groupID])
 		})
 	})
-	if err != nil {
-		return 0, 0, err
-	}
-	err = sh.eachRow(ctx, `SELECT group_id, student_id, min(ordinal) FROM `+s.table("students")+`
+}
+
+// warmOrdinals reads the students' ordinals of the round's groups.
+func (s *Store) warmOrdinals(ctx context.Context, sh *shard, w *warming) error {
+	return sh.eachRow(ctx, `SELECT group_id, student_id, min(ordinal) FROM `+s.table("students")+`
 		WHERE group_id IN groups GROUP BY group_id, student_id`, nil, func(rows driver.Rows) error {
 		var groupID, studentID string
 		var n uint32
 		if err := rows.Scan(&groupID, &studentID, &n); err != nil {
 			return err
 		}
-		if st := states[groupID]; st != nil && !strings.HasPrefix(studentID, erasedMark) {
+		if st := w.states[groupID]; st != nil && !strings.HasPrefix(studentID, erasedMark) {
 			st.ordinals[studentID] = int(n)
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, 0, err
-	}
-	bytes = 0
-	for groupID, st := range states {
-		s.states.put(groupID, st)
-		bytes += st.bytes
-	}
-	return len(states), bytes, nil
 }
