@@ -1,6 +1,9 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"regexp"
@@ -130,5 +133,31 @@ func TestClickHouseWriteAsDocumented(t *testing.T) {
 			continue
 		}
 		at += next
+	}
+}
+
+// TestFunctionsStayShort: no function of production Go is over 80 lines;
+// one that does several things in a row is split into named steps.
+func TestFunctionsStayShort(t *testing.T) {
+	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.go").Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v", err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range strings.Fields(string(out)) {
+		if strings.HasSuffix(name, "_test.go") || strings.Contains(name, "/testdata/") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, "../../"+name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Body != nil {
+				if lines := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1; lines > 80 {
+					t.Errorf("%s: %s has %d lines: split it into named steps (at most 80)", name, fn.Name.Name, lines)
+				}
+			}
+		}
 	}
 }

@@ -155,89 +155,183 @@ type answer map[string][]int64
 // Run runs the benchmark and prints its table.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{Machine: machine(), Scale: cfg.Scale}
+	st, dsn, serverArgs, closeStores, err := openStores(ctx, cfg, res)
+	if err != nil {
+		return nil, err
+	}
+	defer closeStores()
+	store, ch := st.Directory, st.Shards
+	now := time.Now()
+	fmt.Fprintf(cfg.Out, "groupanalytics bench: %s store, %d students in the main group, %d days, %.0f%% active a day, %d events per active day\n",
+		res.Store, cfg.Scale.Students, cfg.Scale.Days, 100*cfg.Scale.Active, cfg.Scale.EventsPerDay)
+	keys, firehoseKeys, err := load(ctx, cfg, st, now, res)
+	if err != nil {
+		return nil, err
+	}
+
+	// The server runs with rate limits (too high to refuse anything) and
+	// metrics, as in production; the floor is measured again without them.
+	prodArgs := slices.Concat(serverArgs, productionArgs)
+	srv, err := StartServer(cfg.Binary, prodArgs)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Stop()
+	bl := &baselines{ctx: ctx, dsn: dsn, store: store, ch: ch, open: map[string]*baseline{}}
+	defer bl.close()
+	base, err := bl.of("bench-main")
+	if err != nil {
+		return nil, err
+	}
+	scenarios, r := scenariosOf(cfg, now)
+	floor := scenario{name: "floor: empty group", endpoint: "chat", r: r}
+	res.Floor, _, err = measure(srv.Base, keys.empty, floor, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if res.FloorBare, err = measureBareFloor(ctx, cfg, serverArgs, keys.empty, floor); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "floor: p50 %.3f ms with rate limits and metrics, %.3f ms without\n", res.Floor.P50, res.FloorBare.P50)
+	if err := measureReports(ctx, cfg, srv, store, keys, scenarios, bl, res); err != nil {
+		return nil, err
+	}
+	students := slices.DeleteFunc(slices.Clone(scenarios), func(sc scenario) bool {
+		return !strings.Contains(sc.params, "students=true") || sc.acceptEncoding != ""
+	})
+	if res.AccessLog, err = measureAccessLog(cfg, prodArgs, srv, keys, students); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "measured the access log's cost\n")
+	if cfg.Scale.OtherGroups > 0 {
+		others, err := schoolKeys(ctx, store, cfg.Scale)
+		if err != nil {
+			return nil, err
+		}
+		if res.Schools, err = askEverySchool(srv, others, r, cfg); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(cfg.Out, "asked every school\n")
+	}
+	if err := measureWrites(cfg, srv, keys, firehoseKeys, now, res); err != nil {
+		return nil, err
+	}
+	if res.PeakRSSBytes, err = srv.memory("VmHWM"); err != nil {
+		return nil, err
+	}
+	if res.DiskBytes, err = storeBytes(ctx, ch, base, store, dsn); err != nil {
+		return nil, err
+	}
+	res.DiskBytesPerEvt = float64(res.DiskBytes) / float64(res.Events+res.Ingest.Events+res.IngestOne.Events)
+	if ch != nil {
+		if res.Move, err = moveMain(ctx, ch, store, srv.Base, keys.main, scenarios[2]); err != nil {
+			return nil, err
+		}
+	}
+	printTable(cfg.Out, res)
+	return res, nil
+}
+
+// storeBytes is what the run's stores hold on disk: the ClickHouse
+// shards', or the SQL store's.
+func storeBytes(ctx context.Context, ch *chstore.Store, base *baseline, store *sqlstore.Store, dsn string) (int64, error) {
+	if ch != nil {
+		return ch.DiskBytes(ctx)
+	}
+	return diskBytes(ctx, base.db, store.Dialect(), dsn)
+}
+
+// productionArgs are the server's flags as in production: rate limits,
+// set too high to refuse anything, and metrics.
+var productionArgs = []string{"--key-rate-limit", "1000000/s", "--token-rate-limit", "1000000/s", "--metrics-addr", "127.0.0.1:0"}
+
+// openStores makes the run's stores (a new SQLite file or databases of
+// their own) and opens them; it returns the directory's DSN, the
+// server's arguments naming them, and what closes and drops them.
+func openStores(ctx context.Context, cfg Config, res *Result) (st *stores.Stores, dsn string, serverArgs []string, closeAll func(), err error) {
 	dsn, cleanup, err := prepareStore(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, "", nil, nil, err
 	}
-	defer cleanup()
 	usageURL, err := usageDatabase(cfg)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		st, err = stores.Open(ctx, stores.Config{DB: dsn, Usage: usageURL, Create: true})
 	}
-	st, err := stores.Open(ctx, stores.Config{DB: dsn, Usage: usageURL, Create: true})
 	if err != nil {
-		return nil, err
+		cleanup()
+		return nil, "", nil, nil, err
 	}
-	defer st.Close()
-	store, ch := st.Directory, st.Shards
-	res.Store = store.Dialect()
-	serverArgs := []string{"--db", dsn}
-	if ch != nil {
+	closeAll = func() { st.Close(); cleanup() }
+	res.Store = st.Directory.Dialect()
+	serverArgs = []string{"--db", dsn}
+	if ch := st.Shards; ch != nil {
 		if !cfg.Keep {
-			defer ch.DropDatabase(context.Background())
+			closeAll = func() { ch.DropDatabase(context.Background()); st.Close(); cleanup() }
 		}
 		serverArgs = append(serverArgs, "--usage", usageURL)
 		shards := fmt.Sprintf("%d shards", len(ch.Shards()))
 		if replicas := strings.Count(ch.Shards()[0], "|") + 1; replicas > 1 {
 			shards += fmt.Sprintf(" of %d replicas", replicas)
 		}
-		res.Store = fmt.Sprintf("clickhouse (%s; directory on %s)", shards, store.Dialect())
+		res.Store = fmt.Sprintf("clickhouse (%s; directory on %s)", shards, st.Directory.Dialect())
 	}
-	now := time.Now()
-	fmt.Fprintf(cfg.Out, "groupanalytics bench: %s store, %d students in the main group, %d days, %.0f%% active a day, %d events per active day\n",
-		res.Store, cfg.Scale.Students, cfg.Scale.Days, 100*cfg.Scale.Active, cfg.Scale.EventsPerDay)
-	keys, err := setUp(ctx, store, cfg.Scale)
-	if err != nil {
-		return nil, err
+	return st, dsn, serverArgs, closeAll, nil
+}
+
+// load makes the run's groups and keys, bulk-loads the data set and
+// makes the firehose's schools.
+func load(ctx context.Context, cfg Config, st *stores.Stores, now time.Time, res *Result) (keys benchKeys, firehoseKeys []string, err error) {
+	if keys, err = setUp(ctx, st.Directory, cfg.Scale); err != nil {
+		return keys, nil, err
 	}
 	if err := bulkLoad(ctx, st.Usage, cfg, now, res); err != nil {
-		return nil, err
+		return keys, nil, err
 	}
 	fmt.Fprintf(cfg.Out, "bulk load: %d events in %.1f s, %.0f events/s\n", res.Events, res.BulkLoadSeconds, res.BulkEventsPerSec)
-	var firehoseKeys []string
 	if cfg.Firehose.Duration > 0 {
-		if firehoseKeys, err = setUpFirehose(ctx, store, cfg.Firehose.Groups); err != nil {
-			return nil, err
+		if firehoseKeys, err = setUpFirehose(ctx, st.Directory, cfg.Firehose.Groups); err != nil {
+			return keys, nil, err
 		}
 	}
+	return keys, firehoseKeys, nil
+}
 
-	// The server runs with rate limits (too high to refuse anything) and
-	// metrics, as in production; the floor is measured again without them.
-	prodArgs := slices.Concat(serverArgs, []string{"--key-rate-limit", "1000000/s", "--token-rate-limit", "1000000/s",
-		"--metrics-addr", "127.0.0.1:0"})
-	srv, err := StartServer(cfg.Binary, prodArgs)
-	if err != nil {
-		return nil, err
-	}
-	defer srv.Stop()
-	// The baselines by group: on ClickHouse, each on its group's shard.
-	baselines := map[string]*baseline{}
-	baselineOf := func(group string) (*baseline, error) {
-		if b := baselines[group]; b != nil {
-			return b, nil
-		}
-		var b *baseline
-		var err error
-		if ch != nil {
-			b, err = openClickHouseBaseline(ctx, store, ch, group)
-		} else {
-			b, err = openBaseline(dsn, store.Dialect())
-		}
-		if err == nil {
-			baselines[group] = b
-		}
-		return b, err
-	}
-	defer func() {
-		for _, b := range baselines {
-			b.db.Close()
-		}
-	}()
-	base, err := baselineOf("bench-main")
-	if err != nil {
-		return nil, err
-	}
+// baselines are the baselines of the groups asked, each opened once: on
+// ClickHouse, each on its group's shard.
+type baselines struct {
+	ctx   context.Context
+	dsn   string
+	store *sqlstore.Store
+	ch    *chstore.Store
+	open  map[string]*baseline
+}
 
+func (bl *baselines) of(group string) (*baseline, error) {
+	if b := bl.open[group]; b != nil {
+		return b, nil
+	}
+	var b *baseline
+	var err error
+	if bl.ch != nil {
+		b, err = openClickHouseBaseline(bl.ctx, bl.store, bl.ch, group)
+	} else {
+		b, err = openBaseline(bl.dsn, bl.store.Dialect())
+	}
+	if err == nil {
+		bl.open[group] = b
+	}
+	return b, err
+}
+
+func (bl *baselines) close() {
+	for _, b := range bl.open {
+		b.db.Close()
+	}
+}
+
+// scenariosOf is the report scenarios of a run, and the whole range they
+// ask.
+func scenariosOf(cfg Config, now time.Time) ([]scenario, analytics.DayRange) {
 	first := cfg.Scale.firstDay(now)
 	r := analytics.DayRange{First: first, Last: first + analytics.Day(cfg.Scale.Days) - 1}
 	quarter := analytics.DayRange{First: max(r.First, r.Last-89), Last: r.Last}
@@ -259,21 +353,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Scale.Students > platform.MaxClassMembers { // too many for a class
 		scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool { return strings.Contains(sc.params, benchClass) })
 	}
-	floor := scenario{name: "floor: empty group", endpoint: "chat", r: r}
-	res.Floor, _, err = measure(srv.Base, keys.empty, floor, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if res.FloorBare, err = measureBareFloor(ctx, cfg, serverArgs, keys.empty, floor); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(cfg.Out, "floor: p50 %.3f ms with rate limits and metrics, %.3f ms without\n", res.Floor.P50, res.FloorBare.P50)
+	return scenarios, r
+}
+
+// measureReports times each scenario and checks its answer against its
+// baseline's (or the scenario it must answer as), adding it to res.
+func measureReports(ctx context.Context, cfg Config, srv *Server, store *sqlstore.Store, keys benchKeys, scenarios []scenario,
+	bl *baselines, res *Result) error {
 	answers := map[string]answer{}
 	for _, sc := range scenarios {
 		key := keys.of(sc)
 		if sc.minCellSize > 0 {
 			if err := store.SetMinCellSize(ctx, "bench-main", sc.minCellSize); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		rr, got, err := measure(srv.Base, key, sc, cfg)
@@ -281,7 +373,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			err = cmp.Or(err, store.SetMinCellSize(ctx, "bench-main", 0))
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		answers[sc.name] = got
 		switch {
@@ -292,13 +384,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		case sc.baseline == nil:
 			rr.SameAnswer = sameAnswer(got, answers[sc.sameAs]) && sameAnswer(answers[sc.sameAs], got)
 		default:
-			b, err := baselineOf(cmp.Or(sc.group, "bench-main"))
+			b, err := bl.of(cmp.Or(sc.group, "bench-main"))
 			if err != nil {
-				return nil, err
+				return err
 			}
 			want, durations, err := b.time(sc, cfg.Baseline)
 			if err != nil {
-				return nil, fmt.Errorf("baseline %s: %w", sc.name, err)
+				return fmt.Errorf("baseline %s: %w", sc.name, err)
 			}
 			rr.BaselineP50 = percentile(durations, 50)
 			rr.BaselineRatio = rr.BaselineP50 / rr.P50
@@ -306,60 +398,31 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		rr.FloorRatio = rr.P50 / res.Floor.P50
 		if !rr.SameAnswer {
-			return nil, fmt.Errorf("%s: the service and the baseline disagree", sc.name)
+			return fmt.Errorf("%s: the service and the baseline disagree", sc.name)
 		}
 		res.Reports = append(res.Reports, rr)
 		fmt.Fprintf(cfg.Out, "measured %s\n", sc.name)
 	}
-	students := slices.DeleteFunc(slices.Clone(scenarios), func(sc scenario) bool {
-		return !strings.Contains(sc.params, "students=true") || sc.acceptEncoding != ""
-	})
-	if res.AccessLog, err = measureAccessLog(cfg, prodArgs, srv, keys, students); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(cfg.Out, "measured the access log's cost\n")
-	if cfg.Scale.OtherGroups > 0 {
-		others, err := schoolKeys(ctx, store, cfg.Scale)
-		if err != nil {
-			return nil, err
-		}
-		if res.Schools, err = askEverySchool(srv, others, r, cfg); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(cfg.Out, "asked every school\n")
-	}
+	return nil
+}
+
+// measureWrites measures ingestion over HTTP, in batches of 1,000 and one
+// event a request, and the firehose.
+func measureWrites(cfg Config, srv *Server, keys benchKeys, firehoseKeys []string, now time.Time, res *Result) (err error) {
 	if res.Ingest, err = ingest(srv.Base, keys.token, cfg, now, "i", 1000, cfg.Ingest); err != nil {
-		return nil, err
+		return err
 	}
 	if res.IngestOne, err = ingest(srv.Base, keys.token, cfg, now, "j", 1, cfg.IngestOne); err != nil {
-		return nil, err
+		return err
 	}
 	if cfg.Firehose.Duration > 0 {
 		fresh, enrolled, err := firehose(srv.Base, keys.token, firehoseKeys, cfg.Firehose, analytics.DayOf(now, time.UTC)-1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res.Firehose, res.FirehoseEnrolled = &fresh, &enrolled
 	}
-	if res.PeakRSSBytes, err = srv.memory("VmHWM"); err != nil {
-		return nil, err
-	}
-	if ch != nil {
-		res.DiskBytes, err = ch.DiskBytes(ctx)
-	} else {
-		res.DiskBytes, err = diskBytes(ctx, base.db, store.Dialect(), dsn)
-	}
-	if err != nil {
-		return nil, err
-	}
-	res.DiskBytesPerEvt = float64(res.DiskBytes) / float64(res.Events+res.Ingest.Events+res.IngestOne.Events)
-	if ch != nil {
-		if res.Move, err = moveMain(ctx, ch, store, srv.Base, keys.main, scenarios[2]); err != nil {
-			return nil, err
-		}
-	}
-	printTable(cfg.Out, res)
-	return res, nil
+	return nil
 }
 
 func machine() string {

@@ -186,14 +186,24 @@ func firehosePhase(base, token string, keys []string, fh Firehose, day analytics
 	if len(latencies) > 0 {
 		res.Max = latencies[len(latencies)-1]
 	}
-	// Every acknowledged event is in its school's next report, once; one
-	// whose request was refused may be there too, but no other.
+	beyond, err := checkFirehoseCounts(base, keys, day, sent)
+	if err != nil {
+		return res, err
+	}
+	res.CountedNotAcknowledged, sent.beyond = beyond-sent.beyond, beyond
+	return res, nil
+}
+
+// checkFirehoseCounts checks that every acknowledged event is in its
+// school's next report, once; one whose request was refused may be there
+// too, but no other. It returns how many events the reports count past
+// those acknowledged.
+func checkFirehoseCounts(base string, keys []string, day analytics.Day, sent *firehoseSent) (beyond int, err error) {
 	sc := scenario{endpoint: "chat", r: analytics.DayRange{First: day, Last: day}}
-	beyond := 0
 	for g, key := range keys {
 		body, _, err := request(base, key, sc)
 		if err != nil {
-			return res, fmt.Errorf("firehose: %s's report: %w", firehoseGroup(g), err)
+			return 0, fmt.Errorf("firehose: %s's report: %w", firehoseGroup(g), err)
 		}
 		var answer struct {
 			Reports []struct {
@@ -201,16 +211,15 @@ func firehosePhase(base, token string, keys []string, fh Firehose, day analytics
 			}
 		}
 		if err := json.Unmarshal(body, &answer); err != nil || len(answer.Reports) != 1 {
-			return res, fmt.Errorf("firehose: %s's report: %v: %.200s", firehoseGroup(g), err, body)
+			return 0, fmt.Errorf("firehose: %s's report: %v: %.200s", firehoseGroup(g), err, body)
 		}
 		counted := answer.Reports[0].Data[0].Value
 		if counted < sent.acked[g] || counted > sent.acked[g]+sent.refused[g] {
-			return res, fmt.Errorf("firehose: %s counts %d events, but %d were acknowledged and %d refused", firehoseGroup(g), counted, sent.acked[g], sent.refused[g])
+			return 0, fmt.Errorf("firehose: %s counts %d events, but %d were acknowledged and %d refused", firehoseGroup(g), counted, sent.acked[g], sent.refused[g])
 		}
 		beyond += counted - sent.acked[g]
 	}
-	res.CountedNotAcknowledged, sent.beyond = beyond-sent.beyond, beyond
-	return res, nil
+	return beyond, nil
 }
 
 // firehoseConn is one of the firehose's connections. It writes each

@@ -62,14 +62,30 @@ type smallCells struct {
 // after them).
 func newSmallCells(min int, classes []analytics.Class, keys [][]string, asked []string, whole bool, ordinals map[string]int, titles int, total bool) *smallCells {
 	sc := &smallCells{min: min, total: total, atoms: 1}
+	atomOfStudent := sc.numberAtoms(classes, ordinals)
+	sc.addReports(classes, keys, asked, whole, atomOfStudent)
+	sc.indexReports()
+	sc.made = make([][]int32, titles+1)
+	for m := range sc.made {
+		sc.made[m] = make([]int32, sc.atoms)
+	}
+	sc.hidden = make([]bool, len(sc.reports))
+	sc.makers = make([]int, len(sc.reports))
+	sc.covered = make([]int32, sc.atoms)
+	return sc
+}
+
+// numberAtoms numbers the atoms, the sets of students in the same
+// classes, in the order of their first student's id, so that the same
+// classes give the same choices; it places each student's atom by their
+// ordinal (atomOf) and returns it by their id.
+func (sc *smallCells) numberAtoms(classes []analytics.Class, ordinals map[string]int) map[string]int32 {
 	inClasses := map[string][]int{}
 	for i, c := range classes {
 		for _, id := range c.Members {
 			inClasses[id] = append(inClasses[id], i)
 		}
 	}
-	// Atoms are numbered in the order of their first student's id, so
-	// that the same classes give the same choices.
 	atomOfKey := map[string]int32{}
 	atomOfStudent := make(map[string]int32, len(inClasses))
 	var key []byte
@@ -92,7 +108,13 @@ func newSmallCells(min int, classes []analytics.Class, keys [][]string, asked []
 		}
 		sc.atomOf[place] = atomOfStudent[id]
 	}
+	return atomOfStudent
+}
 
+// addReports lists the reports whose figures are decided together, each
+// set of atoms once: the school's, each class's, each teacher's key's
+// classes together, and the one asked for when it is not the school's.
+func (sc *smallCells) addReports(classes []analytics.Class, keys [][]string, asked []string, whole bool, atomOfStudent map[string]int32) {
 	atomsOf := func(classIDs []string) []int32 {
 		var atoms []int32
 		for _, c := range classes {
@@ -105,6 +127,7 @@ func newSmallCells(min int, classes []analytics.Class, keys [][]string, asked []
 		return slices.Compact(slices.Sorted(slices.Values(atoms)))
 	}
 	index := map[string]int{} // a report's atoms, as a key: the first report of them
+	var key []byte
 	addReport := func(atoms []int32) int {
 		key = key[:0]
 		for _, a := range atoms {
@@ -132,7 +155,11 @@ func newSmallCells(min int, classes []analytics.Class, keys [][]string, asked []
 	if !whole {
 		sc.asked = addReport(atomsOf(asked))
 	}
+}
 
+// indexReports notes the reports each atom is in, and the reports inside
+// each report.
+func (sc *smallCells) indexReports() {
 	sc.inReport = make([][]int32, sc.atoms)
 	for r, atoms := range sc.reports[1:] {
 		for _, a := range atoms {
@@ -147,14 +174,6 @@ func newSmallCells(min int, classes []analytics.Class, keys [][]string, asked []
 			}
 		}
 	}
-	sc.made = make([][]int32, titles+1)
-	for m := range sc.made {
-		sc.made[m] = make([]int32, sc.atoms)
-	}
-	sc.hidden = make([]bool, len(sc.reports))
-	sc.makers = make([]int, len(sc.reports))
-	sc.covered = make([]int32, sc.atoms)
-	return sc
 }
 
 // subset reports whether the sorted atoms of small are all in big's.

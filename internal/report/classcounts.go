@@ -137,39 +137,7 @@ func (e *Engine) classGroupReports(ctx context.Context, group analytics.Group, l
 		return err
 	}
 	places, memberSet := kept.memberPlaces(ordinals)
-
-	// Each row the periods read, in order, with the members' counts kept
-	// for it; those not kept as the row is now are read again.
-	type read struct {
-		row   *analytics.GroupRollup
-		key   rowKey
-		users uint64 // the row's students hashed
-		class analytics.Counts
-	}
-	var reads []read
-	ends := make([]int, len(periods)) // of each period's reads
-	var stale []int                   // of reads
-	var segs []analytics.Segment
-	kept.mu.Lock()
-	for i, p := range periods {
-		for _, seg := range analytics.GroupSegments(p) {
-			for day := seg.Keys.First; day <= seg.Keys.Last; day = seg.Span.Next(day) {
-				r := rollups[seg.Span][day]
-				if r == nil {
-					continue
-				}
-				k, users := rowKey{seg.Span, day}, usersHash(r)
-				row, ok := kept.rows[k]
-				if !ok || row.group != r.Counts || row.users != users {
-					stale = append(stale, len(reads))
-					segs = append(segs, studentSegment(k))
-				}
-				reads = append(reads, read{r, k, users, row.class})
-			}
-		}
-		ends[i] = len(reads)
-	}
-	kept.mu.Unlock()
+	reads, ends, stale, segs := kept.readsOf(periods, rollups)
 	err = e.eachSegmentTotals(ctx, group.ID, segs, len(ordinals), func(i int, sum []analytics.Counts) {
 		rd := &reads[stale[i]]
 		rd.class = analytics.Counts{}
@@ -192,7 +160,52 @@ func (e *Engine) classGroupReports(ctx context.Context, group analytics.Group, l
 		kept.mu.Unlock()
 		e.classCounts.Put(key, version, kept, cost)
 	}
+	return emitClassPeriods(loc, ep, periods, reads, ends, memberSet, emit)
+}
 
+// classRead is a row a class's periods read, with the members' counts
+// kept for it.
+type classRead struct {
+	row   *analytics.GroupRollup
+	key   rowKey
+	users uint64 // the row's students hashed
+	class analytics.Counts
+}
+
+// readsOf lists each row the periods read, in order, with the members'
+// counts kept for it, and where each period's reads end; those not kept
+// as the row is now (stale) must be counted again, from the students'
+// counts of segs.
+func (kept *classCounts) readsOf(periods []analytics.DayRange, rollups map[analytics.Span]map[analytics.Day]*analytics.GroupRollup) (
+	reads []classRead, ends, stale []int, segs []analytics.Segment) {
+	ends = make([]int, len(periods))
+	kept.mu.Lock()
+	defer kept.mu.Unlock()
+	for i, p := range periods {
+		for _, seg := range analytics.GroupSegments(p) {
+			for day := seg.Keys.First; day <= seg.Keys.Last; day = seg.Span.Next(day) {
+				r := rollups[seg.Span][day]
+				if r == nil {
+					continue
+				}
+				k, users := rowKey{seg.Span, day}, usersHash(r)
+				row, ok := kept.rows[k]
+				if !ok || row.group != r.Counts || row.users != users {
+					stale = append(stale, len(reads))
+					segs = append(segs, studentSegment(k))
+				}
+				reads = append(reads, classRead{r, k, users, row.class})
+			}
+		}
+		ends[i] = len(reads)
+	}
+	return reads, ends, stale, segs
+}
+
+// emitClassPeriods emits a report a period: the members' counts of its
+// reads, and the members among the students of its rows.
+func emitClassPeriods(loc *time.Location, ep *Endpoint, periods []analytics.DayRange, reads []classRead, ends []int,
+	memberSet analytics.StudentSet, emit func(*Report) error) error {
 	rep := &Report{Values: make([]int64, len(ep.Titles))}
 	first := 0
 	for i, p := range periods {
