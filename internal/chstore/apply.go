@@ -11,10 +11,10 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // The apply: the applier (or a read, through Settle) takes the logged

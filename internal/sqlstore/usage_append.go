@@ -12,6 +12,13 @@ import (
 	"groupanalytics/internal/rollup"
 )
 
+// eventTypes are the SQL types of an event row's columns.
+var eventTypes = []string{"text", "text", "text", "bigint", "smallint"}
+
+// copyThreshold is the batch size from which PostgreSQL stages events with
+// COPY rather than multi-row INSERTs.
+const copyThreshold = 2000
+
 // AppendEvents hands the batch to a writer of the store (the one of its
 // first group), which merges the calls waiting for it at that moment into
 // one transaction: one commit for all of them, and one upsert per rollup
@@ -288,10 +295,3 @@ func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *rollup.Delta, kn
 	}
 	return s.updateGroupRollups(ctx, tx, delta.GroupKeys(), add)
 }
-
-// eventTypes are the SQL types of an event row's columns.
-var eventTypes = []string{"text", "text", "text", "bigint", "smallint"}
-
-// copyThreshold is the batch size from which PostgreSQL stages events with
-// COPY rather than multi-row INSERTs.
-const copyThreshold = 2000
