@@ -97,7 +97,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if len(args) > 1 && args[0] == "help" { // help COMMAND: as COMMAND --help
 		args = append(args[1:], "--help")
 	}
-	if len(args) == 0 || isHelp(args[0]) {
+	if len(args) == 0 || args[0] == "help" || isHelp(args[0]) {
 		usage(stdout, "")
 		if len(args) == 0 {
 			return 2
@@ -169,21 +169,15 @@ func usage(w io.Writer, group string) {
 	for _, c := range listed {
 		width = max(width, len(c.name))
 	}
-	if group != "" {
-		fmt.Fprintf(w, "usage: groupanalytics %s COMMAND [FLAGS]\n\nCommands:\n", group)
-		for _, c := range listed {
-			fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
-		}
-		fmt.Fprintf(w, "\nRun 'groupanalytics %s COMMAND --help' for a command's flags.\n", group)
-		return
-	}
-	fmt.Fprintln(w, "usage: groupanalytics COMMAND [FLAGS]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Commands:")
+	fmt.Fprintf(w, "usage: %s COMMAND [FLAGS]\n\nCommands:\n", strings.TrimSpace("groupanalytics "+group))
 	for _, c := range listed {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w)
+	if group != "" {
+		fmt.Fprintf(w, "Run 'groupanalytics %s COMMAND --help' for a command's flags.\n", group)
+		return
+	}
 	fmt.Fprintln(w, "Every command takes --db (default groupanalytics.db; a postgres:// URL selects PostgreSQL)")
 	fmt.Fprintln(w, "and --usage (a clickhouse:// URL puts the usage store on ClickHouse shards).")
 	fmt.Fprintln(w, "Configuration flags (--db, --usage, --addr, --log-level, --store-timeout, --metrics-addr, the")

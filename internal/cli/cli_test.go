@@ -858,8 +858,13 @@ func TestHelp(t *testing.T) {
 			t.Errorf("%s: summaries start at columns %v:\n%s", what, slices.Collect(maps.Keys(columns)), out)
 		}
 	}
-	_, out, _ := run(t, "", "--help")
-	aligned("help", out)
+	for _, args := range [][]string{{"--help"}, {"help"}, {"-h"}} {
+		code, out, _ := run(t, "", args...)
+		if code != 0 || !strings.HasPrefix(out, "usage: groupanalytics COMMAND [FLAGS]\n") {
+			t.Errorf("%v: exit %d, %q; want exit 0 and the usage", args, code, out)
+		}
+		aligned(args[0], out)
+	}
 	for _, args := range [][]string{{"group"}, {"group", "--help"}, {"key"}, {"help", "group"}} {
 		code, out, errOut := run(t, "", args...)
 		want := map[bool]int{true: 2, false: 0}[len(args) == 1]
