@@ -72,14 +72,7 @@ func TestTheHouse(t *testing.T) {
 // role (as sqlstore's dir_, usage_ and ch_ files are, and chstore's files
 // by the stage of a write).
 func TestRoomsStaySmall(t *testing.T) {
-	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.go").Output()
-	if err != nil {
-		t.Skipf("git ls-files: %v", err)
-	}
-	for _, name := range strings.Fields(string(out)) {
-		if strings.HasSuffix(name, "_test.go") || strings.Contains(name, "/testdata/") {
-			continue
-		}
+	for _, name := range productionGo(t) {
 		data, err := os.ReadFile("../../" + name)
 		if err != nil {
 			t.Fatal(err)
@@ -139,15 +132,8 @@ func TestClickHouseWriteAsDocumented(t *testing.T) {
 // TestFunctionsStayShort: no function of production Go is over 80 lines;
 // one that does several things in a row is split into named steps.
 func TestFunctionsStayShort(t *testing.T) {
-	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.go").Output()
-	if err != nil {
-		t.Skipf("git ls-files: %v", err)
-	}
 	fset := token.NewFileSet()
-	for _, name := range strings.Fields(string(out)) {
-		if strings.HasSuffix(name, "_test.go") || strings.Contains(name, "/testdata/") {
-			continue
-		}
+	for _, name := range productionGo(t) {
 		f, err := parser.ParseFile(fset, "../../"+name, nil, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -160,4 +146,21 @@ func TestFunctionsStayShort(t *testing.T) {
 			}
 		}
 	}
+}
+
+// productionGo lists the module's Go files that git tracks, tests and
+// test data left out, by their path from the module's root.
+func productionGo(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.go").Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v", err)
+	}
+	var names []string
+	for _, name := range strings.Fields(string(out)) {
+		if !strings.HasSuffix(name, "_test.go") && !strings.Contains(name, "/testdata/") {
+			names = append(names, name)
+		}
+	}
+	return names
 }
