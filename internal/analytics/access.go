@@ -12,9 +12,12 @@ type AccessEntry struct {
 	KeyID     string
 	KeyPrefix string // read with the entry, from the key
 	KeyLabel  string
-	Client    string // the client's address, as the service sees it
-	Endpoint  string // the report endpoint's path
-	Format    string // json or csv
+	// KeyDistrict is the district of a district's key, read with the
+	// entry; empty for a school's key.
+	KeyDistrict string
+	Client      string // the client's address, as the service sees it
+	Endpoint    string // the report endpoint's path
+	Format      string // json or csv
 	// StartDate and EndDate are the answer's first and last days, in the
 	// group's zone; Interval is as asked ("none": one report).
 	StartDate, EndDate, Interval string

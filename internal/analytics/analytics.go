@@ -25,6 +25,8 @@ type Group struct {
 	// older events and their share of every rollup are deleted daily
 	// (docs/decisions.md, retention).
 	Retention Days
+	// DistrictID is the district the group is in; empty: none.
+	DistrictID string
 }
 
 // FirstKeptDay returns the first day of usage the group keeps at now, in
@@ -71,16 +73,18 @@ func (p Plan) Days(loc *time.Location) (first Day, last *Day) {
 	return first, last
 }
 
-// APIKey is a school's report key. Only the SHA-256 of the secret is kept.
+// APIKey is a school's report key, or a district's (DistrictID set,
+// GroupID empty). Only the SHA-256 of the secret is kept.
 type APIKey struct {
-	GroupID  string
-	ID       string
-	Prefix   string // first characters of the secret, to recognise it in lists
-	Label    string
-	Hash     []byte
-	Created  time.Time
-	Revoked  *time.Time
-	LastUsed *time.Time // day granularity: written at most once a day
+	GroupID    string
+	DistrictID string
+	ID         string
+	Prefix     string // first characters of the secret, to recognise it in lists
+	Label      string
+	Hash       []byte
+	Created    time.Time
+	Revoked    *time.Time
+	LastUsed   *time.Time // day granularity: written at most once a day
 	// ForClasses marks a teacher's key, which sees only the students of
 	// Classes (of its group): no other class, student or group figure.
 	// Its classes' deletion leaves it seeing none.
@@ -89,12 +93,16 @@ type APIKey struct {
 }
 
 // Access is what a report key opens: its group, and the classes of a
-// teacher's key (APIKey.ForClasses).
+// teacher's key (APIKey.ForClasses); or, for a district's key, its
+// district (Group is then empty). A district's key that names one of its
+// schools opens that school as the school's own key does, District still
+// set, so that the school's access log names the district's key.
 type Access struct {
 	Group      Group
 	KeyID      string
 	ForClasses bool
 	Classes    []string
+	District   *DistrictAccess
 }
 
 // PlatformToken authorises the platform API (ingestion and administration).

@@ -15,6 +15,9 @@ type Date struct {
 	instant *time.Time
 }
 
+// OnDay returns the Date of a calendar day: the same day in every zone.
+func OnDay(d Day) Date { return Date{day: d} }
+
 // Day returns the calendar day d names in loc.
 func (d Date) Day(loc *time.Location) Day {
 	if d.instant != nil {

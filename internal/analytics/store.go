@@ -27,7 +27,8 @@ type Directory interface {
 	Keys(ctx context.Context, groupID string) ([]APIKey, error)
 	RevokeKey(ctx context.Context, groupID, keyID string, at time.Time) error
 	// Authorize returns what the key with this hash opens when the key is
-	// not revoked and its group has a plan valid at now, and an Unauthorized
+	// not revoked and its group (for a district's key, one of the
+	// district's schools) has a plan valid at now, and an Unauthorized
 	// error otherwise. It does the same work whichever the cause, so that
 	// the time taken does not tell one cause from another.
 	Authorize(ctx context.Context, keyHash []byte, now time.Time) (Access, error)
@@ -100,6 +101,24 @@ type Directory interface {
 	AddReceipt(ctx context.Context, r Receipt) error
 	Receipts(ctx context.Context, groupID string) ([]Receipt, error)
 
+	// Districts: CreateDistrict (Conflict for an id taken), District and
+	// Districts (with their schools), RenameDistrict, DeleteDistrict
+	// (which leaves its schools and takes its keys), AttachSchool (a
+	// Conflict for a school in another district; attaching it again to
+	// its own does nothing) and DetachSchool (NotFound for a school not
+	// in it). A district's keys: AddDistrictKey, DistrictKeys and
+	// RevokeDistrictKey, as a school's; Authorize answers for them too.
+	CreateDistrict(ctx context.Context, d District) error
+	District(ctx context.Context, districtID string) (District, error)
+	Districts(ctx context.Context) ([]District, error)
+	RenameDistrict(ctx context.Context, districtID, name string) error
+	DeleteDistrict(ctx context.Context, districtID string) error
+	AttachSchool(ctx context.Context, districtID, groupID string) error
+	DetachSchool(ctx context.Context, districtID, groupID string) error
+	AddDistrictKey(ctx context.Context, k APIKey) error
+	DistrictKeys(ctx context.Context, districtID string) ([]APIKey, error)
+	RevokeDistrictKey(ctx context.Context, districtID, keyID string, at time.Time) error
+
 	AddToken(ctx context.Context, t PlatformToken) error
 	Tokens(ctx context.Context) ([]PlatformToken, error)
 	RevokeToken(ctx context.Context, tokenID string, at time.Time) error
@@ -142,10 +161,17 @@ type UsageStore interface {
 	// take the context it returns, in which a store may carry what it read
 	// to settle, so that they need not read it again.
 	Settle(ctx context.Context, groupID string) (context.Context, error)
+	// SettleGroups is Settle of several groups (a district's schools) at
+	// once, reading what it needs of them together.
+	SettleGroups(ctx context.Context, groupIDs []string) (context.Context, error)
 	// GroupRollups returns the group's rollups of seg's span (any of the
 	// three: GroupSegments) whose keys lie in seg, ascending; periods
 	// without usage have no row.
 	GroupRollups(ctx context.Context, groupID string, seg Segment) ([]GroupRollup, error)
+	// GroupsRollups is GroupRollups of several groups at once, each
+	// group's under its id (one without rows may be missing), in one read
+	// of each database: of each shard, not of each group.
+	GroupsRollups(ctx context.Context, groupIDs []string, seg Segment) (map[string][]GroupRollup, error)
 	// Ordinals returns the ordinal of each student of the group the store
 	// has numbered: their place in StudentTotals' counts. A student keeps
 	// their ordinal until erased, and an ordinal is never given to another

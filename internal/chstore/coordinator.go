@@ -34,6 +34,9 @@ type Coordinator interface {
 	// oldest was logged (zero when none is).
 	LoggedGroups(ctx context.Context, limit int) ([]string, error)
 	LoggedPlacement(ctx context.Context, groupID string) (logged bool, p Placement, placed bool, err error)
+	// LoggedPlacements is LoggedPlacement of several groups at once: those
+	// with events in the log, and the placements of those placed.
+	LoggedPlacements(ctx context.Context, groupIDs []string) (logged []string, placements []Placement, err error)
 	LogStats(ctx context.Context) (events int, oldest time.Time, err error)
 	// LeadApplier reports whether this process leads the log's appliers
 	// (one process at a time does), trying to become the leader when none

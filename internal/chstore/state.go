@@ -378,6 +378,11 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 	if err != nil || st == nil {
 		return nil, s.wrap("GroupRollups", err)
 	}
+	return st.rollupsOf(seg), nil
+}
+
+// rollupsOf returns the state's group rows of seg, ascending.
+func (st *state) rollupsOf(seg analytics.Segment) []analytics.GroupRollup {
 	var rollups []analytics.GroupRollup
 	for key := seg.Keys.First; key <= seg.Keys.Last; key = seg.Span.Next(key) {
 		var r analytics.GroupRollup
@@ -393,7 +398,7 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 			rollups = append(rollups, r)
 		}
 	}
-	return rollups, nil
+	return rollups
 }
 
 // week returns the group row of the ISO week that starts on monday,

@@ -31,9 +31,10 @@ type accessEntryJSON struct {
 }
 
 type accessKeyRef struct {
-	ID     string `json:"id"`
-	Prefix string `json:"prefix"`
-	Label  string `json:"label"`
+	ID       string `json:"id"`
+	Prefix   string `json:"prefix"`
+	Label    string `json:"label"`
+	District string `json:"district,omitempty"` // a district's key's
 }
 
 // accessPage is a page of an access log: its entries, and the value of
@@ -44,14 +45,14 @@ type accessPage struct {
 }
 
 func accessJSON(e analytics.AccessEntry) accessEntryJSON {
-	return accessEntryJSON{ID: e.ID, At: e.At, Key: accessKeyRef{e.KeyID, e.KeyPrefix, e.KeyLabel}, Client: e.Client,
+	return accessEntryJSON{ID: e.ID, At: e.At, Key: accessKeyRef{e.KeyID, e.KeyPrefix, e.KeyLabel, e.KeyDistrict}, Client: e.Client,
 		Endpoint: e.Endpoint, Format: e.Format, StartDate: e.StartDate, EndDate: e.EndDate,
 		Interval: e.Interval, ClassIDs: append([]string{}, e.ClassIDs...), AllStudents: e.StudentsAsked == 0,
 		StudentIDs: append([]string{}, e.StudentIDs...), ErasedStudents: e.ErasedStudents}
 }
 
 // accessParams are the parameters of an access log's page.
-var accessParams = []string{"studentId", "since", "until", "before", "limit", "format"}
+var accessParams = []string{"studentId", "since", "until", "before", "limit", "format", "schoolId"}
 
 // readAccessFilter reads an access log request's query string: the
 // filter, and the format asked for (json or csv).
@@ -113,6 +114,11 @@ func parseInstant(v string) (time.Time, error) {
 // keyAccessLog serves a school's access log to its key; a teacher's key,
 // which sees only its classes, may not read whom the others asked about.
 func (s *Server) keyAccessLog(w http.ResponseWriter, r *http.Request, access analytics.Access, _ time.Time) {
+	access, err := schoolOfKey(r, access)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if access.ForClasses {
 		s.writeError(w, r, analytics.Errorf(analytics.Unauthorized, "A teacher's key cannot read the access log"))
 		return

@@ -119,7 +119,11 @@ func (s *Server) importRoster(r *http.Request) (int, any, error) {
 // keyClasses serves GET /api/classes: the classes a school's key may ask
 // reports of (a teacher's key, its own), for the dashboard's picker.
 func (s *Server) keyClasses(w http.ResponseWriter, r *http.Request, access analytics.Access, now time.Time) {
-	classes, err := s.platform.Classes(r.Context(), access.Group.ID)
+	access, err := schoolOfKey(r, access)
+	var classes []analytics.Class
+	if err == nil {
+		classes, err = s.platform.Classes(r.Context(), access.Group.ID)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

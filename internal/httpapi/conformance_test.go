@@ -324,7 +324,7 @@ func TestR4_MalformedParams(t *testing.T) {
 			{"", `[1, 2]`, `Invalid body: expected a JSON object such as {"students": true}`},
 			{"", `{"students": true`, `Invalid body: expected a JSON object such as {"students": true}`},
 			{"", `"students=true"`, `Invalid body: expected a JSON object such as {"students": true}`},
-			{"", `{"groupId": "south"}`, `Invalid body: unknown field "groupId"; expected startDate, endDate, students, interval, format, classId or studentId`},
+			{"", `{"groupId": "south"}`, `Invalid body: unknown field "groupId"; expected startDate, endDate, students, interval, format, classId, studentId, schools or schoolId`},
 			{"", `{"students": 1}`, `Invalid students: expected true or false, got 1`},
 			{"", `{"startDate": 20250101}`, `Invalid startDate: expected a string, got 20250101`},
 			{"", `{"interval": "fortnight"}`, `Invalid interval: expected day, week or month, got "fortnight"`},

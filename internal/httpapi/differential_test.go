@@ -80,6 +80,43 @@ func refDayStart(date time.Time, loc *time.Location) time.Time {
 	return t
 }
 
+// refPeriod is a period of local dates, as UTC midnights.
+type refPeriod struct{ first, last time.Time }
+
+// bounds tells the period's first and last instants in loc, as reports
+// echo them.
+func (p refPeriod) bounds(loc *time.Location) (string, string) {
+	return refDayStart(p.first, loc).UTC().Format("2006-01-02T15:04:05.000Z"),
+		refDayStart(p.last.AddDate(0, 0, 1), loc).Add(-time.Millisecond).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// refPeriods cuts the dates first to last as interval says, and returns
+// the period of each date.
+func refPeriods(first, last time.Time, interval string) ([]refPeriod, map[string]int) {
+	key := func(d time.Time) string {
+		switch interval {
+		case "day":
+			return d.Format(time.DateOnly)
+		case "week":
+			y, w := d.ISOWeek()
+			return fmt.Sprint(y, w)
+		case "month":
+			return d.Format("2006-01")
+		}
+		return ""
+	}
+	var periods []refPeriod
+	periodOf := map[string]int{}
+	for d := first; !d.After(last); d = d.AddDate(0, 0, 1) {
+		if len(periods) == 0 || key(d) != key(periods[len(periods)-1].last) {
+			periods = append(periods, refPeriod{d, d})
+		}
+		periods[len(periods)-1].last = d
+		periodOf[d.Format(time.DateOnly)] = len(periods) - 1
+	}
+	return periods, periodOf
+}
+
 type dayStartKey struct {
 	date time.Time
 	loc  *time.Location
@@ -97,28 +134,7 @@ type refQuery struct {
 // answer computes the reports q should get.
 func (m *refModel) answer(q refQuery) []report {
 	loc := m.zones[q.group]
-	type period struct{ first, last time.Time }
-	var periods []period
-	key := func(d time.Time) string {
-		switch q.interval {
-		case "day":
-			return d.Format(time.DateOnly)
-		case "week":
-			y, w := d.ISOWeek()
-			return fmt.Sprint(y, w)
-		case "month":
-			return d.Format("2006-01")
-		}
-		return ""
-	}
-	periodOf := map[string]int{}
-	for d := q.first; !d.After(q.last); d = d.AddDate(0, 0, 1) {
-		if len(periods) == 0 || key(d) != key(periods[len(periods)-1].last) {
-			periods = append(periods, period{d, d})
-		}
-		periods[len(periods)-1].last = d
-		periodOf[d.Format(time.DateOnly)] = len(periods) - 1
-	}
+	periods, periodOf := refPeriods(q.first, q.last, q.interval)
 	var titles []string
 	values := func(counts map[string]int64) []int64 {
 		if q.endpoint == "live-lecture" {
@@ -177,8 +193,7 @@ func (m *refModel) answer(q refQuery) []report {
 	})
 	var out []report
 	for i, p := range periods {
-		start := refDayStart(p.first, loc).UTC().Format("2006-01-02T15:04:05.000Z")
-		end := refDayStart(p.last.AddDate(0, 0, 1), loc).Add(-time.Millisecond).UTC().Format("2006-01-02T15:04:05.000Z")
+		start, end := p.bounds(loc)
 		data := func(v []int64) []metric {
 			var ms []metric
 			for j, t := range titles {

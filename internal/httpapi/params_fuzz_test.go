@@ -32,7 +32,7 @@ func FuzzReportParams(f *testing.F) {
 		r := httptest.NewRequest("POST", "/api/groups/chat", bytes.NewReader(body))
 		r.URL.RawQuery = rawQuery
 		r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, maxReportBody)
-		_, _, err := readQuery(r)
+		_, _, _, err := readQuery(r)
 		if err == nil {
 			return
 		}

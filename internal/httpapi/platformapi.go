@@ -161,6 +161,8 @@ type (
 		// Retention: how many days of usage the group keeps ("400d"), or
 		// "off".
 		Retention string `json:"retention"`
+		// DistrictID is the district the group is in; null: none.
+		DistrictID *string `json:"districtId"`
 	}
 	planJSON struct {
 		ID          int64   `json:"id"`
@@ -202,7 +204,11 @@ func optionalTime(t *time.Time) *string {
 }
 
 func toGroup(g analytics.Group) groupJSON {
-	return groupJSON{g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created), g.MinCellSize, g.Retention.String()}
+	var district *string
+	if g.DistrictID != "" {
+		district = &g.DistrictID
+	}
+	return groupJSON{g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created), g.MinCellSize, g.Retention.String(), district}
 }
 
 // plansOf returns a group's plan converter, which tells the plans' days

@@ -26,7 +26,12 @@ type reportWriter struct {
 	ep           *report.Endpoint
 	csv          string // the file name of a CSV answer; empty: JSON
 	students     bool   // CSV: the answer is student reports
-	started      bool
+	perSchool    bool   // CSV: the answer is schools' group reports
+	// district marks a district's answer, whose envelope names the
+	// schools leftOut for want of a valid plan.
+	district bool
+	leftOut  []analytics.Group
+	started  bool
 	// disclose, if set, is called before the first report is sent: the
 	// record of a disclosure, without which nothing is.
 	disclose func() error
@@ -65,8 +70,11 @@ func (rw *reportWriter) start() {
 		return
 	}
 	header := []string{"startDate", "endDate", "numStudentsUsed"}
-	if rw.students {
+	switch {
+	case rw.students:
 		header = []string{"startDate", "endDate", "studentId", "studentName"}
+	case rw.perSchool:
+		header = []string{"startDate", "endDate", "schoolId", "schoolName", "numStudentsUsed"}
 	}
 	for i, field := range append(header, rw.ep.Titles...) {
 		if i > 0 {
@@ -120,7 +128,22 @@ func (rw *reportWriter) finish() error {
 		rw.start()
 	}
 	if rw.csv == "" {
-		rw.buf = append(rw.buf, "]}\n"...)
+		rw.buf = append(rw.buf, ']')
+		if rw.district {
+			rw.buf = append(rw.buf, `,"schoolsLeftOut":[`...)
+			for i, g := range rw.leftOut {
+				if i > 0 {
+					rw.buf = append(rw.buf, ',')
+				}
+				rw.buf = append(rw.buf, `{"schoolId":`...)
+				rw.buf = appendString(rw.buf, g.ID)
+				rw.buf = append(rw.buf, `,"schoolName":`...)
+				rw.buf = appendString(rw.buf, g.Name)
+				rw.buf = append(rw.buf, `,"reason":"no valid plan"}`...)
+			}
+			rw.buf = append(rw.buf, ']')
+		}
+		rw.buf = append(rw.buf, "}\n"...)
 	}
 	_, err := rw.out.Write(rw.buf)
 	return err
@@ -178,11 +201,18 @@ func (rw *reportWriter) studentOf(rep *report.Report) []byte {
 	return b
 }
 
-// appendCSV appends rep's record: its bounds, the group's numStudentsUsed
-// or the student's id and name, then the metrics in title order.
+// appendCSV appends rep's record: its bounds, the school's id and name
+// (of a school's report), the group's numStudentsUsed or the student's id
+// and name, then the metrics in title order.
 func (rw *reportWriter) appendCSV(rep *report.Report) {
 	b := append(rw.buf, rw.periodOf(rep)...)
 	b = append(b, ',')
+	if rep.School != nil {
+		b = appendCSVField(b, rep.School.ID)
+		b = append(b, ',')
+		b = appendCSVField(b, rep.School.Name)
+		b = append(b, ',')
+	}
 	if rep.Student == nil {
 		b = appendFigure(b, int64(rep.NumStudentsUsed), "")
 	} else {
@@ -198,6 +228,12 @@ func (rw *reportWriter) appendCSV(rep *report.Report) {
 // appendJSON appends rep as JSON, its fields in the documented order.
 func (rw *reportWriter) appendJSON(rep *report.Report) {
 	b := append(rw.buf, rw.periodOf(rep)...)
+	if rep.School != nil {
+		b = append(b, `,"schoolId":`...)
+		b = appendString(b, rep.School.ID)
+		b = append(b, `,"schoolName":`...)
+		b = appendString(b, rep.School.Name)
+	}
 	if rep.Student == nil {
 		b = append(b, `,"numStudentsUsed":`...)
 		b = appendFigure(b, int64(rep.NumStudentsUsed), "null")
@@ -252,15 +288,23 @@ func appendCSVField(b []byte, field string) []byte {
 	return append(b, '"')
 }
 
-// csvFileName names a CSV answer after the group, the endpoint and the
-// range, e.g. northside-high-chat-2025-01-01-to-2025-01-31.csv; a range
-// given the wrong way round is refused before the name is used.
-func csvFileName(group analytics.Group, ep *report.Endpoint, q report.Query, now time.Time) string {
+// csvFileName names a CSV answer after its owner (a group or a district,
+// whose ids are letters, digits, '.', '_' and '-': nothing to escape),
+// what it holds and the range in loc, e.g.
+// northside-high-chat-2025-01-01-to-2025-01-31.csv; a range given the
+// wrong way round is refused before the name is used.
+func csvFileName(owner string, loc *time.Location, retention analytics.Days, kind string, q report.Query, now time.Time) string {
+	r := q.Range(now, loc, retention)
+	return fmt.Sprintf("%s-%s-%s-to-%s.csv", owner, kind, r.First, r.Last)
+}
+
+// groupCSVName names a CSV answer of a group's reports: the class asked
+// for, if any, and whether they are students'.
+func groupCSVName(group analytics.Group, ep *report.Endpoint, q report.Query, now time.Time) string {
 	loc, err := group.Location()
 	if err != nil {
 		loc = time.UTC
 	}
-	r := q.Range(now, loc, group.Retention)
 	kind := ep.Name
 	if q.ClassID != "" {
 		// A class id may hold any character: those a group id may not
@@ -275,8 +319,7 @@ func csvFileName(group analytics.Group, ep *report.Endpoint, q report.Query, now
 	if q.Students {
 		kind += "-students"
 	}
-	// Group ids are letters, digits, '.', '_' and '-': nothing to escape.
-	return fmt.Sprintf("%s-%s-%s-to-%s.csv", group.ID, kind, r.First, r.Last)
+	return csvFileName(group.ID, loc, group.Retention, kind, q, now)
 }
 
 // appendString appends s as a JSON string.

@@ -20,7 +20,7 @@ type route struct {
 // routes are every route of the service, one a line.
 func (s *Server) routes() []route {
 	return []route{
-		// The report API, behind a school's key (x-api-key).
+		// The report API, behind a school's or a district's key (x-api-key).
 		{"POST /api/groups/live-lecture", maxReportBody, s.reports(report.LiveLecture)},
 		{"POST /api/groups/chat", maxReportBody, s.reports(report.Chat)},
 		{"GET /api/classes", 0, s.withKey(s.keyClasses)},
@@ -56,6 +56,16 @@ func (s *Server) routes() []route {
 		{"GET /v1/admin/groups/{groupId}/digest-recipients", maxAdminBody, s.withToken(s.listRecipients)},
 		{"POST /v1/admin/groups/{groupId}/digest-recipients", maxAdminBody, s.withToken(s.addRecipient)},
 		{"DELETE /v1/admin/groups/{groupId}/digest-recipients/{address}", maxAdminBody, s.withToken(s.removeRecipient)},
+		{"GET /v1/admin/districts", maxAdminBody, s.withToken(s.listDistricts)},
+		{"POST /v1/admin/districts", maxAdminBody, s.withToken(s.createDistrict)},
+		{"GET /v1/admin/districts/{districtId}", maxAdminBody, s.withToken(s.getDistrict)},
+		{"PATCH /v1/admin/districts/{districtId}", maxAdminBody, s.withToken(s.renameDistrict)},
+		{"DELETE /v1/admin/districts/{districtId}", maxAdminBody, s.withToken(s.deleteDistrict)},
+		{"PUT /v1/admin/districts/{districtId}/schools/{groupId}", maxAdminBody, s.withToken(s.attachSchool)},
+		{"DELETE /v1/admin/districts/{districtId}/schools/{groupId}", maxAdminBody, s.withToken(s.detachSchool)},
+		{"GET /v1/admin/districts/{districtId}/keys", maxAdminBody, s.withToken(s.listDistrictKeys)},
+		{"POST /v1/admin/districts/{districtId}/keys", maxAdminBody, s.withToken(s.createDistrictKey)},
+		{"DELETE /v1/admin/districts/{districtId}/keys/{keyId}", maxAdminBody, s.withToken(s.revokeDistrictKey)},
 
 		// The weekly digest's unsubscribe link, which needs no key.
 		{"GET /unsubscribe", 0, s.unsubscribeForm},

@@ -176,7 +176,7 @@ type classRead struct {
 // counts kept for it, and where each period's reads end; those not kept
 // as the row is now (stale) must be counted again, from the students'
 // counts of segs.
-func (kept *classCounts) readsOf(periods []analytics.DayRange, rollups map[analytics.Span]map[analytics.Day]*analytics.GroupRollup) (
+func (kept *classCounts) readsOf(periods []analytics.DayRange, rollups rollupIndex) (
 	reads []classRead, ends, stale []int, segs []analytics.Segment) {
 	ends = make([]int, len(periods))
 	kept.mu.Lock()

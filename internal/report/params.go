@@ -21,15 +21,16 @@ func ParseInterval(value string) (analytics.Interval, error) {
 	return analytics.Whole, analytics.Errorf(analytics.Invalid, "Invalid interval: expected day, week or month, got %q", value)
 }
 
-// ParseStudents reads the students parameter: true or false, in any case.
-func ParseStudents(value string) (bool, error) {
+// ParseFlag reads a boolean parameter (students, schools): true or false,
+// in any case.
+func ParseFlag(name, value string) (bool, error) {
 	switch strings.ToLower(value) {
 	case "true":
 		return true, nil
 	case "false":
 		return false, nil
 	}
-	return false, analytics.Errorf(analytics.Invalid, "Invalid students: expected true or false, got %q", value)
+	return false, analytics.Errorf(analytics.Invalid, "Invalid %s: expected true or false, got %q", name, value)
 }
 
 // Query is a report request with its parameter values read. Nil dates

@@ -6,15 +6,15 @@ import (
 	"groupanalytics/internal/analytics"
 )
 
-func TestParseStudentsAndInterval(t *testing.T) {
+func TestParseFlagAndInterval(t *testing.T) {
 	for value, want := range map[string]bool{"true": true, "TRUE": true, "True": true, "false": false, "FaLsE": false} {
-		if got, err := ParseStudents(value); err != nil || got != want {
-			t.Errorf("ParseStudents(%q) = %t, %v", value, got, err)
+		if got, err := ParseFlag("students", value); err != nil || got != want {
+			t.Errorf("ParseFlag(students, %q) = %t, %v", value, got, err)
 		}
 	}
 	for _, value := range []string{"1", "yes", "t", " true"} {
-		if _, err := ParseStudents(value); analytics.ErrorCode(err) != analytics.Invalid {
-			t.Errorf("ParseStudents(%q) accepted", value)
+		if _, err := ParseFlag("students", value); analytics.ErrorCode(err) != analytics.Invalid {
+			t.Errorf("ParseFlag(students, %q) accepted", value)
 		}
 	}
 	for value, want := range map[string]analytics.Interval{"day": analytics.Daily, "week": analytics.Weekly, "month": analytics.Monthly} {

@@ -4,6 +4,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,10 +58,11 @@ var chatMetrics = [...]analytics.Metric{analytics.TutorMeMessages, analytics.Tes
 	analytics.MaterialMessages, analytics.LiveLectureMessages, analytics.MainChatMessages}
 
 // Report is one entry of a response: a group report when Student is nil,
-// else that student's.
+// else that student's; of a school of a district when School is set.
 type Report struct {
 	Start, End time.Time
 	Student    *analytics.Student
+	School     *analytics.Group
 	// StudentIndex is the student's place in the response's order of
 	// students, the same in every period, so that a writer can keep what
 	// it makes of a student for the next period.
@@ -145,7 +147,11 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 			return err
 		}
 	}
-	if err := e.checkSize(r, q, len(students)); err != nil {
+	each := ""
+	if q.Students {
+		each = "students"
+	}
+	if err := e.checkSize(r, q.Interval, len(students), each); err != nil {
 		return err
 	}
 	periods := r.Periods(q.Interval)
@@ -238,39 +244,36 @@ func (e *Engine) studentsAsked(ctx context.Context, groupID string, q Query, sc 
 }
 
 // checkSize refuses a query whose response would pass MaxReports, saying
-// what would fit.
-func (e *Engine) checkSize(r analytics.DayRange, q Query, students int) error {
-	perPeriod := 1
-	if q.Students {
-		perPeriod = max(students, 1)
+// what would fit: per reports a period of each (students or schools;
+// each is empty for one a period).
+func (e *Engine) checkSize(r analytics.DayRange, iv analytics.Interval, per int, each string) error {
+	perPeriod := max(per, 1)
+	if each == "" {
+		perPeriod = 1
 	}
-	n := r.CountPeriods(q.Interval) * perPeriod
+	n := r.CountPeriods(iv) * perPeriod
 	if n <= e.MaxReports {
 		return nil
 	}
 	var fits []string
-	for iv := q.Interval + 1; iv <= analytics.Monthly; iv++ {
-		if r.CountPeriods(iv)*perPeriod <= e.MaxReports {
-			fits = append(fits, "interval="+iv.String())
+	for next := iv + 1; next <= analytics.Monthly; next++ {
+		if r.CountPeriods(next)*perPeriod <= e.MaxReports {
+			fits = append(fits, "interval="+next.String())
 			break
 		}
 	}
-	if unit, ok := map[analytics.Interval]string{analytics.Daily: "day", analytics.Weekly: "week", analytics.Monthly: "month"}[q.Interval]; ok && e.MaxReports >= perPeriod {
-		fits = append(fits, fmt.Sprintf("a range of at most %s with interval=%s", analytics.Plural(e.MaxReports/perPeriod, unit), q.Interval))
+	if unit, ok := map[analytics.Interval]string{analytics.Daily: "day", analytics.Weekly: "week", analytics.Monthly: "month"}[iv]; ok && e.MaxReports >= perPeriod {
+		fits = append(fits, fmt.Sprintf("a range of at most %s with interval=%s", analytics.Plural(e.MaxReports/perPeriod, unit), iv))
 	}
 	if len(fits) == 0 {
-		fits = append(fits, "fewer students")
+		fits = append(fits, "fewer "+cmp.Or(each, "periods"))
+	}
+	described := fmt.Sprintf("interval=%s from %s to %s (%d periods)", iv, r.First, r.Last, r.CountPeriods(iv))
+	if each != "" {
+		described += fmt.Sprintf(" for %d %s", per, each)
 	}
 	return analytics.Errorf(analytics.Invalid, "Too many reports: %s would give %d reports, more than the limit of %d. Ask for %s.",
-		describe(r, q.Interval, q.Students, students), n, e.MaxReports, strings.Join(fits, ", or "))
-}
-
-func describe(r analytics.DayRange, iv analytics.Interval, perStudent bool, students int) string {
-	s := fmt.Sprintf("interval=%s from %s to %s (%d periods)", iv, r.First, r.Last, r.CountPeriods(iv))
-	if perStudent {
-		s += fmt.Sprintf(" for %d students", students)
-	}
-	return s
+		described, n, e.MaxReports, strings.Join(fits, ", or "))
 }
 
 func (e *Engine) groupReports(ctx context.Context, groupID string, loc *time.Location, ep *Endpoint,
@@ -280,17 +283,8 @@ func (e *Engine) groupReports(ctx context.Context, groupID string, loc *time.Loc
 		return err
 	}
 	for _, p := range periods {
-		var counts analytics.Counts
-		var users analytics.StudentSet
-		for _, seg := range analytics.GroupSegments(p) {
-			for key := seg.Keys.First; key <= seg.Keys.Last; key = seg.Span.Next(key) {
-				if r := rollups[seg.Span][key]; r != nil {
-					counts.Add(&r.Counts)
-					users.Union(ep.users(r))
-				}
-			}
-		}
-		rep := &Report{Start: p.First.Start(loc), End: p.Last.End(loc), NumStudentsUsed: users.Len(), Values: make([]int64, len(ep.Titles))}
+		counts, used := sumPeriod(rollups, p, ep)
+		rep := &Report{Start: p.First.Start(loc), End: p.Last.End(loc), NumStudentsUsed: used, Values: make([]int64, len(ep.Titles))}
 		ep.values(&counts, rep.Values)
 		if err := emit(rep); err != nil {
 			return err
@@ -299,9 +293,38 @@ func (e *Engine) groupReports(ctx context.Context, groupID string, loc *time.Loc
 	return nil
 }
 
+// rollupIndex holds rollups by span and key.
+type rollupIndex map[analytics.Span]map[analytics.Day]*analytics.GroupRollup
+
+// sumPeriod adds up the rollups of period p: its counts, and how many
+// students used the endpoint.
+func sumPeriod(rollups rollupIndex, p analytics.DayRange, ep *Endpoint) (analytics.Counts, int) {
+	var counts analytics.Counts
+	var users analytics.StudentSet
+	for _, seg := range analytics.GroupSegments(p) {
+		for key := seg.Keys.First; key <= seg.Keys.Last; key = seg.Span.Next(key) {
+			if r := rollups[seg.Span][key]; r != nil {
+				counts.Add(&r.Counts)
+				users.Union(ep.users(r))
+			}
+		}
+	}
+	return counts, users.Len()
+}
+
+// add indexes the rows of span.
+func (x rollupIndex) add(span analytics.Span, rows []analytics.GroupRollup) {
+	if x[span] == nil {
+		x[span] = map[analytics.Day]*analytics.GroupRollup{}
+	}
+	for j := range rows {
+		x[span][rows[j].Key] = &rows[j]
+	}
+}
+
 // fetchGroupRollups reads every group rollup the periods' group reports
 // need.
-func (e *Engine) fetchGroupRollups(ctx context.Context, groupID string, periods []analytics.DayRange) (map[analytics.Span]map[analytics.Day]*analytics.GroupRollup, error) {
+func (e *Engine) fetchGroupRollups(ctx context.Context, groupID string, periods []analytics.DayRange) (rollupIndex, error) {
 	var segs []analytics.Segment
 	for _, p := range periods {
 		segs = append(segs, analytics.GroupSegments(p)...)
@@ -312,7 +335,7 @@ func (e *Engine) fetchGroupRollups(ctx context.Context, groupID string, periods 
 // fetchRollups reads the group's rollups of segs (in order, not
 // overlapping), merging neighbouring segments into one read, and the
 // reads at once.
-func (e *Engine) fetchRollups(ctx context.Context, groupID string, segs []analytics.Segment) (map[analytics.Span]map[analytics.Day]*analytics.GroupRollup, error) {
+func (e *Engine) fetchRollups(ctx context.Context, groupID string, segs []analytics.Segment) (rollupIndex, error) {
 	reads := analytics.Runs(segs)
 	results := make([][]analytics.GroupRollup, len(reads))
 	err := inParallel(len(reads), func(i int) (err error) {
@@ -322,14 +345,9 @@ func (e *Engine) fetchRollups(ctx context.Context, groupID string, segs []analyt
 	if err != nil {
 		return nil, err
 	}
-	rollups := map[analytics.Span]map[analytics.Day]*analytics.GroupRollup{}
+	rollups := rollupIndex{}
 	for i, rows := range results {
-		if rollups[reads[i].Span] == nil {
-			rollups[reads[i].Span] = map[analytics.Day]*analytics.GroupRollup{}
-		}
-		for j := range rows {
-			rollups[reads[i].Span][rows[j].Key] = &rows[j]
-		}
+		rollups.add(reads[i].Span, rows)
 	}
 	return rollups, nil
 }

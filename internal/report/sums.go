@@ -95,7 +95,7 @@ func (e *Engine) eachPeriodSum(ctx context.Context, group analytics.Group, perio
 
 // rowsVersion is what the group's rows of p's days and months are: each
 // present row's span, key and counts, and its students' hash.
-func rowsVersion(rollups map[analytics.Span]map[analytics.Day]*analytics.GroupRollup, p analytics.DayRange) string {
+func rowsVersion(rollups rollupIndex, p analytics.DayRange) string {
 	var b []byte
 	for _, seg := range analytics.Segments(p) {
 		for key := seg.Keys.First; key <= seg.Keys.Last; key = seg.Span.Next(key) {

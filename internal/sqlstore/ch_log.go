@@ -192,6 +192,40 @@ func (s *Store) LoggedPlacement(ctx context.Context, groupID string) (logged boo
 	return logged, p, shard.Valid, nil
 }
 
+// LoggedPlacements is LoggedPlacement of several groups in one query: the
+// groups of them with events in the log, and the placements of those
+// that have one.
+func (s *Store) LoggedPlacements(ctx context.Context, groupIDs []string) (logged []string, placements []Placement, err error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.read.QueryContext(ctx, `SELECT g.id, EXISTS (SELECT 1 FROM usage_log l WHERE l.group_id = g.id), p.shard, p.seq, p.intent, p.epoch
+		FROM unnest(CAST($1 AS text[])) AS g (id) LEFT JOIN usage_placements p ON p.group_id = g.id`, groupIDs)
+	if err != nil {
+		return nil, nil, s.wrap("LoggedPlacements", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p Placement
+		var inLog bool
+		var shard, intent sql.NullString
+		var seq, epoch sql.NullInt64
+		if err := rows.Scan(&p.GroupID, &inLog, &shard, &seq, &intent, &epoch); err != nil {
+			return nil, nil, s.wrap("LoggedPlacements", err)
+		}
+		if inLog {
+			logged = append(logged, p.GroupID)
+		}
+		if shard.Valid {
+			p.Shard, p.Seq, p.Epoch = shard.String, seq.Int64, epoch.Int64
+			if intent.Valid {
+				p.Intent = []byte(intent.String)
+			}
+			placements = append(placements, p)
+		}
+	}
+	return logged, placements, s.wrap("LoggedPlacements", rows.Err())
+}
+
 // leadLockKey is the session advisory lock held by the process that
 // leads the log's appliers.
 const leadLockKey = 0x67616c6c

@@ -255,9 +255,10 @@ func (s *Store) AccessLog(ctx context.Context, groupID string, f analytics.Acces
 	if !f.Until.IsZero() {
 		until = millis(f.Until)
 	}
-	rows, err := s.read.QueryContext(ctx, s.q(`SELECT a.entry_id, a.at, a.key_id, COALESCE(k.prefix, ''), COALESCE(k.label, ''),
-			a.client, a.endpoint, a.format, a.start_date, a.end_date, a.report_interval, a.class_ids, a.students_asked
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT a.entry_id, a.at, a.key_id, COALESCE(k.prefix, dk.prefix, ''), COALESCE(k.label, dk.label, ''),
+			COALESCE(dk.district_id, ''), a.client, a.endpoint, a.format, a.start_date, a.end_date, a.report_interval, a.class_ids, a.students_asked
 		FROM access_log a LEFT JOIN api_keys k ON k.group_id = a.group_id AND k.key_id = a.key_id
+			LEFT JOIN district_keys dk ON dk.key_id = a.key_id
 		WHERE a.group_id = ? AND (CAST(? AS BIGINT) = 0 OR a.entry_id < ?) AND (CAST(? AS BIGINT) = 0 OR a.at >= ?)
 			AND (CAST(? AS BIGINT) = 0 OR a.at < ?)
 			AND (? = '' OR a.students_asked = 0 OR EXISTS (SELECT 1 FROM access_log_students n
@@ -273,7 +274,7 @@ func (s *Store) AccessLog(ctx context.Context, groupID string, f analytics.Acces
 		e := analytics.AccessEntry{GroupID: groupID}
 		var at int64
 		var classes string
-		if err := rows.Scan(&e.ID, &at, &e.KeyID, &e.KeyPrefix, &e.KeyLabel, &e.Client, &e.Endpoint, &e.Format,
+		if err := rows.Scan(&e.ID, &at, &e.KeyID, &e.KeyPrefix, &e.KeyLabel, &e.KeyDistrict, &e.Client, &e.Endpoint, &e.Format,
 			&e.StartDate, &e.EndDate, &e.Interval, &classes, &e.StudentsAsked); err != nil {
 			rows.Close()
 			return nil, s.wrap("AccessLog", err)

@@ -24,12 +24,12 @@ func (s *Store) CreateGroup(ctx context.Context, g analytics.Group) error {
 	})
 }
 
-const groupColumns = `group_id, name, time_zone, created_at, min_cell_size, retention_days`
+const groupColumns = `group_id, name, time_zone, created_at, min_cell_size, retention_days, COALESCE(district_id, '')`
 
 func scanGroup(row interface{ Scan(...any) error }) (analytics.Group, error) {
 	var g analytics.Group
 	var created int64
-	err := row.Scan(&g.ID, &g.Name, &g.TimeZone, &created, &g.MinCellSize, &g.Retention)
+	err := row.Scan(&g.ID, &g.Name, &g.TimeZone, &created, &g.MinCellSize, &g.Retention, &g.DistrictID)
 	g.Created = fromMillis(created)
 	return g, err
 }

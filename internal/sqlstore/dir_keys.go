@@ -91,38 +91,56 @@ func (s *Store) RevokeKey(ctx context.Context, groupID, keyID string, at time.Ti
 
 var errUnauthorized = analytics.Errorf(analytics.Unauthorized, "Unauthorized")
 
+// validPlan is the condition of a plan p valid at an instant, given three
+// times as arguments.
+const validPlan = `p.starts_at <= ? AND (p.ends_at IS NULL OR p.ends_at > ?) AND (p.cancelled_at IS NULL OR p.cancelled_at > ?)`
+
 // Authorize runs one query that always returns one row, whether or not the
-// key exists, is revoked, or has a valid plan; the verdict is made after.
-// It never writes: a key's last use is noted by a background writer, so
-// that bookkeeping cannot fail or slow a read.
+// key exists (a school's or a district's), is revoked, or has a valid
+// plan; the verdict is made after. A district's key found valid reads its
+// schools then. It never writes: a key's last use is noted by a
+// background writer, so that bookkeeping cannot fail or slow a read.
 func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (analytics.Access, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var (
-		groupID, keyID, name, zone       sql.NullString
-		created, revoked, used, minCells sql.NullInt64
-		retention                        sql.NullInt64
-		forClasses                       sql.NullBool
-		planValid                        bool
+		groupID, keyID, name, zone, inDistrict sql.NullString
+		created, revoked, used, minCells       sql.NullInt64
+		retention                              sql.NullInt64
+		forClasses                             sql.NullBool
+		planValid, districtPlanned             bool
+		districtID, districtKeyID              sql.NullString
+		districtName, districtZone             sql.NullString
+		districtRevoked, districtUsed          sql.NullInt64
+		districtCreated                        sql.NullInt64
 	)
 	at := millis(now)
 	err := s.read.QueryRowContext(ctx, s.q(`SELECT k.group_id, k.key_id, k.revoked_at, k.last_used_at, k.for_classes,
-			g.name, g.time_zone, g.created_at, g.min_cell_size, g.retention_days,
-			EXISTS (SELECT 1 FROM plans p WHERE p.group_id = k.group_id AND p.starts_at <= ?
-				AND (p.ends_at IS NULL OR p.ends_at > ?) AND (p.cancelled_at IS NULL OR p.cancelled_at > ?))
+			g.name, g.time_zone, g.created_at, g.min_cell_size, g.retention_days, g.district_id,
+			EXISTS (SELECT 1 FROM plans p WHERE p.group_id = k.group_id AND `+validPlan+`),
+			dk.district_id, dk.key_id, dk.revoked_at, dk.last_used_at, d.name, d.time_zone, d.created_at,
+			EXISTS (SELECT 1 FROM groups dg JOIN plans p ON p.group_id = dg.group_id WHERE dg.district_id = dk.district_id AND `+validPlan+`)
 		FROM (SELECT 1 AS one) AS probe
 		LEFT JOIN api_keys k ON k.key_hash = ?
-		LEFT JOIN groups g ON g.group_id = k.group_id`), at, at, at, keyHash).
-		Scan(&groupID, &keyID, &revoked, &used, &forClasses, &name, &zone, &created, &minCells, &retention, &planValid)
+		LEFT JOIN groups g ON g.group_id = k.group_id
+		LEFT JOIN district_keys dk ON dk.key_hash = ?
+		LEFT JOIN districts d ON d.district_id = dk.district_id`), at, at, at, at, at, at, keyHash, keyHash).
+		Scan(&groupID, &keyID, &revoked, &used, &forClasses, &name, &zone, &created, &minCells, &retention, &inDistrict, &planValid,
+			&districtID, &districtKeyID, &districtRevoked, &districtUsed, &districtName, &districtZone, &districtCreated, &districtPlanned)
 	if err != nil {
 		return analytics.Access{}, s.wrap("Authorize", err)
+	}
+	if districtID.Valid && !districtRevoked.Valid && districtPlanned {
+		d := analytics.District{ID: districtID.String, Name: districtName.String, TimeZone: districtZone.String,
+			Created: fromMillis(districtCreated.Int64)}
+		return s.authorizeDistrict(ctx, d, districtKeyID.String, districtUsed, now)
 	}
 	if !groupID.Valid || revoked.Valid || !planValid || !name.Valid {
 		return analytics.Access{}, errUnauthorized
 	}
 	access := analytics.Access{Group: analytics.Group{ID: groupID.String, Name: name.String, TimeZone: zone.String,
 		Created: fromMillis(created.Int64), MinCellSize: int(minCells.Int64),
-		Retention: analytics.Days(retention.Int64)}, KeyID: keyID.String, ForClasses: forClasses.Bool}
+		Retention: analytics.Days(retention.Int64), DistrictID: inDistrict.String}, KeyID: keyID.String, ForClasses: forClasses.Bool}
 	if access.ForClasses {
 		rows, err := s.read.QueryContext(ctx, s.q(`SELECT class_id FROM api_key_classes WHERE group_id = ? AND key_id = ?`),
 			groupID.String, keyID.String)
@@ -133,17 +151,67 @@ func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (a
 			return analytics.Access{}, s.wrap("Authorize", err)
 		}
 	}
-	// last_used_at is written at most once a day per key.
-	if !used.Valid || fromMillis(used.Int64).Truncate(24*time.Hour).Before(now.Truncate(24*time.Hour)) {
-		s.touchKey(keyTouch{groupID: groupID.String, keyID: keyID.String, at: at})
-	}
+	s.noteUse(keyTouch{table: "api_keys", owner: "group_id", ownerID: groupID.String, keyID: keyID.String, at: at}, used, now)
 	return access, nil
 }
 
-// keyTouch notes that a key was used at a time.
+// authorizeDistrict reads what a valid key of district d opens: the
+// district's schools, those with a plan valid at now apart.
+func (s *Store) authorizeDistrict(ctx context.Context, d analytics.District, keyID string, used sql.NullInt64, now time.Time) (analytics.Access, error) {
+	at := millis(now)
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT `+groupColumns+`,
+			EXISTS (SELECT 1 FROM plans p WHERE p.group_id = groups.group_id AND `+validPlan+`)
+		FROM groups WHERE district_id = ? ORDER BY group_id`), at, at, at, d.ID)
+	if err != nil {
+		return analytics.Access{}, s.wrap("Authorize", err)
+	}
+	defer rows.Close()
+	da := &analytics.DistrictAccess{District: d}
+	for rows.Next() {
+		var valid bool
+		g, err := scanGroup(withExtra{rows, &valid})
+		if err != nil {
+			return analytics.Access{}, s.wrap("Authorize", err)
+		}
+		da.District.Schools = append(da.District.Schools, g.ID)
+		if valid {
+			da.Schools = append(da.Schools, g)
+		} else {
+			da.Unplanned = append(da.Unplanned, g)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return analytics.Access{}, s.wrap("Authorize", err)
+	}
+	if len(da.Schools) == 0 {
+		return analytics.Access{}, errUnauthorized // their plans ended since the first query
+	}
+	s.noteUse(keyTouch{table: "district_keys", owner: "district_id", ownerID: d.ID, keyID: keyID, at: at}, used, now)
+	return analytics.Access{KeyID: keyID, District: da}, nil
+}
+
+// withExtra scans a row into the destinations its caller gives, then
+// into extra: the columns a query adds after a shared list.
+type withExtra struct {
+	rows  *sql.Rows
+	extra *bool
+}
+
+func (w withExtra) Scan(dest ...any) error { return w.rows.Scan(append(dest, w.extra)...) }
+
+// noteUse queues a note of a key's use when its last use was noted before
+// today: last_used_at is written at most once a day per key.
+func (s *Store) noteUse(t keyTouch, used sql.NullInt64, now time.Time) {
+	if !used.Valid || fromMillis(used.Int64).Truncate(24*time.Hour).Before(now.Truncate(24*time.Hour)) {
+		s.touchKey(t)
+	}
+}
+
+// keyTouch notes that a key was used at a time: a key of table, whose
+// owner column (its group or district) is ownerID.
 type keyTouch struct {
-	groupID, keyID string
-	at             int64
+	table, owner, ownerID, keyID string
+	at                           int64
 }
 
 // touchKey queues a note of a key's use, or drops it when the queue is
@@ -170,8 +238,8 @@ func (s *Store) writeTouches() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, _ = s.write.ExecContext(ctx, s.q(`UPDATE api_keys SET last_used_at = ?
-			WHERE group_id = ? AND key_id = ? AND (last_used_at IS NULL OR last_used_at < ?)`), t.at, t.groupID, t.keyID, t.at)
+		_, _ = s.write.ExecContext(ctx, s.q(`UPDATE `+t.table+` SET last_used_at = ?
+			WHERE `+t.owner+` = ? AND key_id = ? AND (last_used_at IS NULL OR last_used_at < ?)`), t.at, t.ownerID, t.keyID, t.at)
 		cancel()
 	}
 }

@@ -230,3 +230,28 @@ func (s *Store) Settle(ctx context.Context, groupID string) (context.Context, er
 	}
 	return ctx, s.transactIn(bounded, "Settle", txAppend, func(tx *txn) error { return s.foldBehind(bounded, tx, groupID, nil) })
 }
+
+// SettleGroups folds the shares waiting of any of the groups, in one
+// transaction.
+func (s *Store) SettleGroups(ctx context.Context, groupIDs []string) (context.Context, error) {
+	if !s.dialect.rollupsBehind || len(groupIDs) == 0 {
+		return ctx, nil
+	}
+	bounded, cancel := s.bound(ctx)
+	defer cancel()
+	in, args := inList(s.dialect, groupIDs, "text")
+	var behind bool
+	if err := s.read.QueryRowContext(bounded, `SELECT EXISTS (SELECT 1 FROM rollups_behind WHERE group_id `+in+`)`, args...).Scan(&behind); err != nil {
+		return ctx, s.wrap("SettleGroups", err)
+	}
+	if !behind {
+		return ctx, nil
+	}
+	asked := make(map[string]bool, len(groupIDs))
+	for _, id := range groupIDs {
+		asked[id] = true
+	}
+	return ctx, s.transactIn(bounded, "SettleGroups", txAppend, func(tx *txn) error {
+		return s.foldBehind(bounded, tx, "", func(groupID string) bool { return asked[groupID] })
+	})
+}

@@ -30,6 +30,30 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 	return rollups, s.wrap("GroupRollups", rows.Err())
 }
 
+// GroupsRollups reads the rollups of seg of several groups in one query.
+func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, seg analytics.Segment) (map[string][]analytics.GroupRollup, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	in, args := inList(s.dialect, groupIDs, "text")
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT group_id, period, `+metricList+`, live_lecture_users, chat_users
+		FROM group_rollups WHERE group_id `+in+` AND span = ? AND period BETWEEN ? AND ? ORDER BY group_id, period`),
+		append(args, int(seg.Span), int(seg.Keys.First), int(seg.Keys.Last))...)
+	if err != nil {
+		return nil, s.wrap("GroupsRollups", err)
+	}
+	defer rows.Close()
+	rollups := map[string][]analytics.GroupRollup{}
+	for rows.Next() {
+		var r analytics.GroupRollup
+		var groupID string
+		if err := scanGroupRollup(rows, &r, &groupID, &r.Key); err != nil {
+			return nil, s.wrap("GroupsRollups", err)
+		}
+		rollups[groupID] = append(rollups[groupID], r)
+	}
+	return rollups, s.wrap("GroupsRollups", rows.Err())
+}
+
 // scanGroupRollup reads a row of the lead columns, then the counts and
 // the two student sets of a group rollup, into lead and r.
 func scanGroupRollup(rows *sql.Rows, r *analytics.GroupRollup, lead ...any) error {

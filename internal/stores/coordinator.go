@@ -36,6 +36,11 @@ func (c coordinator) LoggedPlacement(ctx context.Context, groupID string) (bool,
 	return logged, chstore.Placement(p), placed, err
 }
 
+func (c coordinator) LoggedPlacements(ctx context.Context, groupIDs []string) ([]string, []chstore.Placement, error) {
+	logged, list, err := c.dir.LoggedPlacements(ctx, groupIDs)
+	return logged, placementList(list), err
+}
+
 func (c coordinator) LeadApplier(ctx context.Context) (bool, error) {
 	return c.dir.LeadApplier(ctx)
 }
@@ -51,11 +56,7 @@ func (c coordinator) Placement(ctx context.Context, groupID string) (chstore.Pla
 
 func (c coordinator) Placements(ctx context.Context) ([]chstore.Placement, error) {
 	list, err := c.dir.Placements(ctx)
-	placements := make([]chstore.Placement, len(list))
-	for i, p := range list {
-		placements[i] = chstore.Placement(p)
-	}
-	return placements, err
+	return placementList(list), err
 }
 
 // groupsLock is a sqlstore.GroupsTx as a chstore.GroupsLock.
@@ -118,4 +119,13 @@ func (g groupLock) Placement(ctx context.Context) (chstore.Placement, bool, erro
 func (g groupLock) Place(ctx context.Context, shard string) (chstore.Placement, error) {
 	p, err := g.GroupTx.Place(ctx, shard)
 	return chstore.Placement(p), err
+}
+
+// placementList is the placements of list, in its order.
+func placementList(list []sqlstore.Placement) []chstore.Placement {
+	placements := make([]chstore.Placement, len(list))
+	for i, p := range list {
+		placements[i] = chstore.Placement(p)
+	}
+	return placements
 }

@@ -1,0 +1,157 @@
+package chstore
+
+import (
+	"context"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+// A district's report reads its schools together: their placements and
+// whether the log holds events of theirs in one query of the directory,
+// and the group rows of those whose states this process does not keep in
+// one query of each shard, as the warm-up does.
+
+// settledGroups are the placements SettleGroups read, by group, carried
+// by the context it returns.
+type settledGroups map[string]settledPlacement
+
+type settledGroupsKey struct{}
+
+// SettleGroups settles the groups: those with events in the log, or a
+// write unfinished, one by one, as Settle does; the others by reading
+// their placements together.
+func (s *Store) SettleGroups(ctx context.Context, groupIDs []string) (context.Context, error) {
+	bounded, cancel := s.bound(ctx)
+	defer cancel()
+	logged, placements, err := s.dir.LoggedPlacements(bounded, groupIDs)
+	if err != nil {
+		return ctx, s.wrap("SettleGroups", err)
+	}
+	now := time.Now()
+	settled := make(settledGroups, len(groupIDs))
+	for _, id := range groupIDs {
+		settled[id] = settledPlacement{p: Placement{GroupID: id}, at: now}
+	}
+	for _, p := range placements {
+		settled[p.GroupID] = settledPlacement{p: p, placed: true, at: now}
+	}
+	for _, id := range logged {
+		delete(settled, id)
+	}
+	for _, p := range placements {
+		if p.Intent != nil {
+			delete(settled, p.GroupID)
+		}
+	}
+	for _, id := range groupIDs {
+		if _, ok := settled[id]; ok {
+			continue
+		}
+		one, err := s.Settle(ctx, id)
+		if err != nil {
+			return ctx, err
+		}
+		if v, ok := one.Value(settledKey{}).(settledPlacement); ok {
+			settled[id] = v
+		}
+	}
+	return context.WithValue(ctx, settledGroupsKey{}, settled), nil
+}
+
+// GroupsRollups reads the groups' rows of seg from their states: those
+// kept and current as they are, the others' loaded together, a query of
+// each shard.
+func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, seg analytics.Segment) (map[string][]analytics.GroupRollup, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	states, err := s.readStates(ctx, groupIDs)
+	if err != nil {
+		return nil, s.wrap("GroupsRollups", err)
+	}
+	rollups := make(map[string][]analytics.GroupRollup, len(states))
+	for id, st := range states {
+		if rows := st.rollupsOf(seg); len(rows) > 0 {
+			rollups[id] = rows
+		}
+	}
+	return rollups, nil
+}
+
+// readStates returns the states of those groups that hold usage, without
+// their counts: kept ones when current, the others' group rows read
+// together, a query of each shard. A group with a write unfinished, or
+// whose rows are newer than its placement, is read alone, as readState
+// reads it.
+func (s *Store) readStates(ctx context.Context, groupIDs []string) (map[string]*state, error) {
+	settled, _ := ctx.Value(settledGroupsKey{}).(settledGroups)
+	states := make(map[string]*state, len(groupIDs))
+	var alone []string
+	toLoad := map[*shard][]Placement{}
+	for _, id := range groupIDs {
+		v, ok := settled[id]
+		if !ok || time.Since(v.at) >= readDrain/2 || (v.p.Intent != nil && !isMove(v.p.Intent)) {
+			alone = append(alone, id)
+			continue
+		}
+		if !v.placed {
+			continue
+		}
+		sh, err := s.shardOf(v.p)
+		if err != nil {
+			return nil, err
+		}
+		if old := s.states.get(id); old != nil && old.shard == sh.name && old.epoch == v.p.Epoch && old.seq >= v.p.Seq {
+			states[id] = old
+			continue
+		}
+		toLoad[sh] = append(toLoad[sh], v.p)
+	}
+	for sh, list := range toLoad {
+		loaded, newer, err := s.loadGroupRows(ctx, sh, list)
+		if err != nil {
+			return nil, err
+		}
+		for id, st := range loaded {
+			states[id] = st
+		}
+		alone = append(alone, newer...)
+	}
+	for _, id := range alone {
+		st, err := s.readState(ctx, id, false)
+		if err != nil {
+			return nil, err
+		}
+		if st != nil {
+			states[id] = st
+		}
+	}
+	return states, nil
+}
+
+// loadGroupRows reads the group rows of the groups placed on sh as list
+// says, in one query, and keeps their states; newer are those with rows
+// of a write after their placement's number, whose states are not made.
+func (s *Store) loadGroupRows(ctx context.Context, sh *shard, list []Placement) (loaded map[string]*state, newer []string, err error) {
+	w := &warming{states: map[string]*state{}, limit: stateCacheBytes}
+	ids := make([]string, len(list))
+	for i, p := range list {
+		ids[i] = p.GroupID
+		w.states[p.GroupID] = emptyState(sh.name, p.Epoch, p.Seq, false)
+	}
+	lookup, err := withLookup(ctx, nil, ids...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.warmGroupRows(lookup, sh, w); err != nil {
+		return nil, nil, err
+	}
+	for _, id := range ids {
+		if st := w.states[id]; st != nil {
+			s.states.put(id, st)
+		} else {
+			newer = append(newer, id)
+		}
+	}
+	return w.states, newer, nil
+}

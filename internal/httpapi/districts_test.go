@@ -1,0 +1,417 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"groupanalytics/internal/platform"
+	"groupanalytics/internal/stores/storetest"
+)
+
+// districtReport is one report of a district's answer: the district's sum,
+// or a school's (schoolId and schoolName set). A hidden figure is nil.
+type districtReport struct {
+	StartDate       string       `json:"startDate"`
+	EndDate         string       `json:"endDate"`
+	SchoolID        *string      `json:"schoolId,omitempty"`
+	SchoolName      *string      `json:"schoolName,omitempty"`
+	NumStudentsUsed *int64       `json:"numStudentsUsed"`
+	Data            []cellMetric `json:"data"`
+}
+
+type cellMetric struct {
+	Title string `json:"title"`
+	Value *int64 `json:"value"`
+}
+
+type leftOutSchool struct {
+	SchoolID   string `json:"schoolId"`
+	SchoolName string `json:"schoolName"`
+	Reason     string `json:"reason"`
+}
+
+// decodeDistrict decodes a district's answer, failing the test unless it
+// is a 200 of exactly the documented fields.
+func decodeDistrict(t *testing.T, resp response) ([]districtReport, []leftOutSchool) {
+	t.Helper()
+	if resp.status != http.StatusOK {
+		t.Fatalf("status %d, want 200: %s", resp.status, resp.body)
+	}
+	var env struct {
+		Success        bool             `json:"success"`
+		Reports        []districtReport `json:"reports"`
+		SchoolsLeftOut []leftOutSchool  `json:"schoolsLeftOut"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(resp.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&env); err != nil || !env.Success || env.Reports == nil || env.SchoolsLeftOut == nil {
+		t.Fatalf("bad district envelope: %v\n%s", err, resp.body)
+	}
+	return env.Reports, env.SchoolsLeftOut
+}
+
+// district makes a district in zone of the schools, and returns a key of it.
+func (e *testEnv) district(id, zone string, schools ...string) string {
+	e.t.Helper()
+	if _, err := e.platform.CreateDistrict(ctx, id, "District "+id, zone); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, g := range schools {
+		if err := e.platform.AttachSchool(ctx, id, g); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	_, secret, err := e.platform.CreateDistrictKey(ctx, id, "test")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return secret
+}
+
+// refDistrictQuery is a district's question: the schools it adds up (or
+// shows one by one), in the district's zone.
+type refDistrictQuery struct {
+	endpoint, interval string
+	schools            []string // asked; nil: all
+	perSchool          bool
+	first, last        time.Time
+}
+
+// answerDistrict computes the district's answer from the schools' brute
+// force answers: each school's figures of the same local dates, added up
+// or shown one by one (by name, then id), the bounds told in loc.
+func (m *refModel) answerDistrict(q refDistrictQuery, loc *time.Location, names map[string]string) []districtReport {
+	schools := slices.Clone(q.schools)
+	slices.SortFunc(schools, func(a, b string) int {
+		if names[a] != names[b] {
+			return strings.Compare(names[a], names[b])
+		}
+		return strings.Compare(a, b)
+	})
+	var out []districtReport
+	perSchool := map[string][]report{}
+	for _, g := range schools {
+		perSchool[g] = m.answer(refQuery{group: g, endpoint: q.endpoint, interval: q.interval, first: q.first, last: q.last})
+	}
+	periods, _ := refPeriods(q.first, q.last, q.interval)
+	for i, p := range periods {
+		start, end := p.bounds(loc)
+		sum := districtReport{StartDate: start, EndDate: end, NumStudentsUsed: new(int64), Data: cells(make([]metric, len(titlesOf(q.endpoint))), q.endpoint)}
+		for _, g := range schools {
+			r := perSchool[g][i]
+			if q.perSchool {
+				id, name := g, names[g]
+				used := int64(*r.NumStudentsUsed)
+				out = append(out, districtReport{StartDate: start, EndDate: end, SchoolID: &id, SchoolName: &name, NumStudentsUsed: &used, Data: cells(r.Data, q.endpoint)})
+				continue
+			}
+			*sum.NumStudentsUsed += int64(*r.NumStudentsUsed)
+			for j, m := range r.Data {
+				*sum.Data[j].Value += m.Value
+			}
+		}
+		if !q.perSchool {
+			out = append(out, sum)
+		}
+	}
+	return out
+}
+
+func titlesOf(endpoint string) []string {
+	if endpoint == "live-lecture" {
+		return liveLectureTitles
+	}
+	return chatTitles
+}
+
+// cells copies metrics, titled as endpoint's.
+func cells(ms []metric, endpoint string) []cellMetric {
+	out := make([]cellMetric, len(ms))
+	for i, m := range ms {
+		v := m.Value
+		out[i] = cellMetric{titlesOf(endpoint)[i], &v}
+	}
+	return out
+}
+
+// TestDistrictsAgainstBruteForce: a district's answers, summed and school
+// by school, equal the brute force over each school's raw events, for
+// random ranges, intervals and schools asked, on every store; also after a
+// student is erased and a school detached.
+func TestDistrictsAgainstBruteForce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, stores storetest.Stores) {
+		e := newEnv(t, stores)
+		rng := rand.New(rand.NewPCG(7, 59))
+		m := &refModel{zones: map[string]*time.Location{}, events: map[string][]refEvent{}, seen: map[string]bool{},
+			names: map[string]map[string]string{}, keys: map[string]string{}, classes: map[string]map[string][]string{}}
+		names := map[string]string{"s-b": "Brook Middle", "s-a": "Zephyr High", "s-c": "Brook Middle", "s-d": "Ash Elementary"}
+		schools := []string{"s-b", "s-a", "s-c", "s-d"}
+		for _, g := range schools {
+			zone := diffZones[rng.IntN(len(diffZones))]
+			if _, err := e.platform.CreateGroup(ctx, g, names[g], zone); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.platform.AddPlan(ctx, g, "2024-01-01", ""); err != nil {
+				t.Fatal(err)
+			}
+			m.zones[g], _ = time.LoadLocation(zone)
+		}
+		districtZone := "America/Chicago"
+		loc, _ := time.LoadLocation(districtZone)
+		key := e.district("d1", districtZone, schools...)
+		var sent []platform.EventInput
+		for _, g := range schools {
+			for i := range 300 + rng.IntN(300) {
+				// Students' ids repeat across schools: each school's is its own.
+				in := platform.EventInput{ID: fmt.Sprintf("%s-%05d", g, i), GroupID: g, StudentID: fmt.Sprintf("s%02d", rng.IntN(25)),
+					OccurredAt: randomTime(rng, m.zones[g]).Format(time.RFC3339Nano), Kind: "chat.message_sent",
+					ChatType: []string{"tutor_me", "test", "flashcard", "material", "live_lecture", "main"}[rng.IntN(6)]}
+				if rng.IntN(4) == 0 {
+					in.Kind, in.ChatType = "live_lecture.session_created", ""
+				}
+				sent = append(sent, in)
+			}
+		}
+		for len(sent) > 0 {
+			n := min(len(sent), 1+rng.IntN(300))
+			e.send(sent[:n]...)
+			for _, in := range sent[:n] {
+				m.apply(in)
+			}
+			sent = sent[n:]
+		}
+		check := func(label string, attached []string) {
+			t.Helper()
+			for i := range 40 {
+				q := refDistrictQuery{endpoint: []string{"live-lecture", "chat"}[rng.IntN(2)], interval: []string{"", "day", "week", "month"}[rng.IntN(4)],
+					perSchool: rng.IntN(2) == 0, schools: attached}
+				q.first = time.Date(2024, 12, 15, 0, 0, 0, 0, time.UTC).AddDate(0, 0, rng.IntN(720))
+				q.last = q.first.AddDate(0, 0, []int{0, 1 + rng.IntN(10), 10 + rng.IntN(50), 60 + rng.IntN(340)}[rng.IntN(4)])
+				values := url.Values{"startDate": {q.first.Format(time.DateOnly)}, "endDate": {q.last.Format(time.DateOnly)}}
+				if q.interval != "" {
+					values.Set("interval", q.interval)
+				}
+				if q.perSchool {
+					values.Set("schools", []string{"true", "TRUE"}[rng.IntN(2)])
+				}
+				if rng.IntN(2) == 0 {
+					q.schools = nil
+					for _, g := range attached {
+						if rng.IntN(2) == 0 {
+							q.schools = append(q.schools, g)
+							values.Add("schoolId", g)
+						}
+					}
+				}
+				if len(q.schools) == 0 {
+					q.schools = attached
+					values.Del("schoolId")
+				}
+				got, leftOut := decodeDistrict(t, e.reportRequest(q.endpoint, key, values.Encode(), ""))
+				want := m.answerDistrict(q, loc, names)
+				if len(leftOut) != 0 || !reflect.DeepEqual(got, want) {
+					gj, _ := json.MarshalIndent(got, "", " ")
+					wj, _ := json.MarshalIndent(want, "", " ")
+					t.Fatalf("%s query %d: %+v ?%s\n%s", label, i, q, values.Encode(), firstDiff(gj, wj))
+				}
+			}
+		}
+		check("", schools)
+		// A student erased in one school leaves the others' of that id.
+		e.mustCall("DELETE", "/v1/admin/groups/s-a/students/s03", e.token(), "", http.StatusNoContent)
+		m.events["s-a"] = slices.DeleteFunc(m.events["s-a"], func(ev refEvent) bool { return ev.student == "s03" })
+		delete(m.names["s-a"], "s03")
+		check("after an erasure", schools)
+		if err := e.platform.DetachSchool(ctx, "d1", "s-c"); err != nil {
+			t.Fatal(err)
+		}
+		check("after a school detached", []string{"s-b", "s-a", "s-d"})
+		resp := e.reportRequest("chat", key, "schoolId=s-c", "")
+		if msg := resp.errorMessage(t); resp.status != http.StatusBadRequest || msg != `Invalid schoolId: no school "s-c" in this district` {
+			t.Errorf("a detached school asked: %d %s", resp.status, msg)
+		}
+	})
+}
+
+// TestDistrictAdministration: districts made, renamed, given schools and
+// keys, and deleted through the admin API; a deleted district leaves its
+// schools, and its keys stop working.
+func TestDistrictAdministration(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		token := e.token()
+		e.school("north", "UTC")
+		e.school("south", "UTC")
+		got := e.mustCall("POST", "/v1/admin/districts", token, `{"id": "river", "name": "River District", "timeZone": "America/Chicago"}`, http.StatusCreated)
+		if got["timeZone"] != "America/Chicago" || len(got["schoolIds"].([]any)) != 0 {
+			t.Errorf("created: %v", got)
+		}
+		for _, tt := range []struct{ body, want string }{
+			{`{"id": "river"}`, `District "river" already exists`},
+			{`{"id": "bad id"}`, `Invalid district id "bad id": expected 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit`},
+			{`{"id": "lake", "timeZone": "Mars/Olympus"}`, `Invalid timeZone "Mars/Olympus": expected an IANA time zone such as America/Chicago`},
+		} {
+			if resp := e.call("POST", "/v1/admin/districts", token, tt.body); resp.errorMessage(t) != tt.want {
+				t.Errorf("%s: %d %s", tt.body, resp.status, resp.body)
+			}
+		}
+		e.mustCall("PUT", "/v1/admin/districts/river/schools/north", token, "", http.StatusOK)
+		got = e.mustCall("PUT", "/v1/admin/districts/river/schools/north", token, "", http.StatusOK) // again: nothing changes
+		if fmt.Sprint(got["schoolIds"]) != "[north]" {
+			t.Errorf("schools: %v", got["schoolIds"])
+		}
+		e.mustCall("POST", "/v1/admin/districts", token, `{"id": "lake"}`, http.StatusCreated)
+		if resp := e.call("PUT", "/v1/admin/districts/lake/schools/north", token, ""); resp.status != http.StatusConflict ||
+			resp.errorMessage(t) != `Group "north" is in district "river" already; detach it from there first` {
+			t.Errorf("a school in two districts: %d %s", resp.status, resp.body)
+		}
+		if resp := e.call("PUT", "/v1/admin/districts/river/schools/nowhere", token, ""); resp.status != http.StatusNotFound {
+			t.Errorf("an unknown school attached: %d %s", resp.status, resp.body)
+		}
+		e.mustCall("PUT", "/v1/admin/districts/river/schools/south", token, "", http.StatusOK)
+		if g := e.mustCall("GET", "/v1/admin/groups/south", token, "", http.StatusOK); g["districtId"] != "river" {
+			t.Errorf("the group's district: %v", g)
+		}
+		e.mustCall("PATCH", "/v1/admin/districts/river", token, `{"name": "Riverside"}`, http.StatusOK)
+		got = e.mustCall("GET", "/v1/admin/districts/river", token, "", http.StatusOK)
+		if got["name"] != "Riverside" || fmt.Sprint(got["schoolIds"]) != "[north south]" {
+			t.Errorf("district: %v", got)
+		}
+		if list := e.mustCall("GET", "/v1/admin/districts", token, "", http.StatusOK); len(list["districts"].([]any)) != 2 {
+			t.Errorf("districts: %v", list)
+		}
+		created := e.mustCall("POST", "/v1/admin/districts/river/keys", token, `{"label": "data office"}`, http.StatusCreated)
+		key := created["key"].(string)
+		if !strings.HasPrefix(key, "gad_") || created["districtId"] != "river" {
+			t.Errorf("created key: %v", created)
+		}
+		if keys := e.mustCall("GET", "/v1/admin/districts/river/keys", token, "", http.StatusOK)["keys"].([]any); len(keys) != 1 || keys[0].(map[string]any)["key"] != nil {
+			t.Errorf("keys: %v", keys)
+		}
+		decodeDistrict(t, e.reportRequest("chat", key, "", ""))
+		e.mustCall("DELETE", "/v1/admin/districts/river/schools/south", token, "", http.StatusNoContent)
+		if resp := e.call("DELETE", "/v1/admin/districts/river/schools/south", token, ""); resp.status != http.StatusNotFound {
+			t.Errorf("detached twice: %d %s", resp.status, resp.body)
+		}
+		e.mustCall("DELETE", "/v1/admin/districts/river", token, "", http.StatusNoContent)
+		if resp := e.reportRequest("chat", key, "", ""); resp.status != http.StatusForbidden {
+			t.Errorf("a deleted district's key: %d %s", resp.status, resp.body)
+		}
+		if g := e.mustCall("GET", "/v1/admin/groups/north", token, "", http.StatusOK); g["districtId"] != nil {
+			t.Errorf("a deleted district's school: %v", g)
+		}
+		k2 := e.mustCall("POST", "/v1/admin/districts/lake/keys", token, `{}`, http.StatusCreated)
+		e.mustCall("DELETE", "/v1/admin/districts/lake/keys/"+k2["id"].(string), token, "", http.StatusNoContent)
+		if resp := e.call("DELETE", "/v1/admin/districts/lake/keys/dkey_nope", token, ""); resp.status != http.StatusNotFound {
+			t.Errorf("an unknown key revoked: %d", resp.status)
+		}
+	})
+}
+
+// TestDistrictIsolation tries a district's key and its schools' keys on
+// each other's data: a district sees its own schools only, whichever way
+// another school is named; a school's key never reaches its district or a
+// sibling; a school without a plan is left out and named; a district with
+// no school with a plan, or a revoked key, is the 403 of any bad key.
+func TestDistrictIsolation(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		northKey := e.school("north", "UTC")
+		e.school("south", "UTC")
+		e.school("lapsed", "UTC")
+		e.school("elsewhere", "UTC")
+		e.send(session("north", "n1", "2026-11-20T10:00:00Z"), session("south", "s1", "2026-11-20T10:00:00Z"),
+			session("elsewhere", "e1", "2026-11-20T10:00:00Z"), session("lapsed", "l1", "2026-11-20T10:00:00Z"))
+		plans, _ := e.platform.Plans(ctx, "lapsed")
+		if _, err := e.platform.CancelPlan(ctx, "lapsed", plans[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		key := e.district("river", "UTC", "north", "south", "lapsed")
+		e.district("lake", "UTC", "elsewhere")
+		got, leftOut := decodeDistrict(t, e.reportRequest("live-lecture", key, "startDate=2026-11-01", ""))
+		if *got[0].NumStudentsUsed != 2 || fmt.Sprint(leftOut) != "[{lapsed School lapsed no valid plan}]" {
+			t.Errorf("district: %+v left out %v", got, leftOut)
+		}
+		resp := e.reportRequest("live-lecture", key, "schools=true&startDate=2026-11-01", "")
+		if resp.header.Get("Schools-Left-Out") != "lapsed" {
+			t.Errorf("Schools-Left-Out: %q", resp.header.Get("Schools-Left-Out"))
+		}
+		if got, _ := decodeDistrict(t, resp); len(got) != 2 || *got[0].SchoolID != "north" || *got[1].SchoolID != "south" {
+			t.Errorf("schools=true: %+v", got)
+		}
+		notHere := `Invalid schoolId: no school %q in this district`
+		for _, tt := range []struct{ query, want string }{
+			{"schoolId=elsewhere", fmt.Sprintf(notHere, "elsewhere")},
+			{"schoolId=nowhere", fmt.Sprintf(notHere, "nowhere")},
+			{"schoolId=North", fmt.Sprintf(notHere, "North")},
+			{"schoolId=north&schoolId=elsewhere", fmt.Sprintf(notHere, "elsewhere")},
+			{"schoolId=elsewhere&students=true", fmt.Sprintf(notHere, "elsewhere")},
+			{"schoolId=north&schoolId=north", `Invalid schoolId: "north" is given twice`},
+			{"schoolId=", "Missing params"},
+			{"students=true", "Missing schoolId: students=true and classId ask one school's own reports; name the school with one schoolId"},
+			{"classId=c1", "Missing schoolId: students=true and classId ask one school's own reports; name the school with one schoolId"},
+			{"students=true&schoolId=north&schoolId=south", "Missing schoolId: students=true and classId ask one school's own reports; name the school with one schoolId"},
+			{"students=true&schools=true&schoolId=north", "Invalid schools: schools=true gives each school's group report; students=true and classId ask one school's own reports, named with one schoolId"},
+			{"students=true&schoolId=lapsed", `Invalid schoolId: school "lapsed" has no valid plan now, so its reports are not available`},
+			{"schools=maybe", `Invalid schools: expected true or false, got "maybe"`},
+		} {
+			resp := e.reportRequest("chat", key, tt.query, "")
+			if resp.status != http.StatusBadRequest || resp.errorMessage(t) != tt.want {
+				t.Errorf("?%s: %d %s, want %s", tt.query, resp.status, resp.body, tt.want)
+			}
+		}
+		if resp := e.reportRequest("chat", key, "", `{"schoolId": ["elsewhere"], "schools": true}`); resp.status != http.StatusBadRequest {
+			t.Errorf("another district's school in the body: %d %s", resp.status, resp.body)
+		}
+		// A school's key takes no district parameter.
+		for _, query := range []string{"schoolId=south", "schools=true", "schoolId=north"} {
+			if resp := e.reportRequest("chat", northKey, query, ""); resp.status != http.StatusBadRequest ||
+				!strings.Contains(resp.errorMessage(t), "for a district's key, and this key is a school's") {
+				t.Errorf("a school's key with ?%s: %d %s", query, resp.status, resp.body)
+			}
+		}
+		if resp := e.do("GET", "/api/classes?schoolId=south", northKey, ""); resp.status != http.StatusBadRequest {
+			t.Errorf("a school's key asking a sibling's classes: %d %s", resp.status, resp.body)
+		}
+		// A school's own reports, through the district's key, as its own
+		// key gets them, and in its access log under the district's key.
+		mine := e.reports("chat", northKey, "students=true")
+		theirs := e.reports("chat", key, "students=true&schoolId=north")
+		if !reflect.DeepEqual(mine, theirs) {
+			t.Errorf("a school's student reports through the district's key:\n%+v\nwant %+v", theirs, mine)
+		}
+		entries, _ := e.accessLog("/api/access-log?schoolId=north", key, "")
+		if len(entries) != 2 {
+			t.Fatalf("north's access log: %v", entries)
+		}
+		if k := entries[0]["key"].(map[string]any); k["district"] != "river" || k["label"] != "test" || !strings.HasPrefix(k["id"].(string), "dkey_") {
+			t.Errorf("the district's key in the school's log: %v", k)
+		}
+		if entries, _ := e.accessLog("/api/access-log", northKey, ""); len(entries) != 2 {
+			t.Errorf("north's own key reads %d entries", len(entries))
+		}
+		if resp := e.do("GET", "/api/access-log?schoolId=elsewhere", key, ""); resp.status != http.StatusBadRequest {
+			t.Errorf("another district's school's log: %d %s", resp.status, resp.body)
+		}
+		if resp := e.do("GET", "/api/classes", key, ""); resp.status != http.StatusBadRequest {
+			t.Errorf("a district's key's classes without a school: %d %s", resp.status, resp.body)
+		}
+		// Every plan ended: the district's key is a bad key like any other.
+		for _, g := range []string{"north", "south"} {
+			plans, _ := e.platform.Plans(ctx, g)
+			if _, err := e.platform.CancelPlan(ctx, g, plans[0].ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if resp := e.reportRequest("chat", key, "", ""); resp.status != http.StatusForbidden || resp.errorMessage(t) != "Unauthorized" {
+			t.Errorf("a district without a valid plan: %d %s", resp.status, resp.body)
+		}
+	})
+}

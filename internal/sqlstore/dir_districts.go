@@ -1,0 +1,214 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+// CreateDistrict adds a district; an id already taken is a Conflict.
+func (s *Store) CreateDistrict(ctx context.Context, d analytics.District) error {
+	return s.transact(ctx, "CreateDistrict", func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO districts (district_id, name, time_zone, created_at)
+			VALUES (?, ?, ?, ?) ON CONFLICT (district_id) DO NOTHING`), d.ID, d.Name, d.TimeZone, millis(d.Created))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.Conflict, "District %q already exists", d.ID)
+		}
+		return nil
+	})
+}
+
+func districtNotFound(id string) error {
+	return analytics.Errorf(analytics.NotFound, "District %q not found", id)
+}
+
+// District returns the district with this id and its schools, or NotFound.
+func (s *Store) District(ctx context.Context, districtID string) (analytics.District, error) {
+	districts, err := s.readDistricts(ctx, "District", `WHERE d.district_id = ?`, districtID)
+	if err == nil && len(districts) == 0 {
+		err = districtNotFound(districtID)
+	}
+	if err != nil {
+		return analytics.District{}, err
+	}
+	return districts[0], nil
+}
+
+// Districts returns every district, by id, with its schools.
+func (s *Store) Districts(ctx context.Context) ([]analytics.District, error) {
+	return s.readDistricts(ctx, "Districts", ``)
+}
+
+// readDistricts reads the districts where says, each with its schools.
+func (s *Store) readDistricts(ctx context.Context, op, where string, args ...any) ([]analytics.District, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT d.district_id, d.name, d.time_zone, d.created_at, g.group_id
+		FROM districts d LEFT JOIN groups g ON g.district_id = d.district_id `+where+`
+		ORDER BY d.district_id, g.group_id`), args...)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	defer rows.Close()
+	var districts []analytics.District
+	for rows.Next() {
+		var d analytics.District
+		var created int64
+		var school sql.NullString
+		if err := rows.Scan(&d.ID, &d.Name, &d.TimeZone, &created, &school); err != nil {
+			return nil, s.wrap(op, err)
+		}
+		if n := len(districts); n > 0 && districts[n-1].ID == d.ID {
+			districts[n-1].Schools = append(districts[n-1].Schools, school.String)
+			continue
+		}
+		d.Created = fromMillis(created)
+		if school.Valid {
+			d.Schools = []string{school.String}
+		}
+		districts = append(districts, d)
+	}
+	return districts, s.wrap(op, rows.Err())
+}
+
+// RenameDistrict changes a district's name, or answers NotFound.
+func (s *Store) RenameDistrict(ctx context.Context, districtID, name string) error {
+	return s.transact(ctx, "RenameDistrict", func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE districts SET name = ? WHERE district_id = ?`), name, districtID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return districtNotFound(districtID)
+		}
+		return nil
+	})
+}
+
+// DeleteDistrict deletes a district and its keys; its schools stay, in no
+// district.
+func (s *Store) DeleteDistrict(ctx context.Context, districtID string) error {
+	return s.transact(ctx, "DeleteDistrict", func(tx *txn) error {
+		if err := s.lockDistrict(ctx, tx, districtID); err != nil {
+			return err
+		}
+		for _, stmt := range []string{`UPDATE groups SET district_id = NULL WHERE district_id = ?`,
+			`DELETE FROM district_keys WHERE district_id = ?`, `DELETE FROM districts WHERE district_id = ?`} {
+			if _, err := tx.ExecContext(ctx, s.q(stmt), districtID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// lockDistrict checks that the district exists and, on PostgreSQL, holds
+// its row until the transaction ends.
+func (s *Store) lockDistrict(ctx context.Context, tx *txn, districtID string) error {
+	var id string
+	err := tx.QueryRowContext(ctx, s.q(`SELECT district_id FROM districts WHERE district_id = ?`+s.dialect.forUpdate), districtID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return districtNotFound(districtID)
+	}
+	return err
+}
+
+// AttachSchool puts a school in a district: a Conflict when it is in
+// another, nothing when it is in this one already.
+func (s *Store) AttachSchool(ctx context.Context, districtID, groupID string) error {
+	return s.transact(ctx, "AttachSchool", func(tx *txn) error {
+		if err := s.lockDistrict(ctx, tx, districtID); err != nil {
+			return err
+		}
+		var current sql.NullString
+		err := tx.QueryRowContext(ctx, s.q(`SELECT district_id FROM groups WHERE group_id = ?`+s.dialect.forUpdate), groupID).Scan(&current)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return analytics.Errorf(analytics.NotFound, "Group %q not found", groupID)
+		case err != nil:
+			return err
+		case current.Valid && current.String != districtID:
+			return analytics.Errorf(analytics.Conflict, "Group %q is in district %q already; detach it from there first", groupID, current.String)
+		}
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE groups SET district_id = ? WHERE group_id = ?`), districtID, groupID)
+		return err
+	})
+}
+
+// DetachSchool takes a school out of its district, or answers NotFound
+// when it is not in it.
+func (s *Store) DetachSchool(ctx context.Context, districtID, groupID string) error {
+	return s.transact(ctx, "DetachSchool", func(tx *txn) error {
+		if err := s.lockDistrict(ctx, tx, districtID); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE groups SET district_id = NULL WHERE group_id = ? AND district_id = ?`), groupID, districtID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.NotFound, "Group %q is not in district %q", groupID, districtID)
+		}
+		return nil
+	})
+}
+
+// AddDistrictKey stores a district's key (its hash, never the secret).
+func (s *Store) AddDistrictKey(ctx context.Context, k analytics.APIKey) error {
+	return s.transact(ctx, "AddDistrictKey", func(tx *txn) error {
+		if err := s.lockDistrict(ctx, tx, k.DistrictID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO district_keys (district_id, key_id, key_hash, prefix, label, created_at)
+			VALUES (?, ?, ?, ?, ?, ?)`), k.DistrictID, k.ID, k.Hash, k.Prefix, k.Label, millis(k.Created))
+		return err
+	})
+}
+
+// DistrictKeys returns the district's keys.
+func (s *Store) DistrictKeys(ctx context.Context, districtID string) ([]analytics.APIKey, error) {
+	if _, err := s.District(ctx, districtID); err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT district_id, key_id, prefix, label, created_at, revoked_at, last_used_at
+		FROM district_keys WHERE district_id = ? ORDER BY created_at, key_id`), districtID)
+	if err != nil {
+		return nil, s.wrap("DistrictKeys", err)
+	}
+	defer rows.Close()
+	var keys []analytics.APIKey
+	for rows.Next() {
+		var k analytics.APIKey
+		var created int64
+		var revoked, used sql.NullInt64
+		if err := rows.Scan(&k.DistrictID, &k.ID, &k.Prefix, &k.Label, &created, &revoked, &used); err != nil {
+			return nil, s.wrap("DistrictKeys", err)
+		}
+		k.Created, k.Revoked, k.LastUsed = fromMillis(created), fromNullMillis(revoked), fromNullMillis(used)
+		keys = append(keys, k)
+	}
+	return keys, s.wrap("DistrictKeys", rows.Err())
+}
+
+// RevokeDistrictKey revokes the district's key from at on.
+func (s *Store) RevokeDistrictKey(ctx context.Context, districtID, keyID string, at time.Time) error {
+	return s.transact(ctx, "RevokeDistrictKey", func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE district_keys SET revoked_at = COALESCE(revoked_at, ?)
+			WHERE district_id = ? AND key_id = ?`), millis(at), districtID, keyID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return analytics.Errorf(analytics.NotFound, "Key %q of district %q not found", keyID, districtID)
+		}
+		return nil
+	})
+}
