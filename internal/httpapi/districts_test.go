@@ -415,3 +415,84 @@ func TestDistrictIsolation(t *testing.T) {
 		}
 	})
 }
+
+// TestDistrictSmallCells: a school's minCellSize holds in its district's
+// views. Its figures of too few students are hidden, and so is the
+// smallest other school's where one school alone would follow from the
+// district's sum (or, with no other school to hide, the sum); a sum over
+// some of the schools shows a figure only when it holds none or all of
+// those hiding it.
+func TestDistrictSmallCells(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		for _, g := range []string{"a", "b", "c"} {
+			e.school(g, "UTC")
+		}
+		if _, err := e.platform.SetMinCellSize(ctx, "a", 5); err != nil {
+			t.Fatal(err)
+		}
+		key := e.district("river", "UTC", "a", "b", "c")
+		at := "2026-11-20T10:00:00Z"
+		e.send(message("a", "a1", "tutor_me", at), message("a", "a2", "tutor_me", at))
+		figures := func(query string) [][]any {
+			if !strings.Contains(query, "startDate") {
+				query += "&startDate=2026-11-01"
+			}
+			got, _ := decodeDistrict(t, e.reportRequest("chat", key, query, ""))
+			var out [][]any
+			for _, r := range got {
+				row := []any{}
+				if r.SchoolID != nil {
+					row = append(row, *r.SchoolID)
+				}
+				for _, v := range []*int64{r.Data[0].Value, r.Data[1].Value, r.Data[2].Value, r.NumStudentsUsed} {
+					if v == nil {
+						row = append(row, "hidden")
+					} else {
+						row = append(row, *v)
+					}
+				}
+				out = append(out, row)
+			}
+			return out
+		}
+		// a alone used it: nothing else to hide, so the district's sum is.
+		// Columns: Total Messages, Tutor Me Messages, Test Messages, numStudentsUsed.
+		for query, want := range map[string]string{
+			"schools=true": "[[a hidden hidden 0 hidden] [b 0 0 0 0] [c 0 0 0 0]]",
+			"":             "[[hidden hidden 0 hidden]]",
+			"schoolId=b":   "[[0 0 0 0]]",
+		} {
+			if got := fmt.Sprint(figures(query)); got != want {
+				t.Errorf("a alone, ?%s: %s, want %s", query, got, want)
+			}
+		}
+		var batch []platform.EventInput
+		for i := range 10 {
+			s := fmt.Sprint("b", i)
+			batch = append(batch, message("b", s, "tutor_me", at), message("b", s, "tutor_me", at), message("b", s, "test", at))
+		}
+		for i := range 3 {
+			batch = append(batch, message("c", fmt.Sprint("c", i), "tutor_me", at))
+		}
+		e.send(batch...)
+		for query, want := range map[string]string{
+			// c, the smallest, is hidden with a; the sum is shown.
+			"schools=true":          "[[a hidden hidden 0 hidden] [b 30 20 10 10] [c hidden hidden 0 hidden]]",
+			"":                      "[[35 25 10 15]]",
+			"schoolId=a&schoolId=c": "[[5 5 0 5]]",
+			"schoolId=a&schoolId=b": "[[hidden hidden 10 hidden]]",
+			"schoolId=b&schoolId=c": "[[hidden hidden 10 hidden]]",
+			"schoolId=a":            "[[hidden hidden 0 hidden]]",
+			"schoolId=b":            "[[30 20 10 10]]",
+			"schools=true&interval=day&startDate=2026-11-20&endDate=2026-11-21": "[[a hidden hidden 0 hidden] [b 30 20 10 10] [c hidden hidden 0 hidden] [a 0 0 0 0] [b 0 0 0 0] [c 0 0 0 0]]",
+		} {
+			if got := fmt.Sprint(figures(query)); got != want {
+				t.Errorf("?%s: %s, want %s", query, got, want)
+			}
+		}
+		// The school's own key still sees its students, as ever.
+		if got := e.reports("chat", e.key("a"), "students=true&startDate=2026-11-01"); len(got) != 2 || got[0].value("Tutor Me Messages") != 1 {
+			t.Errorf("a's own student reports: %+v", got)
+		}
+	})
+}
