@@ -83,6 +83,7 @@ func TestFrontDoorExamples(t *testing.T) {
 				cmd := strings.ReplaceAll(s.command, "http://127.0.0.1:8080", demo)
 				cmd = regexp.MustCompile(`gak_[A-Z0-9]{26}`).ReplaceAllString(cmd, keys["Northside High School"])
 				cmd = regexp.MustCompile(`gat_[A-Z0-9]{26}`).ReplaceAllString(cmd, token)
+				cmd = regexp.MustCompile(`gad_[A-Z0-9]{26}`).ReplaceAllString(cmd, keys["Lakeland District"])
 				cmd = strings.ReplaceAll(cmd, "<key of Riverside College>", keys["Riverside College"])
 				s.check(t, name, run(t, cmd, nil))
 			}
@@ -356,6 +357,8 @@ var volatile = []struct {
 }{
 	{regexp.MustCompile(`gak_[A-Z0-9]+`), `gak_[A-Z0-9]+`},
 	{regexp.MustCompile(`gat_[A-Z0-9]+`), `gat_[A-Z0-9]+`},
+	{regexp.MustCompile(`gad_[A-Z0-9]+`), `gad_[A-Z0-9]+`},
+	{regexp.MustCompile(`dkey_[a-z0-9]{10}`), `dkey_[a-z0-9]{10}`},
 	{regexp.MustCompile(`tok_[a-z0-9]{10}`), `tok_[a-z0-9]{10}`},
 	{regexp.MustCompile(`key_[a-z0-9]{10}`), `key_[a-z0-9]{10}`},
 	{regexp.MustCompile(`"(createdAt|lastUsedAt)":"[^"]*"`), `"(createdAt|lastUsedAt)":"[^"]*"`},
@@ -491,7 +494,7 @@ func startDemo(t *testing.T, bin string) (base, out string, keys map[string]stri
 			if name, _, found := strings.Cut(line, " ("); found && !strings.HasPrefix(line, " ") {
 				school = name
 			}
-			if k := regexp.MustCompile(`gak_\w+`).FindString(line); k != "" && keys[school] == "" {
+			if k := regexp.MustCompile(`ga[kd]_\w+`).FindString(line); k != "" && keys[school] == "" {
 				keys[school] = k
 			}
 			if strings.HasPrefix(line, "Serving on ") {

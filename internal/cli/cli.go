@@ -52,6 +52,15 @@ func init() {
 		{"group delete", "--group ID --yes", "erase a group for good: its usage on every store, students, keys, plans and digests", groupDelete},
 		{"group move", "--group ID --shard HOST:PORT", "move a group's usage to another ClickHouse shard (needs --usage)", groupMove},
 		{"shard list", "", "list the ClickHouse shards with their groups and events (needs --usage)", shardList},
+		{"district create", "--id ID [--name NAME] [--tz ZONE]", "create a district, which holds schools (time zone of its reports' bounds, default UTC)", districtCreate},
+		{"district list", "", "list districts and their schools", districtList},
+		{"district rename", "--district ID --name NAME", "change a district's display name", districtRename},
+		{"district delete", "--district ID", "delete a district and its keys (its schools stay)", districtDelete},
+		{"district attach", "--district ID --group ID", "put a school in a district (a school is in one at most)", districtAttach},
+		{"district detach", "--district ID --group ID", "take a school out of its district", districtDetach},
+		{"district key create", "--district ID [--label TEXT]", "create a district's report key; it is shown once", districtKeyCreate},
+		{"district key list", "--district ID", "list a district's keys", districtKeyList},
+		{"district key revoke", "--district ID --key KEY_ID", "revoke a district's key", districtKeyRevoke},
 		{"plan set", "--group ID [--start WHEN] [--end WHEN]", "give a group a plan period (dates or RFC 3339 times)", planSet},
 		{"plan cancel", "--group ID --plan N", "cancel a plan from now on", planCancel},
 		{"plan list", "--group ID", "list a group's plans", planList},
@@ -118,18 +127,19 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			return 1
 		}
 	}
-	// A group of commands ("group", "key"): its own, rather than all.
-	if groupOf(args[0]) {
+	// A group of commands ("group", "district key"): its own, rather than all.
+	if group := groupNamed(args); group != "" {
+		rest := args[len(strings.Fields(group)):]
 		switch {
-		case len(args) > 1 && isHelp(args[1]):
-			usage(stdout, args[0])
+		case len(rest) > 0 && isHelp(rest[0]):
+			usage(stdout, group)
 			return 0
-		case len(args) == 1:
-			usage(stdout, args[0])
+		case len(rest) == 0:
+			usage(stdout, group)
 			return 2
 		}
 		fmt.Fprintf(stderr, "groupanalytics: unknown command %q\n\n", strings.Join(args, " "))
-		usage(stderr, args[0])
+		usage(stderr, group)
 		return 2
 	}
 	fmt.Fprintf(stderr, "groupanalytics: unknown command %q\n\n", strings.Join(args, " "))
@@ -142,10 +152,17 @@ func isHelp(arg string) bool {
 	return slices.Contains([]string{"-h", "--h", "-help", "--help"}, arg)
 }
 
-// groupOf reports whether name is the first word of commands of several
-// words: a group of commands, such as "group" or "key".
-func groupOf(name string) bool {
-	return slices.ContainsFunc(commands, func(c command) bool { return strings.HasPrefix(c.name, name+" ") })
+// groupNamed returns the longest group of commands that args start with
+// (the first words of commands of more words, such as "group" or
+// "district key"), or "".
+func groupNamed(args []string) string {
+	for n := len(args); n > 0; n-- {
+		name := strings.Join(args[:n], " ")
+		if slices.ContainsFunc(commands, func(c command) bool { return strings.HasPrefix(c.name, name+" ") }) {
+			return name
+		}
+	}
+	return ""
 }
 
 // describe returns what a user should read of err: the caller-safe message

@@ -33,6 +33,9 @@ var demoGroups = []demoGroup{
 	{"riverside-college", "Riverside College", "Asia/Kolkata", 90, "2025-01-01", "2026-06-30"},
 }
 
+// demoDistrict holds the demo's three schools; its key is keys[demoDistrict.id].
+var demoDistrict = struct{ id, name, zone string }{"lakeland-district", "Lakeland District", "America/New_York"}
+
 // demoClasses are two classes of the demo's first school, of its students
 // numbered first to last; the first has a teacher's key, keys[demoTeacher].
 var demoClasses = []struct {
@@ -117,6 +120,9 @@ func redacted(db string) string {
 // starts afresh; the store is a demo's (stores.Config.Demo), and what
 // else it holds stays.
 func clearDemo(e *env, p *platform.Platform) error {
+	if err := p.DeleteDistrict(e.ctx, demoDistrict.id); err != nil && analytics.ErrorCode(err) != analytics.NotFound {
+		return err
+	}
 	for _, dg := range demoGroups {
 		if err := p.DeleteGroup(e.ctx, dg.id); err != nil && analytics.ErrorCode(err) != analytics.NotFound {
 			return err
@@ -188,7 +194,25 @@ func loadDemo(e *env, p *platform.Platform, now time.Time, end *time.Time) (map[
 	if _, keys[demoTeacher], err = p.CreateKey(e.ctx, school, "demo teacher", demoClasses[0].id); err != nil {
 		return nil, 0, err
 	}
+	if keys[demoDistrict.id], err = loadDemoDistrict(e, p); err != nil {
+		return nil, 0, err
+	}
 	return keys, total, nil
+}
+
+// loadDemoDistrict puts the demo's schools in its district and returns a
+// key of the district.
+func loadDemoDistrict(e *env, p *platform.Platform) (string, error) {
+	if _, err := p.CreateDistrict(e.ctx, demoDistrict.id, demoDistrict.name, demoDistrict.zone); err != nil {
+		return "", err
+	}
+	for _, dg := range demoGroups {
+		if err := p.AttachSchool(e.ctx, demoDistrict.id, dg.id); err != nil {
+			return "", err
+		}
+	}
+	_, key, err := p.CreateDistrictKey(e.ctx, demoDistrict.id, "demo")
+	return key, err
 }
 
 var (
@@ -279,6 +303,12 @@ func printDemo(e *env, path, base string, keys map[string]string, token string, 
 		}
 		fmt.Fprintln(w)
 	}
+	fmt.Fprintf(w, "%s (district %s, %s: the three schools; Riverside College's plan has ended, so its answers leave it out and name it)\n",
+		demoDistrict.name, demoDistrict.id, demoDistrict.zone)
+	for _, path := range []string{"/api/groups/live-lecture", "/api/groups/chat?schools=true&startDate=" + first} {
+		fmt.Fprintf(w, "  curl -s -X POST '%s%s' -H 'x-api-key: %s'\n", base, path, keys[demoDistrict.id])
+	}
+	fmt.Fprintln(w)
 	// An event the user sends, on the day after the demo's last (today,
 	// unless --until names another), and the report of that day alone.
 	dg := demoGroups[0]
