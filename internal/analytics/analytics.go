@@ -48,6 +48,8 @@ type Plan struct {
 	Starts    time.Time
 	Ends      *time.Time // nil: open-ended; the plan is valid before Ends
 	Cancelled *time.Time // set when cancelled; invalid from then on
+	// Seats is how many students the plan covers; 0: it does not say.
+	Seats int
 }
 
 // ValidAt reports whether the plan allows access at t (docs/decisions.md, R5).

@@ -56,6 +56,13 @@ func (a *DistrictAccess) Asked(ids []string) (planned, unplanned []Group, err er
 	return planned, unplanned, nil
 }
 
+// Enrolment is a school's size: the students on its roster, and the seats
+// of its plans valid now (the most any of them covers; 0: none says).
+type Enrolment struct {
+	Students int
+	Seats    int
+}
+
 // SortSchools puts schools in report order: by name, then id.
 func SortSchools(schools []Group) {
 	slices.SortFunc(schools, func(a, b Group) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })

@@ -115,6 +115,9 @@ type Directory interface {
 	DeleteDistrict(ctx context.Context, districtID string) error
 	AttachSchool(ctx context.Context, districtID, groupID string) error
 	DetachSchool(ctx context.Context, districtID, groupID string) error
+	// Enrolment returns the size of each of the groups at now: its
+	// students, and its valid plans' seats.
+	Enrolment(ctx context.Context, groupIDs []string, now time.Time) (map[string]Enrolment, error)
 	AddDistrictKey(ctx context.Context, k APIKey) error
 	DistrictKeys(ctx context.Context, districtID string) ([]APIKey, error)
 	RevokeDistrictKey(ctx context.Context, districtID, keyID string, at time.Time) error

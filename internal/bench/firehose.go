@@ -72,7 +72,7 @@ func setUpFirehose(ctx context.Context, store *sqlstore.Store, groups int) ([]st
 		if _, err := p.CreateGroup(ctx, id, id, "UTC"); err != nil {
 			return nil, err
 		}
-		if _, err := p.AddPlan(ctx, id, "2000-01-01", ""); err != nil {
+		if _, err := p.AddPlan(ctx, id, "2000-01-01", "", 0); err != nil {
 			return nil, err
 		}
 		var err error

@@ -105,7 +105,7 @@ func setUp(ctx context.Context, store *sqlstore.Store, s Scale) (benchKeys, erro
 		if _, err := p.CreateGroup(ctx, g.id, g.id, "UTC"); err != nil {
 			return keys, err
 		}
-		if _, err := p.AddPlan(ctx, g.id, "2000-01-01", ""); err != nil {
+		if _, err := p.AddPlan(ctx, g.id, "2000-01-01", "", 0); err != nil {
 			return keys, err
 		}
 		updates := make([]analytics.StudentUpdate, g.students)

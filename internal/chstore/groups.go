@@ -22,6 +22,9 @@ type settledGroupsKey struct{}
 // write unfinished, one by one, as Settle does; the others by reading
 // their placements together.
 func (s *Store) SettleGroups(ctx context.Context, groupIDs []string) (context.Context, error) {
+	if len(groupIDs) == 0 {
+		return ctx, nil
+	}
 	bounded, cancel := s.bound(ctx)
 	defer cancel()
 	logged, placements, err := s.dir.LoggedPlacements(bounded, groupIDs)

@@ -240,8 +240,9 @@ func planSet(e *env, args []string) error {
 	group := fs.String("group", "", "group id")
 	start := fs.String("start", "", "first day (2025-09-01) or instant (RFC 3339); default now")
 	end := fs.String("end", "", "last day, included, or instant the plan ends; default open-ended")
+	seats := fs.Int("seats", 0, "how many students the plan covers (default: it does not say)")
 	return withPlatform(e, fs, db, args, false, []string{"group"}, func(p *platform.Platform) error {
-		plan, err := p.AddPlan(e.ctx, *group, *start, *end)
+		plan, err := p.AddPlan(e.ctx, *group, *start, *end, *seats)
 		if err == nil {
 			// The bounds as typed, then the instants stored (an end date's
 			// instant is the start of the day after it).
@@ -295,14 +296,18 @@ func planList(e *env, args []string) error {
 		}
 		now := time.Now()
 		// The days as set (an end date is the last day), then the instants.
-		table(e, "PLAN\tFIRST DAY\tLAST DAY\tSTARTS\tENDS\tCANCELLED\tVALID NOW", func(w io.Writer) {
+		table(e, "PLAN\tFIRST DAY\tLAST DAY\tSTARTS\tENDS\tCANCELLED\tVALID NOW\tSEATS", func(w io.Writer) {
 			for _, pl := range plans {
 				first, last := pl.Days(loc)
 				lastDay := "-"
 				if last != nil {
 					lastDay = last.String()
 				}
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%t\n", pl.ID, first, lastDay, analytics.FormatTime(pl.Starts), when(pl.Ends), when(pl.Cancelled), pl.ValidAt(now))
+				seats := "-"
+				if pl.Seats > 0 {
+					seats = fmt.Sprint(pl.Seats)
+				}
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%t\t%s\n", pl.ID, first, lastDay, analytics.FormatTime(pl.Starts), when(pl.Ends), when(pl.Cancelled), pl.ValidAt(now), seats)
 			}
 		})
 		return nil

@@ -61,7 +61,7 @@ func init() {
 		{"district key create", "--district ID [--label TEXT]", "create a district's report key; it is shown once", districtKeyCreate},
 		{"district key list", "--district ID", "list a district's keys", districtKeyList},
 		{"district key revoke", "--district ID --key KEY_ID", "revoke a district's key", districtKeyRevoke},
-		{"plan set", "--group ID [--start WHEN] [--end WHEN]", "give a group a plan period (dates or RFC 3339 times)", planSet},
+		{"plan set", "--group ID [--start WHEN] [--end WHEN] [--seats N]", "give a group a plan period (dates or RFC 3339 times), covering N students if given", planSet},
 		{"plan cancel", "--group ID --plan N", "cancel a plan from now on", planCancel},
 		{"plan list", "--group ID", "list a group's plans", planList},
 		{"key create", "--group ID [--label TEXT]", "create a report key; it is shown once", keyCreate},

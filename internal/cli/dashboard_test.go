@@ -88,7 +88,7 @@ func demoServer(t *testing.T) (string, map[string]string) {
 	if _, err := p.SetRetention(e.ctx, keptSchool, "21d"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.AddPlan(e.ctx, keptSchool, "2025-01-01", ""); err != nil {
+	if _, err := p.AddPlan(e.ctx, keptSchool, "2025-01-01", "", 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, keys[keptSchool], err = p.CreateKey(e.ctx, keptSchool, "dashboard"); err != nil {
@@ -114,7 +114,7 @@ func loadSmallSchool(e *env, p *platform.Platform, now time.Time) (string, error
 	if _, err := p.SetMinCellSize(e.ctx, smallSchool, 10); err != nil {
 		return "", err
 	}
-	if _, err := p.AddPlan(e.ctx, smallSchool, "2025-01-01", ""); err != nil {
+	if _, err := p.AddPlan(e.ctx, smallSchool, "2025-01-01", "", 0); err != nil {
 		return "", err
 	}
 	var batch []json.RawMessage
@@ -138,7 +138,7 @@ func loadBigSchool(e *env, p *platform.Platform, now time.Time) (string, error) 
 	if _, err := p.CreateGroup(e.ctx, bigSchool, "Big School", "UTC"); err != nil {
 		return "", err
 	}
-	if _, err := p.AddPlan(e.ctx, bigSchool, "2025-01-01", ""); err != nil {
+	if _, err := p.AddPlan(e.ctx, bigSchool, "2025-01-01", "", 0); err != nil {
 		return "", err
 	}
 	_, key, err := p.CreateKey(e.ctx, bigSchool, "test")

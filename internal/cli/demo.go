@@ -25,12 +25,13 @@ type demoGroup struct {
 	students       int
 	planStart      string
 	planEnd        string // "" for open-ended
+	seats          int    // the students its plan covers; 0: it does not say
 }
 
 var demoGroups = []demoGroup{
-	{"northside-high", "Northside High School", "America/New_York", 240, "2025-08-01", ""},
-	{"lakeside-academy", "Lakeside Academy", "UTC", 160, "2025-01-01", ""},
-	{"riverside-college", "Riverside College", "Asia/Kolkata", 90, "2025-01-01", "2026-06-30"},
+	{"northside-high", "Northside High School", "America/New_York", 240, "2025-08-01", "", 250},
+	{"lakeside-academy", "Lakeside Academy", "UTC", 160, "2025-01-01", "", 120},
+	{"riverside-college", "Riverside College", "Asia/Kolkata", 90, "2025-01-01", "2026-06-30", 0},
 }
 
 // demoDistrict holds the demo's three schools; its key is keys[demoDistrict.id].
@@ -149,7 +150,7 @@ func loadDemo(e *env, p *platform.Platform, now time.Time, end *time.Time) (map[
 		if err != nil {
 			return nil, 0, err
 		}
-		if _, err := p.AddPlan(e.ctx, g.ID, dg.planStart, dg.planEnd); err != nil {
+		if _, err := p.AddPlan(e.ctx, g.ID, dg.planStart, dg.planEnd, dg.seats); err != nil {
 			return nil, 0, err
 		}
 		if _, keys[g.ID], err = p.CreateKey(e.ctx, g.ID, "demo"); err != nil {

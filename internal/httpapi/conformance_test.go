@@ -241,13 +241,13 @@ func TestSpec5_Authentication(t *testing.T) {
 		e.platform.CreateGroup(ctx, "noplan", "", "UTC")
 		noPlan := e.key("noplan")
 		e.platform.CreateGroup(ctx, "expired", "", "UTC")
-		e.platform.AddPlan(ctx, "expired", "2025-01-01", "2026-06-30")
+		e.platform.AddPlan(ctx, "expired", "2025-01-01", "2026-06-30", 0)
 		expired := e.key("expired")
 		e.platform.CreateGroup(ctx, "future", "", "UTC")
-		e.platform.AddPlan(ctx, "future", "2027-01-01", "")
+		e.platform.AddPlan(ctx, "future", "2027-01-01", "", 0)
 		future := e.key("future")
 		e.platform.CreateGroup(ctx, "cancelled", "", "UTC")
-		plan, _ := e.platform.AddPlan(ctx, "cancelled", "2025-01-01", "")
+		plan, _ := e.platform.AddPlan(ctx, "cancelled", "2025-01-01", "", 0)
 		e.platform.CancelPlan(ctx, "cancelled", plan.ID)
 		cancelled := e.key("cancelled")
 
@@ -276,7 +276,7 @@ func TestSpec5_Authentication(t *testing.T) {
 func TestR5_PlanCheckedOnEveryRequest(t *testing.T) {
 	forEachStore(t, func(t *testing.T, e *testEnv) {
 		e.platform.CreateGroup(ctx, "north", "", "UTC")
-		e.platform.AddPlan(ctx, "north", "2025-01-01", "2026-11-21T12:00:05Z")
+		e.platform.AddPlan(ctx, "north", "2025-01-01", "2026-11-21T12:00:05Z", 0)
 		key := e.key("north")
 		if resp := e.reportRequest("chat", key, "", ""); resp.status != http.StatusOK {
 			t.Fatalf("before the end: %d", resp.status)
@@ -286,7 +286,7 @@ func TestR5_PlanCheckedOnEveryRequest(t *testing.T) {
 			t.Errorf("at the end: %d, want 403", resp.status)
 		}
 		// A second plan makes it work again, at once.
-		e.platform.AddPlan(ctx, "north", "2026-11-21T12:00:05Z", "")
+		e.platform.AddPlan(ctx, "north", "2026-11-21T12:00:05Z", "", 0)
 		if resp := e.reportRequest("chat", key, "", ""); resp.status != http.StatusOK {
 			t.Errorf("with a new plan: %d, want 200", resp.status)
 		}

@@ -160,7 +160,7 @@ func TestDistrictsAgainstBruteForce(t *testing.T) {
 			if _, err := e.platform.CreateGroup(ctx, g, names[g], zone); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.platform.AddPlan(ctx, g, "2024-01-01", ""); err != nil {
+			if _, err := e.platform.AddPlan(ctx, g, "2024-01-01", "", 0); err != nil {
 				t.Fatal(err)
 			}
 			m.zones[g], _ = time.LoadLocation(zone)
@@ -490,9 +490,121 @@ func TestDistrictSmallCells(t *testing.T) {
 				t.Errorf("?%s: %s, want %s", query, got, want)
 			}
 		}
+		// Adoption: a's students who used it hidden, c's with them, the total shown.
+		resp := e.do("GET", "/api/adoption?startDate=2026-11-01", key, "")
+		var adoption struct {
+			Total   map[string]any   `json:"total"`
+			Schools []map[string]any `json:"schools"`
+		}
+		json.Unmarshal(resp.body, &adoption)
+		var used []any
+		for _, s := range adoption.Schools {
+			used = append(used, s["schoolId"], s["usedEither"], s["shareUsed"])
+		}
+		if fmt.Sprint(used) != "[a <nil> <nil> b 10 1 c <nil> <nil>]" || adoption.Total["usedEither"] != float64(15) {
+			t.Errorf("adoption with small cells: %s", resp.body)
+		}
 		// The school's own key still sees its students, as ever.
 		if got := e.reports("chat", e.key("a"), "students=true&startDate=2026-11-01"); len(got) != 2 || got[0].value("Tutor Me Messages") != 1 {
 			t.Errorf("a's own student reports: %+v", got)
+		}
+	})
+}
+
+// TestAdoptionAgainstBruteForce: a district's adoption, each school's and
+// the total, equals counts over the raw events and the rosters, for random
+// ranges, on every store; and a school's key gets its own.
+func TestAdoptionAgainstBruteForce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, stores storetest.Stores) {
+		e := newEnv(t, stores)
+		rng := rand.New(rand.NewPCG(3, 11))
+		m := &refModel{zones: map[string]*time.Location{}, events: map[string][]refEvent{}, seen: map[string]bool{},
+			names: map[string]map[string]string{}, keys: map[string]string{}, classes: map[string]map[string][]string{}}
+		seats := map[string]int{"p": 30, "q": 0, "r": 12}
+		for _, g := range []string{"p", "q", "r"} {
+			zone := diffZones[rng.IntN(len(diffZones))]
+			if _, err := e.platform.CreateGroup(ctx, g, "School "+g, zone); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.platform.AddPlan(ctx, g, "2024-01-01", "", seats[g]); err != nil {
+				t.Fatal(err)
+			}
+			m.zones[g], _ = time.LoadLocation(zone)
+			m.names[g] = map[string]string{}
+			for s := range 5 {
+				id := fmt.Sprint("idle", s)
+				e.enrol(g, id, id)
+				m.names[g][id] = id
+			}
+			var batch []platform.EventInput
+			for i := range 200 {
+				in := platform.EventInput{ID: fmt.Sprint(g, i), GroupID: g, StudentID: fmt.Sprintf("s%02d", rng.IntN(20)),
+					OccurredAt: randomTime(rng, m.zones[g]).Format(time.RFC3339Nano), Kind: "chat.message_sent",
+					ChatType: []string{"tutor_me", "live_lecture", "main"}[rng.IntN(3)]}
+				if rng.IntN(3) == 0 {
+					in.Kind, in.ChatType = "live_lecture.session_created", ""
+				}
+				batch = append(batch, in)
+				m.apply(in)
+			}
+			e.send(batch...)
+		}
+		key := e.district("d", "UTC", "p", "q", "r")
+		for i := range 30 {
+			first := time.Date(2024, 12, 15, 0, 0, 0, 0, time.UTC).AddDate(0, 0, rng.IntN(700))
+			last := first.AddDate(0, 0, rng.IntN(200))
+			query := "startDate=" + first.Format(time.DateOnly) + "&endDate=" + last.Format(time.DateOnly)
+			resp := e.do("GET", "/api/adoption?"+query, key, "")
+			if resp.status != http.StatusOK {
+				t.Fatalf("?%s: %d %s", query, resp.status, resp.body)
+			}
+			var got struct {
+				Total   map[string]any   `json:"total"`
+				Schools []map[string]any `json:"schools"`
+			}
+			json.Unmarshal(resp.body, &got)
+			var sumEnrolled, sumEither int
+			for j, g := range []string{"p", "q", "r"} {
+				ll, chat, either := map[string]bool{}, map[string]bool{}, map[string]bool{}
+				for _, ev := range m.events[g] {
+					day, _ := time.Parse(time.DateOnly, ev.at.In(m.zones[g]).Format(time.DateOnly))
+					if day.Before(first) || day.After(last) {
+						continue
+					}
+					either[ev.student] = true
+					if ev.kind == "live_lecture.session_created" || ev.chatType == "live_lecture" {
+						ll[ev.student] = true
+					}
+					if ev.kind == "chat.message_sent" {
+						chat[ev.student] = true
+					}
+				}
+				s := got.Schools[j]
+				want := fmt.Sprint(g, len(m.names[g]), len(ll), len(chat), len(either))
+				if have := fmt.Sprint(s["schoolId"], s["enrolled"], s["usedLiveLecture"], s["usedChat"], s["usedEither"]); have != want {
+					t.Fatalf("query %d ?%s school %s: %s, want %s", i, query, g, have, want)
+				}
+				if seats[g] > 0 && (s["seats"] != float64(seats[g]) || s["overSeats"] != (len(either) > seats[g])) {
+					t.Fatalf("school %s seats: %v", g, s)
+				}
+				if seats[g] == 0 && (s["seats"] != nil || s["overSeats"] != nil || s["seatsUsedShare"] != nil) {
+					t.Fatalf("school %s without seats: %v", g, s)
+				}
+				sumEnrolled += len(m.names[g])
+				sumEither += len(either)
+			}
+			if got.Total["enrolled"] != float64(sumEnrolled) || got.Total["usedEither"] != float64(sumEither) || got.Total["seats"] != nil {
+				t.Fatalf("total: %v, want enrolled %d, used %d, no seats (q says none)", got.Total, sumEnrolled, sumEither)
+			}
+		}
+		// A school's own key: its school alone; CSV; a teacher's key refused.
+		resp := e.do("GET", "/api/adoption?startDate=2025-01-01&format=csv", e.key("p"), "")
+		if lines := strings.Split(strings.TrimSpace(string(resp.body)), "\r\n"); resp.status != http.StatusOK || len(lines) != 3 ||
+			!strings.HasPrefix(lines[1], "2025-01-01T00:00:00.000Z") && !strings.Contains(lines[1], ",p,School p,25,") {
+			t.Errorf("a school's adoption as CSV: %d %q", resp.status, resp.body)
+		}
+		if resp := e.do("GET", "/api/adoption?schoolId=q", e.key("p"), ""); resp.status != http.StatusBadRequest {
+			t.Errorf("a school's key naming another school: %d %s", resp.status, resp.body)
 		}
 	})
 }

@@ -97,7 +97,7 @@ func (e *testEnv) school(id, zone string) string {
 	if _, err := e.platform.CreateGroup(ctx, id, "School "+id, zone); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.platform.AddPlan(ctx, id, "2024-01-01", ""); err != nil {
+	if _, err := e.platform.AddPlan(ctx, id, "2024-01-01", "", 0); err != nil {
 		e.t.Fatal(err)
 	}
 	return e.key(id)

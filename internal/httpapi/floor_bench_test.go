@@ -26,7 +26,7 @@ func BenchmarkFloor(b *testing.B) {
 	if _, err := p.CreateGroup(ctx, "north", "North", "UTC"); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := p.AddPlan(ctx, "north", "2024-01-01", ""); err != nil {
+	if _, err := p.AddPlan(ctx, "north", "2024-01-01", "", 0); err != nil {
 		b.Fatal(err)
 	}
 	_, key, err := p.CreateKey(ctx, "north", "bench")

@@ -236,7 +236,7 @@ func TestR4_UnauthorizedTimingHidesTheCause(t *testing.T) {
 		revokedKey, revoked, _ := e.platform.CreateKey(ctx, "north", "to revoke")
 		e.platform.RevokeKey(ctx, "north", revokedKey.ID)
 		e.platform.CreateGroup(ctx, "expired", "", "UTC")
-		e.platform.AddPlan(ctx, "expired", "2025-01-01", "2026-06-30")
+		e.platform.AddPlan(ctx, "expired", "2025-01-01", "2026-06-30", 0)
 		causes := map[string]string{"unknown": "gak_NOTAKEYATALL0000000000000", "revoked": revoked, "expired": e.key("expired")}
 		times := map[string][]time.Duration{}
 		for range 60 {

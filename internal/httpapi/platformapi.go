@@ -175,6 +175,8 @@ type (
 		// as an operator gives them (end is the instant after lastDay).
 		FirstDay string  `json:"firstDay"`
 		LastDay  *string `json:"lastDay"`
+		// Seats: how many students the plan covers; null: it does not say.
+		Seats *int `json:"seats"`
 	}
 	keyJSON struct {
 		ID         string  `json:"id"`
@@ -229,8 +231,12 @@ func (s *Server) plansOf(ctx context.Context, groupID string) (func(analytics.Pl
 			d := last.String()
 			lastDay = &d
 		}
+		var seats *int
+		if p.Seats > 0 {
+			seats = &p.Seats
+		}
 		return planJSON{p.ID, p.GroupID, analytics.FormatTime(p.Starts), optionalTime(p.Ends), optionalTime(p.Cancelled),
-			p.ValidAt(s.now()), first.String(), lastDay}
+			p.ValidAt(s.now()), first.String(), lastDay, seats}
 	}, nil
 }
 
@@ -314,11 +320,12 @@ func (s *Server) addPlan(r *http.Request) (int, any, error) {
 	var in struct {
 		Start string `json:"start"`
 		End   string `json:"end"`
+		Seats int    `json:"seats"`
 	}
 	if err := decodeBody(r, &in); err != nil {
 		return 0, nil, err
 	}
-	p, err := s.platform.AddPlan(r.Context(), r.PathValue("groupId"), in.Start, in.End)
+	p, err := s.platform.AddPlan(r.Context(), r.PathValue("groupId"), in.Start, in.End, in.Seats)
 	return s.planAnswer(r.Context(), http.StatusCreated, p, err)
 }
 

@@ -25,6 +25,7 @@ func (s *Server) routes() []route {
 		{"POST /api/groups/chat", maxReportBody, s.reports(report.Chat)},
 		{"GET /api/classes", 0, s.withKey(s.keyClasses)},
 		{"GET /api/access-log", 0, s.withKey(s.keyAccessLog)},
+		{"GET /api/adoption", 0, s.withKey(s.keyAdoption)},
 
 		// The platform API, behind a platform token (Authorization: Bearer).
 		{"POST /v1/events", MaxEventsBody, s.withToken(s.ingest)},

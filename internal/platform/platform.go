@@ -84,17 +84,20 @@ func (p *Platform) CreateGroup(ctx context.Context, id, name, timeZone string) (
 // AddPlan gives a group a plan from start until end. Each is a timestamp or
 // a calendar date in the group's zone: a start date begins at its first
 // instant, an end date ends after its last. An empty start means now; an
-// empty end, open-ended.
-func (p *Platform) AddPlan(ctx context.Context, groupID, start, end string) (analytics.Plan, error) {
+// empty end, open-ended. Seats, if not 0, is how many students it covers.
+func (p *Platform) AddPlan(ctx context.Context, groupID, start, end string, seats int) (analytics.Plan, error) {
 	g, err := p.Group(ctx, groupID)
 	if err != nil {
 		return analytics.Plan{}, err
+	}
+	if seats < 0 || seats > MaxSeats {
+		return analytics.Plan{}, invalid("Invalid seats: expected 1 to %d students, or none, got %d", MaxSeats, seats)
 	}
 	loc, err := g.Location()
 	if err != nil {
 		return analytics.Plan{}, err
 	}
-	plan := analytics.Plan{GroupID: groupID, Starts: p.Now().UTC().Truncate(time.Millisecond)}
+	plan := analytics.Plan{GroupID: groupID, Starts: p.Now().UTC().Truncate(time.Millisecond), Seats: seats}
 	if start != "" {
 		if plan.Starts, err = planTime("start", start, loc, false); err != nil {
 			return plan, err
@@ -121,6 +124,9 @@ func (p *Platform) AddPlan(ctx context.Context, groupID, start, end string) (ana
 	}
 	return p.Directory.AddPlan(ctx, plan)
 }
+
+// MaxSeats bounds a plan's seats.
+const MaxSeats = 10_000_000
 
 // planTime reads a plan bound. A bare date is a whole day in loc: the
 // start of it, or (for an end, which is exclusive) the start of the next.

@@ -35,41 +35,51 @@ type districtCells struct {
 }
 
 // newDistrictCells reads what the own reports of the schools with a
-// minCellSize hide, period by period: the periods interval iv cuts.
+// minCellSize hide, period by period (the periods interval iv cuts), and
+// returns the rule over the schools' figures.
 func (e *Engine) newDistrictCells(ctx context.Context, schools []analytics.Group, ep *Endpoint, iv analytics.Interval,
 	periods []analytics.DayRange, figures [][]int64, now time.Time) (*districtCells, error) {
 	n := len(ep.Titles) + 1
-	dc := &districtCells{own: make([][]bool, len(schools)), figures: figures, n: n, total: ep.total}
+	own := make([][]bool, len(schools))
 	first, last := analytics.OnDay(periods[0].First), analytics.OnDay(periods[len(periods)-1].Last)
 	q := Query{Start: &first, End: &last, Interval: iv}
 	for si, g := range schools {
 		if g.MinCellSize == 0 {
 			continue
 		}
-		own := make([]bool, len(periods)*n)
+		own[si] = make([]bool, len(periods)*n)
 		pi := 0
 		err := e.Run(ctx, g, ep, q, now, func(rep *Report) error {
 			for f, v := range rep.Values {
-				own[pi*n+f] = v == Suppressed
+				own[si][pi*n+f] = v == Suppressed
 			}
-			own[pi*n+n-1] = rep.NumStudentsUsed == Suppressed
+			own[si][pi*n+n-1] = rep.NumStudentsUsed == Suppressed
 			pi++
 			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
-		dc.own[si] = own
-		for _, h := range own {
+	}
+	return newCellsGuard(own, figures, n, ep.total), nil
+}
+
+// newCellsGuard returns the rule over the schools' figures (n a period),
+// given what each school's own rule hides (own, nil for a school that
+// hides nothing).
+func newCellsGuard(own [][]bool, figures [][]int64, n int, total bool) *districtCells {
+	dc := &districtCells{own: own, figures: figures, n: n, total: total}
+	for _, flags := range own {
+		for _, h := range flags {
 			dc.active = dc.active || h
 		}
 	}
 	dc.hidden = make([][]bool, n)
 	for f := range dc.hidden {
-		dc.hidden[f] = make([]bool, len(schools))
+		dc.hidden[f] = make([]bool, len(own))
 	}
 	dc.sumHidden = make([]bool, n)
-	return dc, nil
+	return dc
 }
 
 // decide decides every figure of period pi.

@@ -159,6 +159,34 @@ func (s *Store) DetachSchool(ctx context.Context, districtID, groupID string) er
 	})
 }
 
+// Enrolment reads the groups' students and valid plans' seats in one query.
+func (s *Store) Enrolment(ctx context.Context, groupIDs []string, now time.Time) (map[string]analytics.Enrolment, error) {
+	if len(groupIDs) == 0 {
+		return map[string]analytics.Enrolment{}, nil
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	at := millis(now)
+	in, args := inList(s.dialect, groupIDs, "text")
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT g.group_id, (SELECT COUNT(*) FROM students st WHERE st.group_id = g.group_id),
+			(SELECT COALESCE(MAX(p.seats), 0) FROM plans p WHERE p.group_id = g.group_id AND `+validPlan+`)
+		FROM groups g WHERE g.group_id `+in), append([]any{at, at, at}, args...)...)
+	if err != nil {
+		return nil, s.wrap("Enrolment", err)
+	}
+	defer rows.Close()
+	sizes := make(map[string]analytics.Enrolment, len(groupIDs))
+	for rows.Next() {
+		var id string
+		var e analytics.Enrolment
+		if err := rows.Scan(&id, &e.Students, &e.Seats); err != nil {
+			return nil, s.wrap("Enrolment", err)
+		}
+		sizes[id] = e
+	}
+	return sizes, s.wrap("Enrolment", rows.Err())
+}
+
 // AddDistrictKey stores a district's key (its hash, never the secret).
 func (s *Store) AddDistrictKey(ctx context.Context, k analytics.APIKey) error {
 	return s.transact(ctx, "AddDistrictKey", func(tx *txn) error {

@@ -112,20 +112,24 @@ func (s *Store) AddPlan(ctx context.Context, p analytics.Plan) (analytics.Plan, 
 		if err := s.lockGroup(ctx, tx, p.GroupID); err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, s.q(`INSERT INTO plans (group_id, plan_id, starts_at, ends_at, cancelled_at)
-			SELECT CAST(? AS TEXT), COALESCE(MAX(plan_id), 0) + 1, CAST(? AS BIGINT), CAST(? AS BIGINT), NULL FROM plans WHERE group_id = ?
-			RETURNING plan_id`), p.GroupID, millis(p.Starts), nullMillis(p.Ends), p.GroupID).Scan(&p.ID)
+		var seats *int
+		if p.Seats > 0 {
+			seats = &p.Seats
+		}
+		return tx.QueryRowContext(ctx, s.q(`INSERT INTO plans (group_id, plan_id, starts_at, ends_at, cancelled_at, seats)
+			SELECT CAST(? AS TEXT), COALESCE(MAX(plan_id), 0) + 1, CAST(? AS BIGINT), CAST(? AS BIGINT), NULL, CAST(? AS INTEGER) FROM plans WHERE group_id = ?
+			RETURNING plan_id`), p.GroupID, millis(p.Starts), nullMillis(p.Ends), seats, p.GroupID).Scan(&p.ID)
 	})
 	return p, err
 }
 
-const planColumns = `group_id, plan_id, starts_at, ends_at, cancelled_at`
+const planColumns = `group_id, plan_id, starts_at, ends_at, cancelled_at, COALESCE(seats, 0)`
 
 func scanPlan(row interface{ Scan(...any) error }) (analytics.Plan, error) {
 	var p analytics.Plan
 	var starts int64
 	var ends, cancelled sql.NullInt64
-	err := row.Scan(&p.GroupID, &p.ID, &starts, &ends, &cancelled)
+	err := row.Scan(&p.GroupID, &p.ID, &starts, &ends, &cancelled, &p.Seats)
 	p.Starts, p.Ends, p.Cancelled = fromMillis(starts), fromNullMillis(ends), fromNullMillis(cancelled)
 	return p, err
 }

@@ -32,6 +32,9 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 
 // GroupsRollups reads the rollups of seg of several groups in one query.
 func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, seg analytics.Segment) (map[string][]analytics.GroupRollup, error) {
+	if len(groupIDs) == 0 {
+		return map[string][]analytics.GroupRollup{}, nil
+	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	in, args := inList(s.dialect, groupIDs, "text")

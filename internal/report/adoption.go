@@ -1,0 +1,133 @@
+package report
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+// Adoption is how many of a school's students (or a district's) used the
+// service over a range: those on its roster, those who used each
+// endpoint and either, and the seats its plans cover (0: they do not
+// say). A figure its small-cells rule hides is Suppressed.
+type Adoption struct {
+	School                                *analytics.Group // nil: the total
+	Enrolled                              int
+	UsedLiveLecture, UsedChat, UsedEither int
+	Seats                                 int
+}
+
+// The used figures, in the order the small-cells rule holds them.
+const (
+	usedLiveLecture = iota
+	usedChat
+	usedEither
+	usedFigures
+)
+
+// AdoptionReport is the adoption of the schools asked, each and together,
+// over the days Start to End.
+type AdoptionReport struct {
+	Start, End time.Time
+	Total      Adoption
+	Schools    []Adoption
+}
+
+// Adoption computes the adoption of the schools asked (planned is every
+// school the key's answers may show, for the small-cells rule) over the
+// range q asks at time now, its bounds told in loc. The total's seats are
+// the schools' added up when every school's plan says, else 0.
+func (e *Engine) Adoption(ctx context.Context, asked, planned []analytics.Group, q Query, now time.Time, loc *time.Location) (AdoptionReport, error) {
+	r, err := districtRange(asked, q, now, loc)
+	if err != nil {
+		return AdoptionReport{}, err
+	}
+	schools := asked
+	if slices.ContainsFunc(planned, func(g analytics.Group) bool { return g.MinCellSize > 0 }) {
+		schools = shownOver(planned, asked, r.First, now)
+	}
+	ids := make([]string, len(schools))
+	for i, g := range schools {
+		ids[i] = g.ID
+	}
+	// Settled first: the students its events enrol are then on the roster.
+	figures, err := e.usedFigures(ctx, ids, r)
+	if err != nil {
+		return AdoptionReport{}, err
+	}
+	sizes, err := e.Directory.Enrolment(ctx, ids, now)
+	if err != nil {
+		return AdoptionReport{}, err
+	}
+	own := make([][]bool, len(schools))
+	for si, g := range schools {
+		if g.MinCellSize > 0 {
+			own[si] = make([]bool, usedFigures)
+			for f, v := range figures[si] {
+				own[si][f] = v > 0 && v < int64(g.MinCellSize)
+			}
+		}
+	}
+	cells := newCellsGuard(own, figures, usedFigures, false)
+	cells.decide(0)
+	rep := AdoptionReport{Start: r.First.Start(loc), End: r.Last.End(loc)}
+	inSum := make([]int, len(asked))
+	sum := make([]int64, usedFigures)
+	allSeats := true
+	for i := range asked {
+		si := slices.Index(ids, asked[i].ID)
+		inSum[i] = si
+		a := Adoption{School: &asked[i], Enrolled: sizes[asked[i].ID].Students, Seats: sizes[asked[i].ID].Seats}
+		for f, v := range figures[si] {
+			sum[f] += v
+		}
+		shown := slices.Clone(figures[si])
+		cells.hideSchool(si, shown)
+		a.UsedLiveLecture, a.UsedChat, a.UsedEither = int(shown[usedLiveLecture]), int(shown[usedChat]), int(shown[usedEither])
+		rep.Total.Enrolled += a.Enrolled
+		rep.Total.Seats += a.Seats
+		allSeats = allSeats && a.Seats > 0
+		rep.Schools = append(rep.Schools, a)
+	}
+	if !allSeats {
+		rep.Total.Seats = 0
+	}
+	cells.hideSum(inSum, sum)
+	rep.Total.UsedLiveLecture, rep.Total.UsedChat, rep.Total.UsedEither = int(sum[usedLiveLecture]), int(sum[usedChat]), int(sum[usedEither])
+	return rep, nil
+}
+
+// usedFigures reads the schools' rollups of range r and returns, for each,
+// its students who used live lectures, chat and either.
+func (e *Engine) usedFigures(ctx context.Context, ids []string, r analytics.DayRange) ([][]int64, error) {
+	ctx, err := e.Usage.SettleGroups(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	reads := analytics.Runs(analytics.GroupSegments(r))
+	results := make([]map[string][]analytics.GroupRollup, len(reads))
+	err = inParallel(len(reads), func(i int) (err error) {
+		results[i], err = e.Usage.GroupsRollups(ctx, ids, reads[i])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	figures := make([][]int64, len(ids))
+	for si, id := range ids {
+		var ll, chat analytics.StudentSet
+		for _, rows := range results {
+			for j := range rows[id] {
+				ll.Union(rows[id][j].LiveLectureUsers)
+				chat.Union(rows[id][j].ChatUsers)
+			}
+		}
+		either := analytics.StudentSet{}
+		either.Union(ll)
+		either.Union(chat)
+		figures[si] = []int64{int64(ll.Len()), int64(chat.Len()), int64(either.Len())}
+	}
+	return figures, nil
+}
