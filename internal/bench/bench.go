@@ -54,6 +54,7 @@ type Result struct {
 	Floor            ReportResult     `json:"floor"`
 	FloorBare        ReportResult     `json:"floorWithoutLimitsAndMetrics"`
 	Schools          SchoolsResult    `json:"everySchool"`
+	District         *DistrictResult  `json:"district,omitempty"`
 	Ingest           IngestResult     `json:"ingest"`
 	IngestOne        IngestResult     `json:"ingestOneEventBatches"`
 	Firehose         *FirehoseResult  `json:"firehose,omitempty"`
@@ -204,6 +205,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	fmt.Fprintf(cfg.Out, "measured the access log's cost\n")
 	if cfg.Scale.OtherGroups > 0 {
+		district, err := measureDistrict(ctx, store, srv, cfg.Scale, r, 30)
+		if err != nil {
+			return nil, err
+		}
+		res.District = &district
 		others, err := schoolKeys(ctx, store, cfg.Scale)
 		if err != nil {
 			return nil, err
@@ -564,6 +570,12 @@ func printTable(w io.Writer, res *Result) {
 			fmt.Fprintf(w, "  %-24s p50 %7.2f ms  p99 %7.2f ms\n", l.name, l.l.P50, l.l.P99)
 		}
 		fmt.Fprintf(w, "  server RSS after: %.0f MB\n", float64(sc.RSSBytes)/1e6)
+	}
+	if d := res.District; d != nil {
+		fmt.Fprintf(w, "\na district of %d other schools, asked over the whole period (first since start, then p50 and p99 of %d):\n", d.Schools, d.Runs)
+		for _, ask := range districtAsks {
+			fmt.Fprintf(w, "  %-24s first %7.2f ms  p50 %7.2f ms  p99 %7.2f ms\n", ask.name, d.First[ask.name], d.Asked[ask.name].P50, d.Asked[ask.name].P99)
+		}
 	}
 	fmt.Fprintln(w)
 	for _, in := range []IngestResult{res.Ingest, res.IngestOne} {

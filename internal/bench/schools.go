@@ -3,6 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,4 +94,84 @@ func askEverySchool(srv *Server, keys []string, r analytics.DayRange, cfg Config
 	var err error
 	res.RSSBytes, err = srv.memory("VmRSS")
 	return res, err
+}
+
+// maxDistrictSchools is the most schools the bench puts in its district.
+const maxDistrictSchools = 1000
+
+// DistrictResult is the figures of a district of the other schools
+// (up to maxDistrictSchools): its report over the whole period, one per
+// school (schools=true), and its adoption, each first since the server
+// started and then again (Runs times).
+type DistrictResult struct {
+	Schools int                  `json:"schools"`
+	Runs    int                  `json:"runs"`
+	Asked   map[string]Latencies `json:"asked"`
+	First   map[string]float64   `json:"firstMs"`
+}
+
+// districtAsks are the district's questions, by name: a path and query.
+var districtAsks = []struct{ name, method, path string }{
+	{"district report", "POST", "/api/groups/chat"},
+	{"schools=true", "POST", "/api/groups/chat?schools=true"},
+	{"adoption", "GET", "/api/adoption"},
+}
+
+// measureDistrict puts the other schools in a district and asks its key
+// each of districtAsks over range r: once, then Runs times.
+func measureDistrict(ctx context.Context, store *sqlstore.Store, srv *Server, s Scale, r analytics.DayRange, runs int) (DistrictResult, error) {
+	p := platform.New(store, store)
+	res := DistrictResult{Schools: min(s.OtherGroups, maxDistrictSchools), Runs: runs, Asked: map[string]Latencies{}, First: map[string]float64{}}
+	if _, err := p.CreateDistrict(ctx, "bench-district", "Bench District", "UTC"); err != nil {
+		return res, err
+	}
+	for i := range res.Schools {
+		if err := p.AttachSchool(ctx, "bench-district", fmt.Sprintf("bench-other-%d", i+1)); err != nil {
+			return res, err
+		}
+	}
+	_, key, err := p.CreateDistrictKey(ctx, "bench-district", "bench")
+	if err != nil {
+		return res, err
+	}
+	dates := fmt.Sprintf("startDate=%s&endDate=%s", r.First, r.Last)
+	for _, ask := range districtAsks {
+		sep := "?"
+		if strings.Contains(ask.path, "?") {
+			sep = "&"
+		}
+		var took []float64
+		for i := range runs + 1 {
+			start := time.Now()
+			if err := askDistrict(srv.Base, key, ask.method, ask.path+sep+dates); err != nil {
+				return res, fmt.Errorf("%s: %w", ask.name, err)
+			}
+			if i == 0 {
+				res.First[ask.name] = ms(time.Since(start))
+				continue
+			}
+			took = append(took, ms(time.Since(start)))
+		}
+		res.Asked[ask.name] = Latencies{percentile(took, 50), percentile(took, 99)}
+	}
+	return res, nil
+}
+
+// askDistrict sends one district request and reads its answer.
+func askDistrict(base, key, method, path string) error {
+	req, err := http.NewRequest(method, base+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("x-api-key", key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %d: %s", resp.StatusCode, body)
+	}
+	return err
 }
