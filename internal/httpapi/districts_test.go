@@ -189,12 +189,13 @@ func TestDistrictsAgainstBruteForce(t *testing.T) {
 			}
 			sent = sent[n:]
 		}
+		earliest := time.Date(2024, 12, 15, 0, 0, 0, 0, time.UTC)
 		check := func(label string, attached []string) {
 			t.Helper()
 			for i := range 40 {
 				q := refDistrictQuery{endpoint: []string{"live-lecture", "chat"}[rng.IntN(2)], interval: []string{"", "day", "week", "month"}[rng.IntN(4)],
 					perSchool: rng.IntN(2) == 0, schools: attached}
-				q.first = time.Date(2024, 12, 15, 0, 0, 0, 0, time.UTC).AddDate(0, 0, rng.IntN(720))
+				q.first = earliest.AddDate(0, 0, rng.IntN(int(testNow.Sub(earliest).Hours()/24)-20))
 				q.last = q.first.AddDate(0, 0, []int{0, 1 + rng.IntN(10), 10 + rng.IntN(50), 60 + rng.IntN(340)}[rng.IntN(4)])
 				values := url.Values{"startDate": {q.first.Format(time.DateOnly)}, "endDate": {q.last.Format(time.DateOnly)}}
 				if q.interval != "" {
@@ -239,6 +240,42 @@ func TestDistrictsAgainstBruteForce(t *testing.T) {
 		if msg := resp.errorMessage(t); resp.status != http.StatusBadRequest || msg != `Invalid schoolId: no school "s-c" in this district` {
 			t.Errorf("a detached school asked: %d %s", resp.status, msg)
 		}
+		if stores.Shards != nil {
+			// A school moved to another shard: the district reads it there.
+			loads, err := stores.Shards.Loads(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range loads {
+				if !slices.Contains(l.Groups, "s-b") {
+					if _, err := stores.Shards.MoveGroup(ctx, "s-b", l.Shard); err != nil {
+						t.Fatal(err)
+					}
+					break
+				}
+			}
+			check("after a school moved", []string{"s-b", "s-a", "s-d"})
+		}
+		// A retention cut of one school: the district's answers keep to the
+		// days it keeps, and refuse those before, naming it.
+		if _, err := e.platform.SetRetention(ctx, "s-d", "400d"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.platform.ExpireUsage(ctx, testNow); err != nil {
+			t.Fatal(err)
+		}
+		today, _ := time.Parse(time.DateOnly, testNow.In(m.zones["s-d"]).Format(time.DateOnly))
+		firstKept := today.AddDate(0, 0, -399)
+		m.events["s-d"] = slices.DeleteFunc(m.events["s-d"], func(ev refEvent) bool {
+			day, _ := time.Parse(time.DateOnly, ev.at.In(m.zones["s-d"]).Format(time.DateOnly))
+			return day.Before(firstKept)
+		})
+		resp = e.reportRequest("chat", key, "startDate="+firstKept.AddDate(0, 0, -1).Format(time.DateOnly), "")
+		if msg := resp.errorMessage(t); resp.status != http.StatusBadRequest || !strings.Contains(msg, `the first day school "s-d" keeps`) {
+			t.Errorf("a range before a school's cut: %d %s", resp.status, msg)
+		}
+		earliest = firstKept
+		check("after a retention cut", []string{"s-b", "s-a", "s-d"})
 	})
 }
 
