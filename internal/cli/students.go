@@ -126,7 +126,7 @@ func accessLogList(e *env, args []string) error {
 				if len(a.ClassIDs) > 0 {
 					students += " of class " + strings.Join(a.ClassIDs, " ")
 				}
-				fmt.Fprintf(w, "%s\t%s %s\t%s\t%s %s\t%s to %s\t%s\t%s\n", analytics.FormatTime(a.At), a.KeyPrefix, cmp.Or(a.KeyLabel, "-"),
+				fmt.Fprintf(w, "%s\t%s %s\t%s\t%s %s\t%s to %s\t%s\t%s\n", analytics.FormatTime(a.At), a.KeyPrefix, cmp.Or(a.KeyLabel, "-")+districtOf(a),
 					a.Client, a.Endpoint, a.Format, a.StartDate, a.EndDate, a.Interval, students)
 			}
 		})
@@ -151,4 +151,12 @@ func receiptList(e *env, args []string) error {
 		})
 		return err
 	})
+}
+
+// districtOf names the district of an entry's key, when it is a district's.
+func districtOf(a analytics.AccessEntry) string {
+	if a.KeyDistrict == "" {
+		return ""
+	}
+	return " (district " + a.KeyDistrict + ")"
 }

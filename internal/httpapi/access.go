@@ -179,11 +179,11 @@ func (s *Server) writeAccessLog(w http.ResponseWriter, r *http.Request, groupID 
 func writeAccessCSV(w io.Writer, entries []accessEntryJSON) error {
 	out := csv.NewWriter(w)
 	out.UseCRLF = true
-	out.Write([]string{"id", "at", "keyId", "keyPrefix", "keyLabel", "client", "endpoint", "format", "startDate", "endDate",
+	out.Write([]string{"id", "at", "keyId", "keyPrefix", "keyLabel", "keyDistrict", "client", "endpoint", "format", "startDate", "endDate",
 		"interval", "classIds", "allStudents", "studentIds", "erasedStudents"})
 	for _, e := range entries {
 		out.Write([]string{strconv.FormatInt(e.ID, 10), e.At.Format(time.RFC3339Nano), e.Key.ID, e.Key.Prefix, e.Key.Label,
-			e.Client, e.Endpoint, e.Format, e.StartDate, e.EndDate, e.Interval, strings.Join(e.ClassIDs, " "),
+			e.Key.District, e.Client, e.Endpoint, e.Format, e.StartDate, e.EndDate, e.Interval, strings.Join(e.ClassIDs, " "),
 			strconv.FormatBool(e.AllStudents), strings.Join(e.StudentIDs, " "), strconv.Itoa(e.ErasedStudents)})
 	}
 	out.Flush()

@@ -719,7 +719,7 @@ async function loadAccess(more) {
       const labels = [...$("access").tHead.rows[0].cells].map((th) => th.textContent);
       for (const [i, [text, title]] of [
         [new Date(e.at).toLocaleString(), e.at],
-        [e.key.label || e.key.prefix, `${e.key.prefix}… (${e.key.id})`],
+        [(e.key.label || e.key.prefix) + (e.key.district ? ` (district ${e.key.district})` : ""), `${e.key.prefix}… (${e.key.id})`],
         [e.client],
         [what],
         [showRange(e.startDate, e.endDate)],
