@@ -15,6 +15,14 @@ type Class struct {
 	Members []string
 }
 
+// SchoolRoster is what a district's roster import changes of one of its
+// schools: the school (made when New), and its roster's change.
+type SchoolRoster struct {
+	Group  Group
+	New    bool
+	Change RosterChange
+}
+
 // RosterChange is what a roster import changes of a group, at once.
 type RosterChange struct {
 	Students []StudentUpdate // enrolled, or renamed

@@ -63,6 +63,11 @@ type Directory interface {
 	// ApplyRoster makes a roster import's changes in one transaction: all
 	// of them or, failing, none.
 	ApplyRoster(ctx context.Context, groupID string, c RosterChange) error
+	// ApplyDistrictRoster makes a district's roster import in one
+	// transaction: the schools that are New made, every school put in
+	// the district (a Conflict for one in another district), and each
+	// school's change applied; all of it or, failing, none.
+	ApplyDistrictRoster(ctx context.Context, districtID string, schools []SchoolRoster) error
 
 	// The weekly digest's recipients (Conflict for an address already
 	// one, NotFound for one that is not), and the record of the digests

@@ -123,11 +123,15 @@ const skippedShown = 20
 func rosterImport(e *env, args []string) error {
 	fs, db := flags(e, "roster import")
 	group := fs.String("group", "", "group id")
+	district := fs.String("district", "", "district id: import every school of the bundle into the district, each a group")
 	org := fs.String("org", "", "the school's sourcedId in orgs.csv, for a bundle of several schools")
 	dryRun := fs.Bool("dry-run", false, "say what the import would change, and change nothing")
-	return withPlatform(e, fs, db, args, true, []string{"group"}, func(p *platform.Platform) error {
-		if fs.NArg() != 1 {
+	return withPlatform(e, fs, db, args, true, nil, func(p *platform.Platform) error {
+		switch {
+		case fs.NArg() != 1:
 			return fmt.Errorf("roster import takes one file, a OneRoster CSV bundle (.zip)")
+		case (*group == "") == (*district == ""):
+			return fmt.Errorf("roster import takes --group ID (a school's bundle) or --district ID (a district's), one of them")
 		}
 		data, err := os.ReadFile(fs.Arg(0))
 		if err != nil {
@@ -136,6 +140,9 @@ func rosterImport(e *env, args []string) error {
 		b, err := roster.Read(data)
 		if err != nil {
 			return fmt.Errorf("%s refused, nothing imported: %w", fs.Arg(0), err)
+		}
+		if *district != "" {
+			return importDistrictRoster(e, p, *district, fs.Arg(0), b, *dryRun)
 		}
 		res, err := p.ImportRoster(e.ctx, *group, *org, b, *dryRun)
 		var notNamed *platform.SchoolNotNamedError
@@ -167,4 +174,27 @@ func rosterImport(e *env, args []string) error {
 		}
 		return nil
 	})
+}
+
+// importDistrictRoster imports a district's bundle and says what it did
+// of each school.
+func importDistrictRoster(e *env, p *platform.Platform, district, file string, b *roster.Bundle, dryRun bool) error {
+	res, err := p.ImportDistrictRoster(e.ctx, district, b, dryRun)
+	if err != nil {
+		return err
+	}
+	verb := "imported"
+	if res.DryRun {
+		verb = "would import (dry run, nothing changed)"
+	}
+	fmt.Fprintf(e.stdout, "%s %s into district %s: %s\n", verb, file, district, analytics.Plural(len(res.Schools), "school"))
+	for _, s := range res.Schools {
+		made := ""
+		if s.Created {
+			made = " (new)"
+		}
+		fmt.Fprintf(e.stdout, "  group %s%s: students %d added, %d renamed; classes %d added, %d changed, %d deleted; memberships %d added, %d removed\n",
+			s.GroupID, made, s.StudentsAdded, s.StudentsRenamed, s.ClassesAdded, s.ClassesChanged, s.ClassesDeleted, s.MembersAdded, s.MembersRemoved)
+	}
+	return nil
 }

@@ -78,7 +78,7 @@ func init() {
 		{"class rename", "--group ID --id CLASS_ID --name NAME", "change a class's display name", classRename},
 		{"class members", "--group ID --id CLASS_ID [STUDENT_ID ...]", "make these students the class's members (none: empty it)", classMembers},
 		{"class delete", "--group ID --id CLASS_ID", "delete a class (its students stay in the group)", classDelete},
-		{"roster import", "--group ID [--org ORG_ID] [--dry-run] FILE.zip", "take a group's students and classes from a OneRoster 1.2 or 1.1 CSV bundle, all or nothing", rosterImport},
+		{"roster import", "--group ID [--org ORG_ID] | --district ID [--dry-run] FILE.zip", "take a group's students and classes (or a district's schools, each's) from a OneRoster 1.2 or 1.1 CSV bundle, all or nothing", rosterImport},
 		{"recipient add", "--group ID --address EMAIL [--class CLASS_ID]", "send a group's weekly digest to an address (a class's, to its teacher, with --class)", recipientAdd},
 		{"recipient list", "--group ID", "list a group's digest recipients", recipientList},
 		{"recipient remove", "--group ID --address EMAIL", "stop a group's weekly digest to an address", recipientRemove},

@@ -96,24 +96,42 @@ const maxRosterBody = 100 << 20
 // ?dryRun=true says what it would change, ?org=ID picks the school of a
 // bundle of several.
 func (s *Server) importRoster(r *http.Request) (int, any, error) {
-	query := r.URL.Query()
+	b, dryRun, err := readRoster(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	res, err := s.platform.ImportRoster(r.Context(), r.PathValue("groupId"), r.URL.Query().Get("org"), b, dryRun)
+	return http.StatusOK, res, err
+}
+
+// importDistrictRoster serves POST /v1/admin/districts/{districtId}/roster.
+func (s *Server) importDistrictRoster(r *http.Request) (int, any, error) {
+	b, dryRun, err := readRoster(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	res, err := s.platform.ImportDistrictRoster(r.Context(), r.PathValue("districtId"), b, dryRun)
+	return http.StatusOK, res, err
+}
+
+// readRoster reads a roster import's bundle and its dryRun parameter.
+func readRoster(r *http.Request) (*roster.Bundle, bool, error) {
 	dryRun := false
-	if v := query.Get("dryRun"); v != "" {
+	if v := r.URL.Query().Get("dryRun"); v != "" {
 		var err error
 		if dryRun, err = strconv.ParseBool(v); err != nil {
-			return 0, nil, analytics.Errorf(analytics.Invalid, "Invalid dryRun: expected true or false, got %q", v)
+			return nil, false, analytics.Errorf(analytics.Invalid, "Invalid dryRun: expected true or false, got %q", v)
 		}
 	}
 	body, err := readBody(r)
 	if err != nil {
-		return 0, nil, err
+		return nil, false, err
 	}
 	b, err := roster.Read(body)
 	if err != nil {
-		return 0, nil, analytics.Errorf(analytics.Invalid, "Invalid roster: %s", err)
+		return nil, false, analytics.Errorf(analytics.Invalid, "Invalid roster: %s", err)
 	}
-	res, err := s.platform.ImportRoster(r.Context(), r.PathValue("groupId"), query.Get("org"), b, dryRun)
-	return http.StatusOK, res, err
+	return b, dryRun, nil
 }
 
 // keyClasses serves GET /api/classes: the classes a school's key may ask

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/stores/storetest"
 )
@@ -642,6 +643,139 @@ func TestAdoptionAgainstBruteForce(t *testing.T) {
 		}
 		if resp := e.do("GET", "/api/adoption?schoolId=q", e.key("p"), ""); resp.status != http.StatusBadRequest {
 			t.Errorf("a school's key naming another school: %d %s", resp.status, resp.body)
+		}
+	})
+}
+
+// districtBundle is a district's bulk bundle: 20 schools of 30 classes,
+// 10,000 students each in three classes of their school (one in ten also
+// in a class of the next school), and a teacher a class. It returns each
+// school's classes' students.
+func districtBundle(rng *rand.Rand) (bundle, map[string]map[string][]string) {
+	b := bundle{"orgs.csv": {orgsHeader, {"d1", "", "", "District", "district", "", ""}},
+		"classes.csv": {classesHeader}, "users.csv": {usersHeader}, "enrollments.csv": {enrollmentsHeader}}
+	members := map[string]map[string][]string{}
+	school := func(i int) string { return fmt.Sprintf("sch%02d", i%20+1) }
+	for s := range 20 {
+		b["orgs.csv"] = append(b["orgs.csv"], []string{school(s), "", "", "School " + school(s), "school", "", "d1"})
+		members[school(s)] = map[string][]string{}
+		for c := range 30 {
+			id := fmt.Sprintf("%s-c%02d", school(s), c)
+			b["classes.csv"] = append(b["classes.csv"], []string{id, "", "", "Class " + id, "09", "", "", "scheduled", "", school(s), "", "", "", ""})
+			b["users.csv"] = append(b["users.csv"], []string{"t-" + id, "", "", "true", "t-" + id, "", "Teacher", id, "", "", "", "", "", "", "", "", "", "", "", "", "", school(s), ""})
+			b["enrollments.csv"] = append(b["enrollments.csv"], []string{"te-" + id, "", "", id, school(s), "t-" + id, "teacher", "", "", ""})
+		}
+	}
+	enrol := func(s int, class, user string) {
+		b["enrollments.csv"] = append(b["enrollments.csv"], []string{fmt.Sprintf("e%06d", len(b["enrollments.csv"])), "", "", class, school(s), user, "student", "", "", ""})
+		members[school(s)][class] = append(members[school(s)][class], user)
+	}
+	for u := range 10_000 {
+		id, s := fmt.Sprintf("u%05d", u), u%20
+		b["users.csv"] = append(b["users.csv"], []string{id, "", "", "true", id, "", "Given" + id, "Family", "", "", "", "", "", "", "09", "", "", "", "", "", "", school(s), ""})
+		for _, c := range rng.Perm(30)[:3] {
+			enrol(s, fmt.Sprintf("%s-c%02d", school(s), c), id)
+		}
+		if u%10 == 0 {
+			enrol(s+1, fmt.Sprintf("%s-c%02d", school(s+1), rng.IntN(30)), id)
+		}
+	}
+	for _, classes := range members {
+		for c := range classes {
+			slices.Sort(classes[c])
+		}
+	}
+	return b, members
+}
+
+// TestDistrictRosterImport: a district's bundle of 20 schools, 600 classes
+// and 10,000 students through the admin API on every store, all or
+// nothing: refused whole while one of its schools is another district's,
+// a dry run that changes nothing, the import making the schools it lacks
+// and putting each in the district with its classes and students, a
+// delta, and a broken bundle refused with nothing changed.
+func TestDistrictRosterImport(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		token := e.token()
+		b, members := districtBundle(rand.New(rand.NewPCG(5, 8)))
+		bulk := map[string]string{"orgs": "bulk", "classes": "bulk", "users": "bulk", "enrollments": "bulk"}
+		e.school("sch01", "UTC")
+		e.school("sch02", "UTC")
+		e.district("river", "America/Chicago")
+		e.district("other", "UTC", "sch02")
+		post := func(query string, zip []byte) response {
+			return e.do("POST", "/v1/admin/districts/river/roster"+query, "", string(zip), "Authorization", "Bearer "+token, "Content-Type", "application/zip")
+		}
+		resp := post("", b.zip(t, bulk))
+		if resp.status != http.StatusConflict || !strings.Contains(resp.errorMessage(t), `school "sch02" is group "sch02" of district "other"`) {
+			t.Fatalf("a school of another district: %d %s", resp.status, resp.body)
+		}
+		if _, err := e.platform.Group(ctx, "sch03"); err == nil {
+			t.Fatal("a refused import made a school")
+		}
+		if err := e.platform.DetachSchool(ctx, "other", "sch02"); err != nil {
+			t.Fatal(err)
+		}
+		resp = post("?dryRun=true", b.zip(t, bulk))
+		if resp.status != http.StatusOK || !strings.Contains(string(resp.body), `"dryRun":true`) {
+			t.Fatalf("dry run: %d %s", resp.status, resp.body)
+		}
+		if _, err := e.platform.Group(ctx, "sch03"); err == nil {
+			t.Fatal("a dry run made a school")
+		}
+		resp = post("", b.zip(t, bulk))
+		var res struct {
+			Schools []struct {
+				GroupID       string `json:"groupId"`
+				Created       bool   `json:"created"`
+				StudentsAdded int    `json:"studentsAdded"`
+				ClassesAdded  int    `json:"classesAdded"`
+			} `json:"schools"`
+		}
+		if err := json.Unmarshal(resp.body, &res); err != nil || resp.status != http.StatusOK || len(res.Schools) != 20 {
+			t.Fatalf("import: %d %s", resp.status, resp.body)
+		}
+		if res.Schools[0].Created || res.Schools[1].Created || !res.Schools[2].Created || res.Schools[2].ClassesAdded != 30 {
+			t.Errorf("schools made: %+v", res.Schools[:3])
+		}
+		d, err := e.platform.District(ctx, "river")
+		if err != nil || len(d.Schools) != 20 {
+			t.Fatalf("the district's schools: %v %v", d.Schools, err)
+		}
+		for school, classes := range members {
+			got, err := e.platform.Classes(ctx, school)
+			if err != nil || len(got) != 30 {
+				t.Fatalf("%s: %d classes, %v", school, len(got), err)
+			}
+			for _, c := range got {
+				if !slices.Equal(c.Members, classes[c.ID]) {
+					t.Fatalf("%s class %s: %d members, want %d", school, c.ID, len(c.Members), len(classes[c.ID]))
+				}
+			}
+		}
+		if g, _ := e.platform.Group(ctx, "sch07"); g.TimeZone != "America/Chicago" || g.Name != "School sch07" {
+			t.Errorf("a school made: %+v", g)
+		}
+		// A delta: a class of sch05 deleted, a student renamed.
+		delta := bundle{"classes.csv": {classesHeader, {"sch05-c00", "tobedeleted", "2026-11-20", "Class sch05-c00", "09", "", "", "scheduled", "", "sch05", "", "", "", ""}},
+			"users.csv": {usersHeader, {"u00004", "active", "2026-11-20", "true", "u00004", "", "Renamed", "Student", "", "", "", "", "", "", "09", "", "", "", "", "", "", "sch05", ""}},
+			"orgs.csv":  b["orgs.csv"]}
+		resp = post("", delta.zip(t, map[string]string{"orgs": "bulk", "classes": "delta", "users": "delta"}))
+		if resp.status != http.StatusOK {
+			t.Fatalf("delta: %d %s", resp.status, resp.body)
+		}
+		if _, err := e.platform.Class(ctx, "sch05", "sch05-c00"); analytics.ErrorCode(err) != analytics.NotFound {
+			t.Errorf("the deleted class: %v", err)
+		}
+		if names := e.studentNames("sch05", token); names["u00004"] != "Renamed Student" {
+			t.Errorf("the renamed student: %q", names["u00004"])
+		}
+		// Broken: nothing of it is imported, in any school.
+		broken := bundle{"classes.csv": {classesHeader, {"sch09-new", "active", "yesterday", "New", "09", "", "", "scheduled", "", "sch09", "", "", "", ""}},
+			"orgs.csv": b["orgs.csv"]}
+		resp = post("", broken.zip(t, map[string]string{"orgs": "bulk", "classes": "delta"}))
+		if resp.status != http.StatusBadRequest || !strings.Contains(resp.errorMessage(t), "classes.csv line 2, column dateLastModified") {
+			t.Errorf("broken: %d %s", resp.status, resp.body)
 		}
 	})
 }

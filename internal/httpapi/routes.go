@@ -67,6 +67,7 @@ func (s *Server) routes() []route {
 		{"GET /v1/admin/districts/{districtId}/keys", maxAdminBody, s.withToken(s.listDistrictKeys)},
 		{"POST /v1/admin/districts/{districtId}/keys", maxAdminBody, s.withToken(s.createDistrictKey)},
 		{"DELETE /v1/admin/districts/{districtId}/keys/{keyId}", maxAdminBody, s.withToken(s.revokeDistrictKey)},
+		{"POST /v1/admin/districts/{districtId}/roster", maxRosterBody, s.withToken(s.importDistrictRoster)},
 
 		// The weekly digest's unsubscribe link, which needs no key.
 		{"GET /unsubscribe", 0, s.unsubscribeForm},

@@ -1,10 +1,13 @@
 package platform
 
 import (
+	"cmp"
 	"context"
+	"strings"
 	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/roster"
 )
 
 // CreateDistrict creates a district: an id as a group's, a name (the id
@@ -130,4 +133,94 @@ func knownDistrict(id string) error {
 		return analytics.Errorf(analytics.NotFound, "District %q not found", id)
 	}
 	return nil
+}
+
+// SchoolRosterResult is what a district's roster import changed of one
+// school, or would: the group, whether it was made, and its roster's
+// change.
+type SchoolRosterResult struct {
+	GroupID string `json:"groupId"`
+	Created bool   `json:"created"`
+	RosterResult
+}
+
+// DistrictRosterResult says what a district's roster import changed, or
+// would change, school by school in the bundle's order.
+type DistrictRosterResult struct {
+	DryRun  bool                 `json:"dryRun"`
+	Schools []SchoolRosterResult `json:"schools"`
+}
+
+// ImportDistrictRoster takes a district's OneRoster bundle, all or nothing:
+// every school of orgs.csv becomes a group of the district (its sourcedId
+// the group's id; made, in the district's zone, when there is none, and
+// put in the district when it is in none), and each school's students and
+// classes are imported into it as ImportRoster imports them. A school in
+// another district refuses the whole bundle. With dryRun, nothing changes.
+func (p *Platform) ImportDistrictRoster(ctx context.Context, districtID string, b *roster.Bundle, dryRun bool) (DistrictRosterResult, error) {
+	res := DistrictRosterResult{DryRun: dryRun, Schools: []SchoolRosterResult{}}
+	d, err := p.District(ctx, districtID)
+	if err != nil {
+		return res, err
+	}
+	schools, err := p.bundleSchools(ctx, d, b)
+	if err != nil {
+		return res, err
+	}
+	var existing []string
+	for _, sr := range schools {
+		if !sr.New {
+			existing = append(existing, sr.Group.ID)
+		}
+	}
+	if _, err := p.Usage.SettleGroups(ctx, existing); err != nil {
+		return res, err
+	}
+	for i := range schools {
+		r, change, err := p.rosterChange(ctx, schools[i].Group.ID, schools[i].Group.ID, b)
+		if err != nil {
+			return res, err
+		}
+		r.DryRun = dryRun
+		schools[i].Change = change
+		res.Schools = append(res.Schools, SchoolRosterResult{GroupID: schools[i].Group.ID, Created: schools[i].New, RosterResult: r})
+	}
+	if dryRun {
+		return res, nil
+	}
+	return res, p.Directory.ApplyDistrictRoster(ctx, districtID, schools)
+}
+
+// bundleSchools returns the groups of the bundle's schools: those there
+// are, and those to make, in the bundle's order.
+func (p *Platform) bundleSchools(ctx context.Context, d analytics.District, b *roster.Bundle) ([]analytics.SchoolRoster, error) {
+	var schools []analytics.SchoolRoster
+	for _, o := range b.Orgs {
+		if o.Type != "school" || o.Deleted() {
+			continue
+		}
+		if !groupIDPattern.MatchString(o.SourcedID) {
+			return nil, invalid("Invalid roster: orgs.csv line %d: school %q cannot be a group's id: expected 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", o.Line, o.SourcedID)
+		}
+		g, err := p.Directory.Group(ctx, o.SourcedID)
+		switch {
+		case analytics.ErrorCode(err) == analytics.NotFound:
+			name := cmp.Or(strings.TrimSpace(o.Name), o.SourcedID)
+			if err := checkText("name", name, 200); err != nil {
+				return nil, invalid("Invalid roster: orgs.csv line %d: school %q: %s", o.Line, o.SourcedID, analytics.ErrorMessage(err))
+			}
+			g = analytics.Group{ID: o.SourcedID, Name: name, TimeZone: d.TimeZone, Created: p.Now().UTC().Truncate(time.Millisecond)}
+			schools = append(schools, analytics.SchoolRoster{Group: g, New: true})
+		case err != nil:
+			return nil, err
+		case g.DistrictID != "" && g.DistrictID != d.ID:
+			return nil, analytics.Errorf(analytics.Conflict, "Invalid roster: school %q is group %q of district %q; detach it there first, nothing imported", o.SourcedID, g.ID, g.DistrictID)
+		default:
+			schools = append(schools, analytics.SchoolRoster{Group: g})
+		}
+	}
+	if len(schools) == 0 {
+		return nil, invalid("Invalid roster: orgs.csv names no school")
+	}
+	return schools, nil
 }

@@ -45,13 +45,26 @@ func (p *Platform) ImportRoster(ctx context.Context, groupID, org string, b *ros
 	if _, err := p.Usage.Settle(ctx, groupID); err != nil {
 		return res, err
 	}
-	students, err := p.Directory.Students(ctx, groupID)
-	if err != nil {
+	res, change, err := p.rosterChange(ctx, groupID, org, b)
+	res.DryRun = dryRun
+	if err != nil || dryRun || (len(change.Students) == 0 && len(change.Classes) == 0 && len(change.DeletedClasses) == 0) {
 		return res, err
 	}
+	return res, p.Directory.ApplyRoster(ctx, groupID, change)
+}
+
+// rosterChange works out what a bundle changes of a group as it is (a
+// group not yet made has no students or classes), taking the classes of
+// org (or of the bundle's one school).
+func (p *Platform) rosterChange(ctx context.Context, groupID, org string, b *roster.Bundle) (RosterResult, analytics.RosterChange, error) {
+	var res RosterResult
+	students, err := p.Directory.Students(ctx, groupID)
+	if err != nil && analytics.ErrorCode(err) != analytics.NotFound {
+		return res, analytics.RosterChange{}, err
+	}
 	classes, err := p.Directory.Classes(ctx, groupID)
-	if err != nil {
-		return res, err
+	if err != nil && analytics.ErrorCode(err) != analytics.NotFound {
+		return res, analytics.RosterChange{}, err
 	}
 	im := importer{b: b, names: map[string]string{}, members: map[string]map[string]bool{}, titles: map[string]string{},
 		users: map[string]roster.User{}, inBundle: map[string]bool{}, updates: map[string]string{}}
@@ -67,19 +80,16 @@ func (p *Platform) ImportRoster(ctx context.Context, groupID, org string, b *ros
 		}
 	}
 	if res.School, err = im.school(org); err != nil {
-		return res, err
+		return res, analytics.RosterChange{}, err
 	}
 	im.skipped = slices.Clone(b.Skipped)
 	change, err := im.change(res.School)
 	if err != nil {
-		return res, invalid("Invalid roster: %s", err)
+		return res, change, invalid("Invalid roster: %s", err)
 	}
 	res.Skipped = append([]roster.Skipped{}, im.skipped...)
 	count(&change, before, classes, &res)
-	if dryRun || (len(change.Students) == 0 && len(change.Classes) == 0 && len(change.DeletedClasses) == 0) {
-		return res, nil
-	}
-	return res, p.Directory.ApplyRoster(ctx, groupID, change)
+	return res, change, nil
 }
 
 // importer works out a bundle's changes from the group as it is.

@@ -198,30 +198,64 @@ func nullable(v string) any {
 // classes (names and members) and deletes those named, in one
 // transaction under the group's write lock.
 func (s *Store) ApplyRoster(ctx context.Context, groupID string, c analytics.RosterChange) error {
-	return s.transact(ctx, "ApplyRoster", func(tx *txn) error {
-		if _, err := s.lockUsage(ctx, tx, groupID); err != nil {
+	return s.transact(ctx, "ApplyRoster", func(tx *txn) error { return s.applyRoster(ctx, tx, groupID, c) })
+}
+
+// ApplyDistrictRoster makes the district's schools, puts them in it and
+// applies their rosters, in one transaction.
+func (s *Store) ApplyDistrictRoster(ctx context.Context, districtID string, schools []analytics.SchoolRoster) error {
+	return s.transact(ctx, "ApplyDistrictRoster", func(tx *txn) error {
+		if err := s.lockDistrict(ctx, tx, districtID); err != nil {
 			return err
 		}
-		if err := s.saveStudents(ctx, tx, map[string][]analytics.StudentUpdate{groupID: c.Students}, nil); err != nil {
-			return err
-		}
-		for _, class := range c.Classes {
-			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO classes (group_id, class_id, name) VALUES (?, ?, ?)
-				ON CONFLICT (group_id, class_id) DO UPDATE SET name = excluded.name`), groupID, class.ID, class.Name); err != nil {
+		for _, sr := range schools {
+			g := sr.Group
+			if sr.New {
+				if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO groups (group_id, name, time_zone, created_at) VALUES (?, ?, ?, ?)`),
+					g.ID, g.Name, g.TimeZone, millis(g.Created)); err != nil {
+					return err
+				}
+			}
+			res, err := tx.ExecContext(ctx, s.q(`UPDATE groups SET district_id = ? WHERE group_id = ? AND (district_id IS NULL OR district_id = ?)`),
+				districtID, g.ID, districtID)
+			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM class_members WHERE group_id = ? AND class_id = ?`), groupID, class.ID); err != nil {
-				return err
+			if n, _ := res.RowsAffected(); n == 0 {
+				return analytics.Errorf(analytics.Conflict, "Group %q is in another district, or gone; nothing imported", g.ID)
 			}
-			if err := s.addMembers(ctx, tx, groupID, class.ID, class.Members); err != nil {
-				return err
-			}
-		}
-		for _, id := range c.DeletedClasses {
-			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM classes WHERE group_id = ? AND class_id = ?`), groupID, id); err != nil {
+			if err := s.applyRoster(ctx, tx, g.ID, sr.Change); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// applyRoster applies a group's roster change with tx.
+func (s *Store) applyRoster(ctx context.Context, tx *txn, groupID string, c analytics.RosterChange) error {
+	if _, err := s.lockUsage(ctx, tx, groupID); err != nil {
+		return err
+	}
+	if err := s.saveStudents(ctx, tx, map[string][]analytics.StudentUpdate{groupID: c.Students}, nil); err != nil {
+		return err
+	}
+	for _, class := range c.Classes {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO classes (group_id, class_id, name) VALUES (?, ?, ?)
+			ON CONFLICT (group_id, class_id) DO UPDATE SET name = excluded.name`), groupID, class.ID, class.Name); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM class_members WHERE group_id = ? AND class_id = ?`), groupID, class.ID); err != nil {
+			return err
+		}
+		if err := s.addMembers(ctx, tx, groupID, class.ID, class.Members); err != nil {
+			return err
+		}
+	}
+	for _, id := range c.DeletedClasses {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM classes WHERE group_id = ? AND class_id = ?`), groupID, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
