@@ -28,6 +28,9 @@ func TestGoldenAnswers(t *testing.T) {
 		message("golden", "s-2", "flashcard", "2026-11-09T23:30:00Z"),
 		message("golden", "s-2", "main", "2026-11-10T08:00:00+01:00"),
 	)
+	e.school("golden-2", "UTC")
+	e.send(message("golden-2", "s-9", "test", "2026-11-04T12:00:00Z"))
+	districtKey := e.district("golden-district", "Europe/Berlin", "golden", "golden-2")
 	const month = "startDate=2026-11-01&endDate=2026-11-30"
 	tests := []struct {
 		name, method, path, key string
@@ -36,6 +39,9 @@ func TestGoldenAnswers(t *testing.T) {
 		{"students.json", "POST", "/api/groups/chat?" + month + "&students=true", key},
 		{"interval.json", "POST", "/api/groups/chat?" + month + "&interval=week", key},
 		{"students.csv", "POST", "/api/groups/chat?" + month + "&students=true&format=csv", key},
+		{"district.json", "POST", "/api/groups/chat?" + month, districtKey},
+		{"district-schools.csv", "POST", "/api/groups/chat?" + month + "&schools=true&format=csv", districtKey},
+		{"adoption.json", "GET", "/api/adoption?" + month, districtKey},
 		{"error-unauthorized.json", "POST", "/api/groups/chat", "gak_WRONG"},
 		{"error-missing-params.json", "POST", "/api/groups/chat?startDate=", key},
 		{"error-invalid-date.json", "POST", "/api/groups/chat?startDate=next+week", key},
