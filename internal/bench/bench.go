@@ -205,19 +205,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	fmt.Fprintf(cfg.Out, "measured the access log's cost\n")
 	if cfg.Scale.OtherGroups > 0 {
-		district, err := measureDistrict(ctx, store, srv, cfg.Scale, r, 30)
-		if err != nil {
+		if err := measureOthers(ctx, cfg, store, srv, r, res); err != nil {
 			return nil, err
 		}
-		res.District = &district
-		others, err := schoolKeys(ctx, store, cfg.Scale)
-		if err != nil {
-			return nil, err
-		}
-		if res.Schools, err = askEverySchool(srv, others, r, cfg); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(cfg.Out, "asked every school\n")
 	}
 	if err := measureWrites(cfg, srv, keys, firehoseKeys, now, res); err != nil {
 		return nil, err
@@ -236,6 +226,26 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	printTable(cfg.Out, res)
 	return res, nil
+}
+
+// measureOthers measures the other schools: as a district of them first
+// (its first answers are the first of their data since the server
+// started), then each by its own key.
+func measureOthers(ctx context.Context, cfg Config, store *sqlstore.Store, srv *Server, r analytics.DayRange, res *Result) error {
+	district, err := measureDistrict(ctx, store, srv, cfg.Scale, r, 30)
+	if err != nil {
+		return err
+	}
+	res.District = &district
+	others, err := schoolKeys(ctx, store, cfg.Scale)
+	if err != nil {
+		return err
+	}
+	if res.Schools, err = askEverySchool(srv, others, r, cfg); err != nil {
+		return err
+	}
+	fmt.Fprintf(cfg.Out, "asked every school\n")
+	return nil
 }
 
 // storeBytes is what the run's stores hold on disk: the ClickHouse
