@@ -228,26 +228,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// measureOthers measures the other schools: as a district of them first
-// (its first answers are the first of their data since the server
-// started), then each by its own key.
-func measureOthers(ctx context.Context, cfg Config, store *sqlstore.Store, srv *Server, r analytics.DayRange, res *Result) error {
-	district, err := measureDistrict(ctx, store, srv, cfg.Scale, r, 30)
-	if err != nil {
-		return err
-	}
-	res.District = &district
-	others, err := schoolKeys(ctx, store, cfg.Scale)
-	if err != nil {
-		return err
-	}
-	if res.Schools, err = askEverySchool(srv, others, r, cfg); err != nil {
-		return err
-	}
-	fmt.Fprintf(cfg.Out, "asked every school\n")
-	return nil
-}
-
 // storeBytes is what the run's stores hold on disk: the ClickHouse
 // shards', or the SQL store's.
 func storeBytes(ctx context.Context, ch *chstore.Store, base *baseline, store *sqlstore.Store, dsn string) (int64, error) {
@@ -582,10 +562,7 @@ func printTable(w io.Writer, res *Result) {
 		fmt.Fprintf(w, "  server RSS after: %.0f MB\n", float64(sc.RSSBytes)/1e6)
 	}
 	if d := res.District; d != nil {
-		fmt.Fprintf(w, "\na district of %d other schools, asked over the whole period (first since start, then p50 and p99 of %d):\n", d.Schools, d.Runs)
-		for _, ask := range districtAsks {
-			fmt.Fprintf(w, "  %-24s first %7.2f ms  p50 %7.2f ms  p99 %7.2f ms\n", ask.name, d.First[ask.name], d.Asked[ask.name].P50, d.Asked[ask.name].P99)
-		}
+		d.print(w)
 	}
 	fmt.Fprintln(w)
 	for _, in := range []IngestResult{res.Ingest, res.IngestOne} {
