@@ -438,6 +438,9 @@ func TestDistrictIsolation(t *testing.T) {
 		if resp := e.do("GET", "/api/access-log?schoolId=elsewhere", key, ""); resp.status != http.StatusBadRequest {
 			t.Errorf("another district's school's log: %d %s", resp.status, resp.body)
 		}
+		if resp := e.do("GET", "/api/classes?schoolId=north", key, ""); resp.status != http.StatusOK || !strings.Contains(string(resp.body), `"forClasses":false`) {
+			t.Errorf("a school's classes through the district's key: %d %s", resp.status, resp.body)
+		}
 		if resp := e.do("GET", "/api/classes", key, ""); resp.status != http.StatusBadRequest {
 			t.Errorf("a district's key's classes without a school: %d %s", resp.status, resp.body)
 		}
