@@ -120,17 +120,11 @@ func districtKeyRevoke(e *env, args []string) error {
 	district := fs.String("district", "", "district id")
 	key := fs.String("key", "", "key id, as district key list shows it (or its prefix, gad_…)")
 	return withPlatform(e, fs, db, args, false, []string{"district", "key"}, func(p *platform.Platform) error {
-		id := *key
-		if strings.HasPrefix(id, "gad_") {
-			keys, err := p.DistrictKeys(e.ctx, *district)
-			if err != nil {
-				return err
-			}
-			if id, err = idOfPrefix(id, "key", keys, func(k analytics.APIKey) (string, string) { return k.ID, k.Prefix }); err != nil {
-				return err
-			}
+		id, err := keyIDOf(*key, "gad_", func() ([]analytics.APIKey, error) { return p.DistrictKeys(e.ctx, *district) })
+		if err != nil {
+			return err
 		}
-		err := p.RevokeDistrictKey(e.ctx, *district, id)
+		err = p.RevokeDistrictKey(e.ctx, *district, id)
 		if err == nil {
 			fmt.Fprintf(e.stdout, "revoked key %s of district %s\n", id, *district)
 		}

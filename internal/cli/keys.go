@@ -63,22 +63,29 @@ func keyRevoke(e *env, args []string) error {
 	group := fs.String("group", "", "group id")
 	key := fs.String("key", "", "key id, as key list shows it (or its prefix, gak_…)")
 	return withPlatform(e, fs, db, args, false, []string{"group", "key"}, func(p *platform.Platform) error {
-		id := *key
-		if strings.HasPrefix(id, "gak_") {
-			keys, err := p.Keys(e.ctx, *group)
-			if err != nil {
-				return err
-			}
-			if id, err = idOfPrefix(id, "key", keys, func(k analytics.APIKey) (string, string) { return k.ID, k.Prefix }); err != nil {
-				return err
-			}
+		id, err := keyIDOf(*key, "gak_", func() ([]analytics.APIKey, error) { return p.Keys(e.ctx, *group) })
+		if err != nil {
+			return err
 		}
-		err := p.RevokeKey(e.ctx, *group, id)
+		err = p.RevokeKey(e.ctx, *group, id)
 		if err == nil {
 			fmt.Fprintf(e.stdout, "revoked key %s of group %s\n", id, *group)
 		}
 		return err
 	})
+}
+
+// keyIDOf returns the id of the key given: its id, or the prefix its list
+// shows (of a secret starting with kind) looked up in the keys listed.
+func keyIDOf(given, kind string, list func() ([]analytics.APIKey, error)) (string, error) {
+	if !strings.HasPrefix(given, kind) {
+		return given, nil
+	}
+	keys, err := list()
+	if err != nil {
+		return "", err
+	}
+	return idOfPrefix(given, "key", keys, func(k analytics.APIKey) (string, string) { return k.ID, k.Prefix })
 }
 
 // idOfPrefix returns the id of the one key or token (what) whose prefix,

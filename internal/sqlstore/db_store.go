@@ -71,7 +71,7 @@ type Store struct {
 	startWriter sync.Once
 	appends     []chan *rollup.Call // to the writers of AppendEvents, by group
 
-	touches chan keyTouch    // to the writer of keys' last use
+	touches chan keyRow      // to the writer of keys' last use
 	entries chan *accessCall // PostgreSQL only: to the writer of the access log
 	journal *accessJournal   // SQLite only: where the access log is written first
 	folding chan struct{}    // closed to stop the folds of the access log's entries
@@ -146,7 +146,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.timeout, s.observer = opts.CallTimeout, opts.Observer
-	s.touches = make(chan keyTouch, 1024)
+	s.touches = make(chan keyRow, 1024)
 	s.keptOrdinals = cache.New[map[string]int](maxKeptOrdinals)
 	s.writers.Add(1)
 	go s.writeTouches()

@@ -228,15 +228,5 @@ func (s *Store) DistrictKeys(ctx context.Context, districtID string) ([]analytic
 
 // RevokeDistrictKey revokes the district's key from at on.
 func (s *Store) RevokeDistrictKey(ctx context.Context, districtID, keyID string, at time.Time) error {
-	return s.transact(ctx, "RevokeDistrictKey", func(tx *txn) error {
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE district_keys SET revoked_at = COALESCE(revoked_at, ?)
-			WHERE district_id = ? AND key_id = ?`), millis(at), districtID, keyID)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return analytics.Errorf(analytics.NotFound, "Key %q of district %q not found", keyID, districtID)
-		}
-		return nil
-	})
+	return s.revokeKey(ctx, "RevokeDistrictKey", keyRow{table: "district_keys", owner: "district_id", ownerID: districtID, keyID: keyID, at: millis(at)}, "district")
 }

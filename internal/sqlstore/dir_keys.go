@@ -76,14 +76,20 @@ func (s *Store) Keys(ctx context.Context, groupID string) ([]analytics.APIKey, e
 
 // RevokeKey revokes the group's key from at on.
 func (s *Store) RevokeKey(ctx context.Context, groupID, keyID string, at time.Time) error {
-	return s.transact(ctx, "RevokeKey", func(tx *txn) error {
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?)
-			WHERE group_id = ? AND key_id = ?`), millis(at), groupID, keyID)
+	return s.revokeKey(ctx, "RevokeKey", keyRow{table: "api_keys", owner: "group_id", ownerID: groupID, keyID: keyID, at: millis(at)}, "group")
+}
+
+// revokeKey revokes the key k names (a school's or a district's) from
+// k.at on, or answers NotFound naming it of its owner, what.
+func (s *Store) revokeKey(ctx context.Context, op string, k keyRow, what string) error {
+	return s.transact(ctx, op, func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE `+k.table+` SET revoked_at = COALESCE(revoked_at, ?)
+			WHERE `+k.owner+` = ? AND key_id = ?`), k.at, k.ownerID, k.keyID)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return analytics.Errorf(analytics.NotFound, "Key %q of group %q not found", keyID, groupID)
+			return analytics.Errorf(analytics.NotFound, "Key %q of %s %q not found", k.keyID, what, k.ownerID)
 		}
 		return nil
 	})
@@ -151,7 +157,7 @@ func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (a
 			return analytics.Access{}, s.wrap("Authorize", err)
 		}
 	}
-	s.noteUse(keyTouch{table: "api_keys", owner: "group_id", ownerID: groupID.String, keyID: keyID.String, at: at}, used, now)
+	s.noteUse(keyRow{table: "api_keys", owner: "group_id", ownerID: groupID.String, keyID: keyID.String, at: at}, used, now)
 	return access, nil
 }
 
@@ -186,7 +192,7 @@ func (s *Store) authorizeDistrict(ctx context.Context, d analytics.District, key
 	if len(da.Schools) == 0 {
 		return analytics.Access{}, errUnauthorized // their plans ended since the first query
 	}
-	s.noteUse(keyTouch{table: "district_keys", owner: "district_id", ownerID: d.ID, keyID: keyID, at: at}, used, now)
+	s.noteUse(keyRow{table: "district_keys", owner: "district_id", ownerID: d.ID, keyID: keyID, at: at}, used, now)
 	return analytics.Access{KeyID: keyID, District: da}, nil
 }
 
@@ -201,22 +207,23 @@ func (w withExtra) Scan(dest ...any) error { return w.rows.Scan(append(dest, w.e
 
 // noteUse queues a note of a key's use when its last use was noted before
 // today: last_used_at is written at most once a day per key.
-func (s *Store) noteUse(t keyTouch, used sql.NullInt64, now time.Time) {
+func (s *Store) noteUse(t keyRow, used sql.NullInt64, now time.Time) {
 	if !used.Valid || fromMillis(used.Int64).Truncate(24*time.Hour).Before(now.Truncate(24*time.Hour)) {
 		s.touchKey(t)
 	}
 }
 
-// keyTouch notes that a key was used at a time: a key of table, whose
-// owner column (its group or district) is ownerID.
-type keyTouch struct {
+// keyRow is a key's row and a time: a key of table (a school's or a
+// district's), whose owner column (its group or district) is ownerID,
+// and when it was used, or is revoked.
+type keyRow struct {
 	table, owner, ownerID, keyID string
 	at                           int64
 }
 
 // touchKey queues a note of a key's use, or drops it when the queue is
 // full: the key's next request notes it again.
-func (s *Store) touchKey(t keyTouch) {
+func (s *Store) touchKey(t keyRow) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
