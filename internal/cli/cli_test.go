@@ -124,6 +124,8 @@ func TestPlanSetEchoesTheBoundsAsTyped(t *testing.T) {
 		args := []string{"plan", "set", "--db", db, "--group", "north", "--start", tt.start}
 		if tt.end != "" {
 			args = append(args, "--end", tt.end)
+		} else {
+			args = append(args, "--seats", "250")
 		}
 		if got := mustRun(t, args...); got != tt.want {
 			t.Errorf("plan set %s %s:\n%q\nwant\n%q", tt.start, tt.end, got, tt.want)
@@ -133,11 +135,12 @@ func TestPlanSetEchoesTheBoundsAsTyped(t *testing.T) {
 	// (Berlin), then the instants.
 	list := mustRun(t, "plan", "list", "--db", db, "--group", "north")
 	for _, want := range []string{
-		`(?m)^PLAN +FIRST DAY +LAST DAY +STARTS +ENDS +CANCELLED +VALID NOW$`,
+		`(?m)^PLAN +FIRST DAY +LAST DAY +STARTS +ENDS +CANCELLED +VALID NOW +SEATS$`,
 		`(?m)^1 +2025-08-01 +2026-07-31 +2025-07-31T22:00:00.000Z +2026-07-31T22:00:00.000Z +- +`,
 		`(?m)^2 +2026-02-01 +2026-02-01 +`,
 		`(?m)^3 +2026-03-01 +2026-03-02 +`,
-		`(?m)^4 +2026-04-01 +- +2026-03-31T22:00:00.000Z +- +`,
+		`(?m)^4 +2026-04-01 +- +2026-03-31T22:00:00.000Z +- +- +true +250$`,
+		`(?m)^3 +2026-03-01 +2026-03-02 +.* +-$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(list) {
 			t.Errorf("plan list has no line %s:\n%s", want, list)
