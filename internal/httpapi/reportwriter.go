@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -130,18 +131,9 @@ func (rw *reportWriter) finish() error {
 	if rw.csv == "" {
 		rw.buf = append(rw.buf, ']')
 		if rw.district {
-			rw.buf = append(rw.buf, `,"schoolsLeftOut":[`...)
-			for i, g := range rw.leftOut {
-				if i > 0 {
-					rw.buf = append(rw.buf, ',')
-				}
-				rw.buf = append(rw.buf, `{"schoolId":`...)
-				rw.buf = appendString(rw.buf, g.ID)
-				rw.buf = append(rw.buf, `,"schoolName":`...)
-				rw.buf = appendString(rw.buf, g.Name)
-				rw.buf = append(rw.buf, `,"reason":"no valid plan"}`...)
-			}
-			rw.buf = append(rw.buf, ']')
+			// A few schools at most, once an answer: encoding/json is fine.
+			leftOut, _ := json.Marshal(listOf(rw.leftOut, toLeftOut))
+			rw.buf = append(append(rw.buf, `,"schoolsLeftOut":`...), leftOut...)
 		}
 		rw.buf = append(rw.buf, "}\n"...)
 	}
