@@ -175,3 +175,37 @@ func (s *Server) keyClasses(w http.ResponseWriter, r *http.Request, access analy
 		Classes      []class `json:"classes"`
 	}{access.ForClasses, access.Group.MinCellSize, firstKept, out})
 }
+
+// placeJSON is a school or a district as a key's reads name it.
+type placeJSON struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	TimeZone string `json:"timeZone"`
+}
+
+// keyMe serves GET /api/me: what the key opens, so that the dashboard
+// knows which view to show. A school's key its school (a teacher's, its
+// classes too); a district's key its district, its schools with a valid
+// plan, and those left out.
+func (s *Server) keyMe(w http.ResponseWriter, _ *http.Request, access analytics.Access, _ time.Time) {
+	place := func(g analytics.Group) placeJSON { return placeJSON{g.ID, g.Name, g.TimeZone} }
+	if access.District != nil && access.Group.ID == "" {
+		d := access.District.District
+		writeJSON(w, http.StatusOK, struct {
+			Kind           string        `json:"kind"`
+			District       placeJSON     `json:"district"`
+			Schools        []placeJSON   `json:"schools"`
+			SchoolsLeftOut []leftOutJSON `json:"schoolsLeftOut"`
+		}{"district", placeJSON{d.ID, d.Name, d.TimeZone}, listOf(access.District.Schools, place), listOf(access.District.Unplanned, toLeftOut)})
+		return
+	}
+	kind, classes := "school", []string(nil)
+	if access.ForClasses {
+		kind, classes = "teacher", slices.Clone(access.Classes)
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Kind     string    `json:"kind"`
+		School   placeJSON `json:"school"`
+		ClassIDs []string  `json:"classIds,omitempty"`
+	}{kind, place(access.Group), classes})
+}

@@ -243,6 +243,15 @@ func TestTeacherKeys(t *testing.T) {
 		if resp := e.do("GET", "/api/classes", "gak_WRONG", ""); resp.status != 403 {
 			t.Errorf("GET /api/classes with a wrong key: %d", resp.status)
 		}
+		// Whose key it is, as the dashboard asks.
+		for _, c := range []struct{ key, want string }{
+			{key, `{"kind":"school","school":{"id":"north","name":"School north","timeZone":"Europe/Berlin"}}`},
+			{teacher, `{"kind":"teacher","school":{"id":"north","name":"School north","timeZone":"Europe/Berlin"},"classIds":["c1","c2"]}`},
+		} {
+			if resp := e.do("GET", "/api/me", c.key, ""); resp.status != 200 || strings.TrimSpace(string(resp.body)) != c.want {
+				t.Errorf("GET /api/me: %d %s, want %s", resp.status, resp.body, c.want)
+			}
+		}
 
 		// What it sees: its classes together, as the group's key sees them.
 		for _, endpoint := range []string{"live-lecture", "chat"} {

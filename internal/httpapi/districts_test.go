@@ -377,6 +377,10 @@ func TestDistrictIsolation(t *testing.T) {
 		if *got[0].NumStudentsUsed != 2 || fmt.Sprint(leftOut) != "[{lapsed School lapsed no valid plan}]" {
 			t.Errorf("district: %+v left out %v", got, leftOut)
 		}
+		want := `{"kind":"district","district":{"id":"river","name":"District river","timeZone":"UTC"},"schools":[{"id":"north","name":"School north","timeZone":"UTC"},{"id":"south","name":"School south","timeZone":"UTC"}],"schoolsLeftOut":[{"schoolId":"lapsed","schoolName":"School lapsed","reason":"no valid plan"}]}`
+		if resp := e.do("GET", "/api/me", key, ""); resp.status != http.StatusOK || strings.TrimSpace(string(resp.body)) != want {
+			t.Errorf("GET /api/me: %d %s, want %s", resp.status, resp.body, want)
+		}
 		resp := e.reportRequest("live-lecture", key, "schools=true&startDate=2026-11-01", "")
 		if resp.header.Get("Schools-Left-Out") != "lapsed" {
 			t.Errorf("Schools-Left-Out: %q", resp.header.Get("Schools-Left-Out"))

@@ -23,6 +23,7 @@ func (s *Server) routes() []route {
 		// The report API, behind a school's or a district's key (x-api-key).
 		{"POST /api/groups/live-lecture", maxReportBody, s.reports(report.LiveLecture)},
 		{"POST /api/groups/chat", maxReportBody, s.reports(report.Chat)},
+		{"GET /api/me", 0, s.withKey(s.keyMe)},
 		{"GET /api/classes", 0, s.withKey(s.keyClasses)},
 		{"GET /api/access-log", 0, s.withKey(s.keyAccessLog)},
 		{"GET /api/adoption", 0, s.withKey(s.keyAdoption)},
