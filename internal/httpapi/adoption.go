@@ -97,6 +97,11 @@ func (s *Server) keyAdoption(w http.ResponseWriter, r *http.Request, access anal
 		return
 	}
 	if format == formatCSV {
+		owner, retention := access.Group.ID, access.Group.Retention
+		if access.District != nil {
+			owner, retention = access.District.District.ID, 0
+		}
+		w.Header().Set("Content-Disposition", `attachment; filename="`+csvFileName(owner, loc, retention, "adoption", q, now)+`"`)
 		writeAdoptionCSV(w, rep)
 		return
 	}

@@ -648,6 +648,12 @@ func TestAdoptionAgainstBruteForce(t *testing.T) {
 			!strings.HasPrefix(lines[1], "2025-01-01T00:00:00.000Z") && !strings.Contains(lines[1], ",p,School p,25,") {
 			t.Errorf("a school's adoption as CSV: %d %q", resp.status, resp.body)
 		}
+		if got := resp.header.Get("Content-Disposition"); !strings.HasPrefix(got, `attachment; filename="p-adoption-2025-01-01-to-`) {
+			t.Errorf("a school's adoption CSV is named %q", got)
+		}
+		if got := e.do("GET", "/api/adoption?startDate=2025-01-01&endDate=2025-01-31&format=csv", key, "").header.Get("Content-Disposition"); got != `attachment; filename="d-adoption-2025-01-01-to-2025-01-31.csv"` {
+			t.Errorf("a district's adoption CSV is named %q", got)
+		}
 		if resp := e.do("GET", "/api/adoption?schoolId=q", e.key("p"), ""); resp.status != http.StatusBadRequest {
 			t.Errorf("a school's key naming another school: %d %s", resp.status, resp.body)
 		}
