@@ -235,7 +235,6 @@ func TestDashboardInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a browser")
 	}
-	exe := chromium(t)
 	base, keys := demoServer(t)
 	key := keys["lakeside-academy"]
 	shots := os.Getenv("GROUPANALYTICS_SCREENSHOTS")
@@ -243,40 +242,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		shots = t.TempDir()
 	}
 	downloads := t.TempDir()
-	// Chromium's profile, removed once its last process lets go of it
-	// (t.TempDir's cleanup fails on files a helper process still writes).
-	profile, err := os.MkdirTemp("", "groupanalytics-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for range 50 {
-			if os.RemoveAll(profile) == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(profile),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 1000))...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	run := func(what string, actions ...chromedp.Action) {
-		t.Helper()
-		if err := chromedp.Run(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	eval := func(what, js string, into any) {
-		t.Helper()
-		run(what, chromedp.Evaluate(js, into))
-	}
+	ctx, run, eval := openBrowser(t)
 
 	// Open with the key; watch what the status line says while it loads.
 	var loaded string
@@ -353,9 +319,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	// and the change against the as many days just before.
 	var tiles [][]string
 	eval("totals", `[...document.querySelectorAll("#totals .tile")].map(t => [t.dataset.endpoint, t.dataset.title, t.querySelector(".value").textContent, t.querySelector(".change").textContent])`, &tiles)
-	first, _ := time.Parse(time.DateOnly, parts[0])
-	last, _ := time.Parse(time.DateOnly, parts[1])
-	before := "startDate=" + first.Add(-last.Sub(first)-24*time.Hour).Format(time.DateOnly) + "&endDate=" + first.AddDate(0, 0, -1).Format(time.DateOnly)
+	beforeStart, beforeEnd := previousPeriod(parts[0], parts[1])
+	before := "startDate=" + beforeStart + "&endDate=" + beforeEnd
 	var wantTiles [][]string
 	for _, endpoint := range []string{"live-lecture", "chat"} {
 		r, b := apiReports(t, base, key, endpoint, period)[0], apiReports(t, base, key, endpoint, before)[0]
@@ -371,8 +336,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// range, ending today, is not over.
 	today := time.Now().Format(time.DateOnly)
 	notOver := "Today, " + usDay(today) + ", is not over yet: its numbers still grow."
-	wantCaption := "Each change is vs 28 days before: " + usDay(first.Add(-last.Sub(first)-24*time.Hour).Format(time.DateOnly)) + " – " +
-		usDay(first.AddDate(0, 0, -1).Format(time.DateOnly)) + ". " + notOver
+	wantCaption := "Each change is vs 28 days before: " + usDay(beforeStart) + " – " + usDay(beforeEnd) + ". " + notOver
 	checkShown(t, ctx, "desktop", map[string]string{"#totals-caption": wantCaption, "#table-note": notOver})
 
 	// The table: a row per student, both endpoints' metrics.
@@ -524,7 +488,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		NameShift, LastHeaderHidden float64
 	}
 	run("phone table", chromedp.ScrollIntoView("#students"), chromedp.Evaluate(`(() => {
-			const wrap = document.querySelector(".table-wrap");
+			const wrap = document.querySelector("#students-section .table-wrap");
 			const rows = [...document.querySelectorAll("#students tbody tr")].slice(0, 20);
 			const sids = rows.map(tr => tr.querySelector(".sid"));
 			const inView = (e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= innerWidth; };
@@ -815,6 +779,54 @@ func TestDashboardInBrowser(t *testing.T) {
 	t.Logf("screenshots in %s", shots)
 }
 
+// openBrowser starts headless Chromium at a desktop's size, for at most 90
+// seconds, and returns its context and two steps that fail the test when
+// they do: run runs actions, eval evaluates JavaScript into a value.
+func openBrowser(t *testing.T) (context.Context, func(string, ...chromedp.Action), func(string, string, any)) {
+	t.Helper()
+	exe := chromium(t)
+	// Chromium's profile, removed once its last process lets go of it
+	// (t.TempDir's cleanup fails on files a helper process still writes).
+	profile, err := os.MkdirTemp("", "groupanalytics-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+
+	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(profile),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 1000))...)
+	t.Cleanup(cancel)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(cancel)
+	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(cancel)
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if ev, ok := ev.(*runtime.EventExceptionThrown); ok {
+			t.Logf("the page threw: %s", ev.ExceptionDetails.Error())
+		}
+	})
+	run := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	eval := func(what, js string, into any) {
+		t.Helper()
+		run(what, chromedp.Evaluate(js, into))
+	}
+	return ctx, run, eval
+}
+
 // checkShown checks that each element the selector names is in view (it
 // has a size) and says what is wanted.
 func checkShown(t *testing.T, ctx context.Context, width string, want map[string]string) {
@@ -935,6 +947,15 @@ func change(now, before int64) string {
 		return fmt.Sprintf("▼ %.0f%%", -percent)
 	}
 	return "no change"
+}
+
+// previousPeriod is the first and last of the as many days just before
+// the range from first to last (YYYY-MM-DD): what the totals are compared
+// with.
+func previousPeriod(first, last string) (string, string) {
+	from, _ := time.Parse(time.DateOnly, first)
+	to, _ := time.Parse(time.DateOnly, last)
+	return from.Add(-to.Sub(from) - 24*time.Hour).Format(time.DateOnly), from.AddDate(0, 0, -1).Format(time.DateOnly)
 }
 
 // thousands formats n as the page does (en-US grouping).

@@ -1,6 +1,7 @@
-// The school dashboard: it reads the public report endpoints with the key
-// the school enters, which it keeps in this tab's session storage only and
-// sends in the x-api-key header, never in a URL.
+// The dashboard: it reads the public report endpoints with the key a
+// school or a district enters, which it keeps in this tab's session storage
+// only and sends in the x-api-key header, never in a URL. A district's key
+// opens the district's view (district.js) and, from it, each school's.
 "use strict";
 
 const keyStore = "groupanalytics-key";
@@ -20,6 +21,8 @@ let minCellSize = 0; // the school's: its reports' figures of fewer students com
 let firstKeptDay = null; // the first day the school keeps usage of, when it keeps a number of days
 let forClasses = false; // the key is a teacher's: it sees its classes, not the school
 let classNames = new Map(); // the names of the classes the key may pick, by id
+let me = null; // whose key it is (GET /api/me), asked once per key
+let districtSchool = null; // the school a district's key opened, {id, name}; null: the district's view
 const collator = new Intl.Collator("en"); // for sorting names and ids: compare is fast
 // pageSize keeps the table's DOM small for a school of 10,000 students.
 const pageSize = 200;
@@ -42,8 +45,14 @@ async function report(endpoint, params, signal) {
 }
 
 // call sends a request with the key, and returns the answer if it is 200.
+// With a district's key in one of its schools, it asks for that school.
 async function call(method, path, signal) {
   const key = sessionStorage.getItem(keyStore);
+  if (districtSchool) {
+    const url = new URL(path, location.origin);
+    url.searchParams.set("schoolId", districtSchool.id);
+    path = url.pathname + url.search;
+  }
   const resp = await fetch(path, { method, headers: { "x-api-key": key }, signal });
   if (resp.ok) {
     return resp;
@@ -66,14 +75,22 @@ function setStatus(text, isError) {
   $("status").classList.toggle("error", Boolean(isError));
 }
 
-function showKeyForm(message) {
-  // Another key may see other classes, and must not see this one's log.
+// forgetSchool clears what the page learnt of a school, its classes and
+// its access log: another key, or another school of a district, may see
+// other classes and must not see this one's log.
+function forgetSchool() {
   delete $("class-picker").dataset.loaded;
   $("access-section").open = false;
   $("access").tBodies[0].replaceChildren();
   delete $("access-section").dataset.loaded;
   $("class-picker").hidden = true;
   $("class").replaceChildren(Object.assign(document.createElement("option"), { value: "", textContent: "Whole school" }));
+}
+
+function showKeyForm(message) {
+  forgetSchool();
+  me = null;
+  districtSchool = null;
   $("dashboard").hidden = true;
   $("sign-out").hidden = true;
   $("key-form").hidden = false;
@@ -254,9 +271,11 @@ function showCount(n) {
   return n === null ? "hidden" : n.toLocaleString("en-US");
 }
 
-// hiddenNote says why a figure is hidden.
+// hiddenNote says why a figure is hidden: the school's minCellSize, or in
+// a district's view, a school's.
 function hiddenNote() {
-  return `Hidden: fewer than ${minCellSize} students make it, or it would tell what such a figure is.`;
+  const few = minCellSize ? `fewer than ${minCellSize} students` : "fewer students than a school's minimum";
+  return `Hidden: ${few} make it, or it would tell what such a figure is.`;
 }
 
 // previousRange is the range of the same number of days just before
@@ -288,14 +307,14 @@ function change(now, before) {
 
 // drawTotals shows each metric over the range, and the students who used
 // each endpoint, with the change against the range just before, which a
-// caption names.
-function drawTotals(totals, before, period, previous) {
+// caption names, or why there is none (uncompared).
+function drawTotals(totals, before, period, previous, uncompared) {
   const days = daysBetween(period.startDate, period.endDate);
   const versus = `vs ${days === 1 ? "the day" : `${days.toLocaleString("en-US")} days`} before`;
   const hiding = minCellSize ? `Figures of fewer than ${minCellSize} students are hidden.` : "";
   const comparison = before[endpoints[0]]
     ? `Each change is ${versus}: ${showRange(previous.startDate, previous.endDate)}.`
-    : `Not compared with the days before: the school keeps its usage from ${showDay(firstKeptDay)} on.`;
+    : `Not compared with the days before: ${uncompared}`;
   $("totals-caption").textContent = `${comparison} ${rangeNote(period)} ${hiding}`.trim();
   const tiles = [];
   for (const endpoint of endpoints) {
@@ -483,14 +502,14 @@ async function loadClasses() {
   $("class-picker").dataset.loaded = "true";
 }
 
+// load shows what the key opens over the range: a district's view, or a
+// school's, counting its requests on the status line and the progress bar.
 async function load() {
   showStudentView(false);
   delete $("dashboard").dataset.loaded;
   running?.abort();
   const controller = new AbortController();
   running = controller;
-  let period = range();
-  const interval = $("interval").value;
   const progress = $("progress");
   let done = 0;
   progress.value = 0;
@@ -498,61 +517,23 @@ async function load() {
   $("dashboard").setAttribute("aria-busy", "true");
   const asked = 8;
   setStatus(`Loading… 0 of ${asked} reports`);
-  const ask = async (endpoint, extra) => {
-    const resp = await report(endpoint, { ...period, ...extra }, controller.signal);
-    const body = await resp.json();
-    progress.value = ++done;
-    setStatus(`Loading… ${done} of ${asked} reports`);
-    return body.reports;
+  const loading = {
+    signal: controller.signal,
+    // tick counts n requests done, or not made.
+    tick(n = 1) {
+      done += n;
+      progress.value = done;
+      setStatus(`Loading… ${done} of ${asked} reports`);
+    },
   };
   try {
     // One request first: a mistyped key fails once, not eight times, so
-    // that typing it again does not run into the failed-key limit. It
-    // also tells the first day the school keeps: no earlier one is asked.
-    await loadClasses();
-    if (firstKeptDay && period.startDate < firstKeptDay) {
-      $("start").value = firstKeptDay;
-      period = range();
+    // that typing it again does not run into the failed-key limit.
+    if (!me) {
+      me = await (await call("GET", "/api/me", controller.signal)).json();
     }
-    const firstTotals = await ask(endpoints[0], {});
-    const previous = previousRange(period);
-    // The days just before may be deleted already (the school's
-    // retention): then nothing is compared.
-    const compared = !firstKeptDay || previous.startDate >= firstKeptDay;
-    if (!compared) {
-      done += endpoints.length; // the requests of the days before, not made
-    }
-    const [series, laterTotals, perStudent, before] = await Promise.all([
-      Promise.all(endpoints.map((e) => ask(e, { interval }))),
-      Promise.all(endpoints.slice(1).map((e) => ask(e, {}))),
-      Promise.all(endpoints.map((e) => ask(e, { students: "true" }))),
-      compared ? Promise.all(endpoints.map((e) => ask(e, previous))) : [[null], [null]],
-    ]);
-    const totals = [firstTotals, ...laterTotals];
-    let starts = periodLabels(period.startDate, period.endDate, interval);
-    if (starts.length !== series[0].length) {
-      starts = series[0].map((r) => r.startDate.slice(0, 10));
-    }
-    const axis = { starts, notes: periodNotes(starts, period.endDate, interval, series[0]) };
-    endpoints.forEach((e, i) =>
-      drawChart(`${e}-chart`, e, series[i], axis, {
-        label: "Students who used it",
-        data: series[i].map((r) => r.numStudentsUsed),
-        axis: "students",
-      }),
-    );
-    for (const note of document.querySelectorAll(".partial-note")) {
-      note.hidden = !axis.notes.some(Boolean);
-    }
-    const schoolTotals = { "live-lecture": totals[0][0], chat: totals[1][0] };
-    loaded = { period, interval, axis, totals: schoolTotals, series: { "live-lecture": series[0], chat: series[1] } };
-    drawTotals(schoolTotals, { "live-lecture": before[0][0], chat: before[1][0] }, period, previous);
-    $("table-note").textContent = rangeNote(period);
-    joinStudents({ "live-lecture": perStudent[0], chat: perStudent[1] });
-    drawHeader();
-    drawFirstPage();
-    showPeriod(loaded);
-    $("dashboard").dataset.loaded = [period.startDate, period.endDate, interval, $("class").value].filter(Boolean).join("/");
+    showPlace();
+    await (inDistrictView() ? loadDistrict(loading) : loadSchool(loading));
   } catch (err) {
     if (err.name === "AbortError") {
       return;
@@ -571,13 +552,95 @@ async function load() {
   }
 }
 
+// inDistrictView tells whether the page shows a district, rather than a
+// school (of its own key, or one the district's key opened).
+function inDistrictView() {
+  return me?.kind === "district" && !districtSchool;
+}
+
+// showPlace names what the page shows, and offers a way back to the
+// district from one of its schools.
+function showPlace() {
+  const school = districtSchool?.name ?? me.school?.name;
+  $("place-name").textContent = me.kind !== "district" ? school : districtSchool ? `${me.district.name} › ${school}` : me.district.name;
+  $("district-back").hidden = !districtSchool;
+  $("schools-section").hidden = !inDistrictView();
+  $("students-section").hidden = inDistrictView();
+}
+
+// loadSchool shows the school view: its totals against the days before,
+// its charts and its students' table.
+async function loadSchool(loading) {
+  // Its first request tells the first day the school keeps: no earlier
+  // one is asked.
+  await loadClasses();
+  if (firstKeptDay && $("start").value < firstKeptDay) {
+    $("start").value = firstKeptDay;
+  }
+  const period = range();
+  const interval = $("interval").value;
+  const ask = async (endpoint, extra) => {
+    const body = await (await report(endpoint, { ...period, ...extra }, loading.signal)).json();
+    loading.tick();
+    return body.reports;
+  };
+  const previous = previousRange(period);
+  // The days just before may be deleted already (the school's retention):
+  // then nothing is compared.
+  const compared = !firstKeptDay || previous.startDate >= firstKeptDay;
+  if (!compared) {
+    loading.tick(endpoints.length); // the requests of the days before, not made
+  }
+  const [totals, series, perStudent, before] = await Promise.all([
+    Promise.all(endpoints.map((e) => ask(e, {}))),
+    Promise.all(endpoints.map((e) => ask(e, { interval }))),
+    Promise.all(endpoints.map((e) => ask(e, { students: "true" }))),
+    compared ? Promise.all(endpoints.map((e) => ask(e, previous))) : [[null], [null]],
+  ]);
+  const axis = drawSeries(period, interval, series);
+  const schoolTotals = { "live-lecture": totals[0][0], chat: totals[1][0] };
+  loaded = { period, interval, axis, totals: schoolTotals, series: { "live-lecture": series[0], chat: series[1] } };
+  const uncompared = compared ? "" : `the school keeps its usage from ${showDay(firstKeptDay)} on.`;
+  drawTotals(schoolTotals, { "live-lecture": before[0][0], chat: before[1][0] }, period, previous, uncompared);
+  $("table-note").textContent = rangeNote(period);
+  joinStudents({ "live-lecture": perStudent[0], chat: perStudent[1] });
+  drawHeader();
+  drawFirstPage();
+  showPeriod(loaded);
+  $("dashboard").dataset.loaded = [period.startDate, period.endDate, interval, $("class").value].filter(Boolean).join("/");
+}
+
+// drawSeries draws both endpoints' charts of the interval reports
+// (series, by endpoint as endpoints orders them) with the students who
+// used each, and returns their axis: the periods' first days and notes.
+function drawSeries(period, interval, series) {
+  let starts = periodLabels(period.startDate, period.endDate, interval);
+  if (starts.length !== series[0].length) {
+    starts = series[0].map((r) => r.startDate.slice(0, 10));
+  }
+  const axis = { starts, notes: periodNotes(starts, period.endDate, interval, series[0]) };
+  endpoints.forEach((e, i) =>
+    drawChart(`${e}-chart`, e, series[i], axis, {
+      label: "Students who used it",
+      data: series[i].map((r) => r.numStudentsUsed),
+      axis: "students",
+    }),
+  );
+  for (const note of document.querySelectorAll(".partial-note")) {
+    note.hidden = !axis.notes.some(Boolean);
+  }
+  return axis;
+}
+
 // showStudentView shows a student's page in place of the school's, or the
 // school's again.
 function showStudentView(show) {
   $("student-view").hidden = !show;
-  for (const id of ["totals-caption", "totals", "school-charts", "students-section"]) {
+  for (const id of ["totals-caption", "totals", "school-charts"]) {
     $(id).hidden = show;
   }
+  $("students-section").hidden = show || inDistrictView();
+  $("schools-section").hidden = show || !inDistrictView();
   if (!show) {
     delete $("student-view").dataset.loaded;
   }
@@ -667,12 +730,12 @@ function drawStudentTotals(reports, totals, name) {
   $("student-totals").replaceChildren(...tiles);
 }
 
-// download saves an endpoint's CSV answer for the students over the range,
-// under the name the service gives it.
-async function download(endpoint) {
+// download saves a CSV answer (asked by ask) under the name the service
+// gives it.
+async function download(ask) {
   try {
-    const resp = await report(endpoint, { ...range(), students: "true", format: "csv" });
-    const name = /filename="([^"]+)"/.exec(resp.headers.get("Content-Disposition") || "")?.[1] || `${endpoint}.csv`;
+    const resp = await ask();
+    const name = /filename="([^"]+)"/.exec(resp.headers.get("Content-Disposition") || "")?.[1] || "groupanalytics.csv";
     const url = URL.createObjectURL(await resp.blob());
     const a = Object.assign(document.createElement("a"), { href: url, download: name });
     document.body.append(a);
@@ -785,8 +848,13 @@ function init() {
   });
   $("access-section").addEventListener("toggle", () => $("access-section").open && loadAccess(false));
   $("access-more").addEventListener("click", () => loadAccess(true));
-  $("download-chat").addEventListener("click", () => download("chat"));
-  $("download-live-lecture").addEventListener("click", () => download("live-lecture"));
+  for (const endpoint of endpoints) {
+    // The students over the range.
+    $(`download-${endpoint}`).addEventListener("click", () => download(() => report(endpoint, { ...range(), students: "true", format: "csv" })));
+  }
+  $("download-adoption").addEventListener("click", () => download(() => call("GET", `/api/adoption?${new URLSearchParams({ ...range(), format: "csv" })}`)));
+  $("school-search").addEventListener("input", drawSchools);
+  $("district-back").addEventListener("click", () => openSchool(null));
   if (sessionStorage.getItem(keyStore)) {
     showDashboard();
     load();
