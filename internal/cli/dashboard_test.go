@@ -781,7 +781,8 @@ func TestDashboardInBrowser(t *testing.T) {
 
 // openBrowser starts headless Chromium at a desktop's size, for at most 90
 // seconds, and returns its context and two steps that fail the test when
-// they do: run runs actions, eval evaluates JavaScript into a value.
+// they do: run runs actions, eval evaluates JavaScript into a value. An
+// exception the page does not catch fails the test too.
 func openBrowser(t *testing.T) (context.Context, func(string, ...chromedp.Action), func(string, string, any)) {
 	t.Helper()
 	exe := chromium(t)
@@ -811,7 +812,7 @@ func openBrowser(t *testing.T) (context.Context, func(string, ...chromedp.Action
 	t.Cleanup(cancel)
 	chromedp.ListenTarget(ctx, func(ev any) {
 		if ev, ok := ev.(*runtime.EventExceptionThrown); ok {
-			t.Logf("the page threw: %s", ev.ExceptionDetails.Error())
+			t.Errorf("the page threw: %s", ev.ExceptionDetails.Error())
 		}
 	})
 	run := func(what string, actions ...chromedp.Action) {
