@@ -7,10 +7,12 @@ import (
 	"time"
 )
 
-// Recipient is an address that receives a group's weekly digest.
+// Recipient is an address that receives a group's weekly digest, or a
+// district's (DistrictID set, GroupID empty).
 type Recipient struct {
-	GroupID string
-	Address string
+	GroupID    string
+	DistrictID string
+	Address    string
 	// Token is the secret of the digest's unsubscribe link: it removes
 	// this recipient, and nothing else, without a key.
 	Token   string
@@ -74,10 +76,12 @@ func (w Week) Previous() Week { return WeekOf(w.Days().First - 7) }
 
 func (w Week) String() string { return fmt.Sprintf("%04d-W%02d", w.Year, w.Number) }
 
-// DigestSend names one digest: a group's week, to one address. It is sent
-// once: the directory records it before it goes out.
+// DigestSend names one digest: a group's week, or a district's
+// (DistrictID set, GroupID empty), to one address. It is sent once: the
+// directory records it before it goes out.
 type DigestSend struct {
-	GroupID string
-	Week    Week
-	Address string
+	GroupID    string
+	DistrictID string
+	Week       Week
+	Address    string
 }

@@ -69,12 +69,15 @@ type Directory interface {
 	// school's change applied; all of it or, failing, none.
 	ApplyDistrictRoster(ctx context.Context, districtID string, schools []SchoolRoster) error
 
-	// The weekly digest's recipients (Conflict for an address already
-	// one, NotFound for one that is not), and the record of the digests
-	// sent. Recipients lists every group's when groupID is empty.
+	// The weekly digest's recipients, a group's or a district's
+	// (Conflict for an address already one, NotFound for one that is
+	// not), and the record of the digests sent. Recipients lists every
+	// group's when groupID is empty, DistrictRecipients every district's
+	// when districtID is.
 	AddRecipient(ctx context.Context, r Recipient) error
 	Recipients(ctx context.Context, groupID string) ([]Recipient, error)
-	RemoveRecipient(ctx context.Context, groupID, address string) error
+	DistrictRecipients(ctx context.Context, districtID string) ([]Recipient, error)
+	RemoveRecipient(ctx context.Context, r Recipient) error
 	// Unsubscribe removes the recipient whose token this is and returns
 	// it, or answers NotFound.
 	Unsubscribe(ctx context.Context, token string) (Recipient, error)
@@ -83,10 +86,10 @@ type Directory interface {
 	// on it is current, and it was tried fewer than maxAttempts times.
 	// Of callers racing, in any processes, one at most wins.
 	ClaimDigest(ctx context.Context, d DigestSend, now, lease time.Time, maxAttempts int) (bool, error)
-	// SentDigests returns the addresses the group's digest of week was
-	// sent to: a read, so that a round finding everything sent writes
-	// nothing.
-	SentDigests(ctx context.Context, groupID string, week Week) ([]string, error)
+	// SentDigests returns the addresses d's digest (its group's or
+	// district's, of its week; its address aside) was sent to: a read, so
+	// that a round finding everything sent writes nothing.
+	SentDigests(ctx context.Context, d DigestSend) ([]string, error)
 	// DigestSent records d as sent; DigestFailed records why it failed
 	// and when it may be claimed again (zero: never).
 	DigestSent(ctx context.Context, d DigestSend, at time.Time) error
@@ -118,6 +121,9 @@ type Directory interface {
 	Districts(ctx context.Context) ([]District, error)
 	RenameDistrict(ctx context.Context, districtID, name string) error
 	DeleteDistrict(ctx context.Context, districtID string) error
+	// DistrictAccess returns what the district's key opens at now, as
+	// Authorize does: its schools, those with a valid plan apart.
+	DistrictAccess(ctx context.Context, districtID string, now time.Time) (*DistrictAccess, error)
 	AttachSchool(ctx context.Context, districtID, groupID string) error
 	DetachSchool(ctx context.Context, districtID, groupID string) error
 	// Enrolment returns the size of each of the groups at now: its

@@ -475,6 +475,49 @@ func TestAdminThenServe(t *testing.T) {
 	}
 }
 
+// TestDistrictDigestCommands: a district's recipients added, listed and
+// removed with --district, and its digest sent to try it.
+func TestDistrictDigestCommands(t *testing.T) {
+	db := newStore(t)
+	mail := mailtest.Start(t, mailtest.Options{})
+	mustRun(t, "group", "create", "--db", db, "--id", "north", "--name", "Northside")
+	mustRun(t, "plan", "set", "--db", db, "--group", "north", "--start", "2025-01-01")
+	mustRun(t, "district", "create", "--db", db, "--id", "river", "--name", "River District")
+	mustRun(t, "district", "attach", "--db", db, "--district", "river", "--group", "north")
+	if out := mustRun(t, "recipient", "add", "--db", db, "--district", "river", "--address", "data@river.example"); out != "data@river.example will receive the weekly digest of district river\n" {
+		t.Errorf("recipient add --district: %q", out)
+	}
+	for _, args := range [][]string{
+		{"recipient", "add", "--address", "a@river.example"},
+		{"recipient", "add", "--group", "north", "--district", "river", "--address", "a@river.example"},
+		{"recipient", "list"},
+		{"digest", "send", "--to", "a@river.example"},
+	} {
+		if code, _, errOut := run(t, "", append(args, "--db", db)...); code != 1 || !strings.Contains(errOut, "takes --group ID (a school's digest) or --district ID (a district's), one of them") {
+			t.Errorf("%v: exit %d, %s", args, code, errOut)
+		}
+	}
+	if code, _, errOut := run(t, "", "recipient", "add", "--db", db, "--district", "river", "--address", "b@river.example", "--class", "bio"); code != 1 || !strings.Contains(errOut, "takes no --class") {
+		t.Errorf("recipient add --district --class: exit %d, %s", code, errOut)
+	}
+	if list := mustRun(t, "recipient", "list", "--db", db, "--district", "river"); !regexp.MustCompile(`^ADDRESS +ADDED +CLASS\ndata@river\.example +\S+ +-\n$`).MatchString(list) {
+		t.Errorf("recipient list --district:\n%s", list)
+	}
+	out := mustRun(t, "digest", "send", "--db", db, "--district", "river", "--to", "data@river.example", "--week", "2026-W46",
+		"--smtp-url", mail.URL(), "--public-url", "https://analytics.example")
+	if out != "sent the digest of district river for 2026-W46 to data@river.example\n" {
+		t.Errorf("digest send --district: %q", out)
+	}
+	m, err := mailtest.Parse(mail.WaitFor(t, 1, 10*time.Second)[0].Data)
+	if err != nil || !strings.Contains(m.Parts["text/plain"], "Weekly digest of River District, 9–15 November 2026 (UTC)") ||
+		!strings.Contains(m.Parts["text/plain"], "Northside") || !strings.HasPrefix(m.Header.Get("List-Unsubscribe"), "<https://analytics.example/unsubscribe?token=gau_") {
+		t.Errorf("the district's trial digest (%v):\n%s", err, m.Parts["text/plain"])
+	}
+	if out := mustRun(t, "recipient", "remove", "--db", db, "--district", "river", "--address", "data@river.example"); out != "data@river.example will no longer receive the weekly digest of district river\n" {
+		t.Errorf("recipient remove --district: %q", out)
+	}
+}
+
 // TestDigestCommands: recipient add, list and remove; digest send to try
 // a digest; and serve sending the week's digest to a recipient, once,
 // through a real SMTP server that wants credentials.

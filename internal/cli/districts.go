@@ -56,7 +56,7 @@ func districtDelete(e *env, args []string) error {
 	return withPlatform(e, fs, db, args, false, []string{"district"}, func(p *platform.Platform) error {
 		err := p.DeleteDistrict(e.ctx, *district)
 		if err == nil {
-			fmt.Fprintf(e.stdout, "deleted district %s and its keys; its schools stay\n", *district)
+			fmt.Fprintf(e.stdout, "deleted district %s, its keys and its digest recipients; its schools stay\n", *district)
 		}
 		return err
 	})

@@ -2,7 +2,9 @@ package digest
 
 import (
 	"errors"
+	"fmt"
 	"net/textproto"
+	"slices"
 	"testing"
 
 	"groupanalytics/internal/analytics"
@@ -101,5 +103,38 @@ func TestNewMailer(t *testing.T) {
 func TestPermanent(t *testing.T) {
 	if !Permanent(&textproto.Error{Code: 550}) || Permanent(&textproto.Error{Code: 451}) || Permanent(errors.New("dial tcp: refused")) {
 		t.Error("Permanent: 5xx only")
+	}
+}
+
+// TestDistrictSchools: a district's digest lists the lowest shares first
+// (a hidden share, or one of nobody enrolled, last; ties by name), names
+// MaxSchoolRows of them and counts the rest, and marks a school over its
+// seats.
+func TestDistrictSchools(t *testing.T) {
+	school := func(name string, used, enrolled, seats int) SchoolWeek {
+		return SchoolWeek{Adoption: report.Adoption{School: &analytics.Group{Name: name}, UsedEither: used, Enrolled: enrolled, Seats: seats}}
+	}
+	schools := []SchoolWeek{school("Hidden", report.Suppressed, 40, 0), school("Empty", 0, 0, 0), school("Half B", 5, 10, 0),
+		school("Over", 9, 10, 8), school("Half A", 10, 20, 0), school("Low", 1, 10, 0)}
+	for i := range MaxSchoolRows {
+		schools = append(schools, school(fmt.Sprintf("Full %02d", i), 10, 10, 0))
+	}
+	lowestShareFirst(schools)
+	var names []string
+	for _, s := range schools[:6] {
+		names = append(names, s.Name())
+	}
+	if want := []string{"Low", "Half A", "Half B", "Over", "Full 00", "Full 01"}; !slices.Equal(names, want) {
+		t.Errorf("order %v, want %v", names, want)
+	}
+	if last := schools[len(schools)-2:]; last[0].Name() != "Empty" || last[1].Name() != "Hidden" || last[0].Share() != "-" || last[1].Share() != "hidden" {
+		t.Errorf("the last: %s %s, %s %s", last[0].Name(), last[0].Share(), last[1].Name(), last[1].Share())
+	}
+	if s := schools[3]; s.Share() != "90.0%" || s.SeatsText() != "8 (over)" || schools[0].SeatsText() != "-" {
+		t.Errorf("Over: %s %s", s.Share(), s.SeatsText())
+	}
+	d := DistrictDigest{Schools: schools}
+	if n, more := len(d.Listed()), d.MoreLine(); n != MaxSchoolRows || more != "And 6 more schools: the dashboard lists them all." {
+		t.Errorf("listed %d; %q", n, more)
 	}
 }

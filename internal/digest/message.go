@@ -30,11 +30,11 @@ type Links struct {
 	Dashboard, Unsubscribe string
 }
 
-// LinksFor makes the links of d for a service at publicURL, for a
-// recipient with this unsubscribe token ("": none).
-func LinksFor(publicURL string, d Digest, token string) Links {
+// LinksFor makes the links of a digest of days for a service at
+// publicURL, for a recipient with this unsubscribe token ("": none).
+func LinksFor(publicURL string, days analytics.DayRange, token string) Links {
 	base := strings.TrimRight(publicURL, "/")
-	q := url.Values{"startDate": {d.Days.First.String()}, "endDate": {d.Days.Last.String()}, "interval": {"day"}}
+	q := url.Values{"startDate": {days.First.String()}, "endDate": {days.Last.String()}, "interval": {"day"}}
 	links := Links{Dashboard: base + "/?" + q.Encode()}
 	if token != "" {
 		links.Unsubscribe = base + "/unsubscribe?" + url.Values{"token": {token}}.Encode()
@@ -57,9 +57,11 @@ func (d Digest) Audience() string {
 
 // Span names the week's days: "9-15 November 2026", or across months
 // and years as needed.
-func (d Digest) Span() string {
-	fy, fm, fd := d.Days.First.Date()
-	ly, lm, ld := d.Days.Last.Date()
+func (d Digest) Span() string { return span(d.Days) }
+
+func span(days analytics.DayRange) string {
+	fy, fm, fd := days.First.Date()
+	ly, lm, ld := days.Last.Date()
 	switch {
 	case fy != ly:
 		return fmt.Sprintf("%d %s %d – %d %s %d", fd, fm, fy, ld, lm, ly)
@@ -69,15 +71,25 @@ func (d Digest) Span() string {
 	return fmt.Sprintf("%d–%d %s %d", fd, ld, lm, ly)
 }
 
+// letter is a digest as Message mails it: a group's (Digest) or a
+// district's (DistrictDigest).
+type letter interface {
+	Subject() string
+	writeText(w *bytes.Buffer, links Links)
+	writeHTML(w *bytes.Buffer, links Links) error
+	// messageKey names the digest in its Message-ID: its owner and week.
+	messageKey() string
+}
+
 // Message is the digest as an email from from to to, made at now: a
 // plain text part and an HTML part, with no image nor anything else from
 // another host. The Message-ID is the same each time the digest is made
 // for the same recipient, so that a copy sent again after a crash is
 // known as the same message.
-func Message(d Digest, from, to string, links Links, now time.Time) ([]byte, error) {
+func Message(d letter, from, to string, links Links, now time.Time) ([]byte, error) {
 	var text, html bytes.Buffer
 	d.writeText(&text, links)
-	if err := htmlTemplate.Execute(&html, htmlData{d, links}); err != nil {
+	if err := d.writeHTML(&html, links); err != nil {
 		return nil, fmt.Errorf("digest: %w", err)
 	}
 
@@ -122,10 +134,16 @@ func Message(d Digest, from, to string, links Links, now time.Time) ([]byte, err
 }
 
 // messageID names the digest of d to a recipient, at the sender's domain.
-func messageID(d Digest, to, from string) string {
+func messageID(d letter, to, from string) string {
 	sum := sha256.Sum256([]byte(to))
 	domain := from[strings.LastIndex(from, "@")+1:]
-	return fmt.Sprintf("<digest.%s.%s.%s@%s>", d.Group.ID, d.Week, hex.EncodeToString(sum[:8]), strings.Trim(domain, "<>"))
+	return fmt.Sprintf("<digest.%s.%s@%s>", d.messageKey(), hex.EncodeToString(sum[:8]), strings.Trim(domain, "<>"))
+}
+
+func (d Digest) messageKey() string { return d.Group.ID + "." + d.Week.String() }
+
+func (d Digest) writeHTML(w *bytes.Buffer, links Links) error {
+	return htmlTemplate.Execute(w, htmlData{d, links})
 }
 
 func (d Digest) writeText(w *bytes.Buffer, links Links) {
@@ -193,29 +211,35 @@ type htmlData struct {
 
 var htmlTemplate = template.Must(template.New("digest").Funcs(template.FuncMap{
 	"thousands": thousands,
-	"change": func(r Row) template.HTML {
-		text, dir := Change(r.Value, r.Previous)
-		if rest, up := strings.CutPrefix(text, "up "); up {
-			text = "▲ " + rest
-		} else if rest, down := strings.CutPrefix(text, "down "); down {
-			text = "▼ " + rest
-		}
-		color := map[int]string{1: "#1a7f37", -1: "#b42318", 0: "#57606a"}[dir]
-		return template.HTML(`<span style="color:` + color + `">` + template.HTMLEscapeString(text) + `</span>`)
-	},
+	"count":     func(n int) string { return thousands(int64(n)) },
+	"span":      span,
+	"change":    changeHTML,
+	"changeOf":  func(value, previous int) template.HTML { return changeHTML(int64(value), int64(previous)) },
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Subject}}</title></head>
 <body style="font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#1f2328;max-width:40em;margin:0 auto;padding:1em">
 <h1 style="font-size:1.3em">Weekly digest of {{.Audience}}</h1>
 <p style="color:#57606a">{{.Span}} ({{.Group.TimeZone}})</p>
-{{range .Sections}}<h2 style="font-size:1.1em;margin-top:1.5em">{{.Title}}</h2>
-<table style="border-collapse:collapse;width:100%;table-layout:fixed">
-<tr style="color:#57606a;text-align:left"><th style="padding:4px 8px 4px 0;width:40%">Total</th><th style="padding:4px 8px;text-align:right">This week</th><th style="padding:4px 8px;text-align:right">Change</th><th style="padding:4px 0 4px 8px;text-align:right">Week before</th></tr>
-{{range .Rows}}<tr style="border-top:1px solid #d0d7de"><td style="padding:4px 8px 4px 0">{{.Title}}</td><td style="padding:4px 8px;text-align:right"><strong>{{thousands .Value}}</strong></td><td style="padding:4px 8px;text-align:right">{{change .}}</td><td style="padding:4px 0 4px 8px;text-align:right">{{thousands .Previous}}</td></tr>
-{{end}}</table>
-{{end}}<h2 style="font-size:1.1em;margin-top:1.5em">Inactive students</h2>
+{{template "sections" .Sections}}<h2 style="font-size:1.1em;margin-top:1.5em">Inactive students</h2>
 <p>{{.InactiveLine}}{{with .InactiveNames}}<br>{{.}}{{end}}</p>
 <p style="margin-top:1.5em"><a href="{{.Links.Dashboard}}">Open the dashboard on this week</a></p>
 {{with .Links.Unsubscribe}}<p style="color:#57606a;font-size:0.9em">You receive this digest as a recipient of {{$.Audience}}'s. <a href="{{.}}">Unsubscribe</a></p>{{end}}
 </body></html>
-`))
+{{define "sections"}}{{range .}}<h2 style="font-size:1.1em;margin-top:1.5em">{{.Title}}</h2>
+<table style="border-collapse:collapse;width:100%;table-layout:fixed">
+<tr style="color:#57606a;text-align:left"><th style="padding:4px 8px 4px 0;width:40%">Total</th><th style="padding:4px 8px;text-align:right">This week</th><th style="padding:4px 8px;text-align:right">Change</th><th style="padding:4px 0 4px 8px;text-align:right">Week before</th></tr>
+{{range .Rows}}<tr style="border-top:1px solid #d0d7de"><td style="padding:4px 8px 4px 0">{{.Title}}</td><td style="padding:4px 8px;text-align:right"><strong>{{thousands .Value}}</strong></td><td style="padding:4px 8px;text-align:right">{{change .Value .Previous}}</td><td style="padding:4px 0 4px 8px;text-align:right">{{thousands .Previous}}</td></tr>
+{{end}}</table>
+{{end}}{{end}}`))
+
+// changeHTML says how value moved from previous, coloured.
+func changeHTML(value, previous int64) template.HTML {
+	text, dir := Change(value, previous)
+	if rest, up := strings.CutPrefix(text, "up "); up {
+		text = "▲ " + rest
+	} else if rest, down := strings.CutPrefix(text, "down "); down {
+		text = "▼ " + rest
+	}
+	color := map[int]string{1: "#1a7f37", -1: "#b42318", 0: "#57606a"}[dir]
+	return template.HTML(`<span style="color:` + color + `">` + template.HTMLEscapeString(text) + `</span>`)
+}

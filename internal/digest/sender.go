@@ -74,32 +74,37 @@ func (s *Sender) Run(ctx context.Context, every time.Duration) {
 }
 
 // Round sends every digest due and not yet sent: for each group with
-// recipients and a plan valid now, the digest of its due week to each
-// recipient.
+// recipients and a plan valid now, and each district with recipients and
+// a school with one, the digest of its due week to each recipient.
 func (s *Sender) Round(ctx context.Context) error {
 	recipients, err := s.Directory.Recipients(ctx, "")
 	if err != nil {
 		return fmt.Errorf("digest round: %w", err)
 	}
+	ofDistricts, err := s.Directory.DistrictRecipients(ctx, "")
+	if err != nil {
+		return fmt.Errorf("digest round: %w", err)
+	}
 	var errs []error
-	for _, group := range groupsOf(recipients) {
-		if err := s.sendGroup(ctx, group); err != nil {
-			errs = append(errs, err)
-		}
+	for _, group := range byOwner(recipients) {
+		errs = append(errs, s.sendGroup(ctx, group))
+	}
+	for _, district := range byOwner(ofDistricts) {
+		errs = append(errs, s.sendDistrict(ctx, district))
 	}
 	return errors.Join(errs...)
 }
 
-// groupsOf cuts recipients, sorted by group, into each group's.
-func groupsOf(recipients []analytics.Recipient) [][]analytics.Recipient {
-	var groups [][]analytics.Recipient
+// byOwner cuts recipients, sorted by group or district, into each one's.
+func byOwner(recipients []analytics.Recipient) [][]analytics.Recipient {
+	var owners [][]analytics.Recipient
 	for i, r := range recipients {
-		if i == 0 || r.GroupID != recipients[i-1].GroupID {
-			groups = append(groups, nil)
+		if i == 0 || r.GroupID != recipients[i-1].GroupID || r.DistrictID != recipients[i-1].DistrictID {
+			owners = append(owners, nil)
 		}
-		groups[len(groups)-1] = append(groups[len(groups)-1], r)
+		owners[len(owners)-1] = append(owners[len(owners)-1], r)
 	}
-	return groups
+	return owners
 }
 
 func (s *Sender) sendGroup(ctx context.Context, recipients []analytics.Recipient) error {
@@ -120,16 +125,47 @@ func (s *Sender) sendGroup(ctx context.Context, recipients []analytics.Recipient
 		return err
 	}
 	week := DueWeek(now, loc)
-	sent, err := s.Directory.SentDigests(ctx, group.ID, week)
+	return s.sendEach(ctx, analytics.DigestSend{GroupID: group.ID, Week: week}, recipients, func(classID string) (letter, error) {
+		return s.compose(ctx, group, classID, week, now)
+	})
+}
+
+func (s *Sender) sendDistrict(ctx context.Context, recipients []analytics.Recipient) error {
+	now := s.Now()
+	da, err := s.Directory.DistrictAccess(ctx, recipients[0].DistrictID, now)
 	if err != nil {
 		return err
 	}
-	digests := map[string]*Digest{} // by class (none: ""), made for the first recipient claimed
+	if len(da.Schools) == 0 {
+		return nil // no school with a plan: its keys would not open the dashboard
+	}
+	loc, err := da.District.Location()
+	if err != nil {
+		return err
+	}
+	week := DueWeek(now, loc)
+	return s.sendEach(ctx, analytics.DigestSend{DistrictID: da.District.ID, Week: week}, recipients, func(string) (letter, error) {
+		return ComposeDistrict(ctx, s.Engine, da, week, now)
+	})
+}
+
+// sendEach sends the digest of owner's week (a group's or a district's)
+// to each recipient it was not sent to, claiming each first; compose
+// makes it, once per class (none: "").
+func (s *Sender) sendEach(ctx context.Context, owner analytics.DigestSend, recipients []analytics.Recipient, compose func(classID string) (letter, error)) error {
+	now := s.Now()
+	sent, err := s.Directory.SentDigests(ctx, owner)
+	if err != nil {
+		return err
+	}
+	days := owner.Week.Days()
+	digests := map[string]letter{} // by class (none: ""), made for the first recipient claimed
 	for _, r := range recipients {
 		if slices.Contains(sent, r.Address) {
 			continue // the usual case after Monday: no write to find it so
 		}
-		send := analytics.DigestSend{GroupID: group.ID, Week: week, Address: r.Address}
+		send := owner
+		send.Address = r.Address
 		claimed, err := s.Directory.ClaimDigest(ctx, send, now, now.Add(Lease), MaxAttempts)
 		if err != nil {
 			return err
@@ -139,15 +175,13 @@ func (s *Sender) sendGroup(ctx context.Context, recipients []analytics.Recipient
 		}
 		digest := digests[r.ClassID]
 		if digest == nil {
-			d, err := s.compose(ctx, group, r.ClassID, week, now)
-			if err != nil {
+			if digest, err = compose(r.ClassID); err != nil {
 				s.failed(ctx, send, err, now.Add(s.RetryAfter))
 				return err
 			}
-			digest = &d
 			digests[r.ClassID] = digest
 		}
-		msg, err := Message(*digest, s.Mailer.From, r.Address, LinksFor(s.PublicURL, *digest, r.Token), now)
+		msg, err := Message(digest, s.Mailer.From, r.Address, LinksFor(s.PublicURL, days, r.Token), now)
 		if err == nil {
 			err = s.deliver(ctx, r.Address, msg)
 		}
@@ -156,7 +190,7 @@ func (s *Sender) sendGroup(ctx context.Context, recipients []analytics.Recipient
 			if err := s.Directory.DigestSent(context.WithoutCancel(ctx), send, s.Now()); err != nil {
 				return err
 			}
-			s.Log.Info("digest sent", "group", group.ID, "week", week.String(), "to", r.Address)
+			s.Log.Info("digest sent", append(ownerAttrs(send), "week", send.Week.String(), "to", r.Address)...)
 			s.Metrics.Digest("sent")
 		case Permanent(err):
 			s.failed(ctx, send, err, time.Time{})
@@ -168,6 +202,14 @@ func (s *Sender) sendGroup(ctx context.Context, recipients []analytics.Recipient
 		}
 	}
 	return nil
+}
+
+// ownerAttrs name a digest's group or district in a log line.
+func ownerAttrs(send analytics.DigestSend) []any {
+	if send.DistrictID != "" {
+		return []any{"district", send.DistrictID}
+	}
+	return []any{"group", send.GroupID}
 }
 
 // compose makes the digest of the group, or of its class classID.
@@ -191,10 +233,10 @@ func (s *Sender) failed(ctx context.Context, send analytics.DigestSend, err erro
 		level, outcome, result = slog.LevelError, "given up", "given_up"
 	}
 	s.Metrics.Digest(result)
-	s.Log.Log(ctx, level, "digest not sent", "group", send.GroupID, "week", send.Week.String(), "to", send.Address,
-		"error", err, "outcome", outcome)
+	s.Log.Log(ctx, level, "digest not sent", append(ownerAttrs(send), "week", send.Week.String(), "to", send.Address,
+		"error", err, "outcome", outcome)...)
 	if err := s.Directory.DigestFailed(context.WithoutCancel(ctx), send, err.Error(), retryAt); err != nil {
-		s.Log.Warn("digest not recorded", "group", send.GroupID, "error", err)
+		s.Log.Warn("digest not recorded", append(ownerAttrs(send), "error", err)...)
 	}
 }
 
@@ -239,7 +281,35 @@ func (s *Sender) SendTrial(ctx context.Context, groupID string, week analytics.W
 	if err != nil {
 		return err
 	}
-	msg, err := Message(d, s.Mailer.From, to, LinksFor(s.PublicURL, d, token), now)
+	msg, err := Message(d, s.Mailer.From, to, LinksFor(s.PublicURL, d.Days, token), now)
+	if err != nil {
+		return err
+	}
+	return s.deliver(ctx, to, msg)
+}
+
+// SendDistrictTrial sends a district's digest of week to an address now,
+// as SendTrial does a group's: with the recipient's unsubscribe link when
+// the address is one of the district's recipients.
+func (s *Sender) SendDistrictTrial(ctx context.Context, districtID string, week analytics.Week, to string) error {
+	now := s.Now()
+	da, err := s.Directory.DistrictAccess(ctx, districtID, now)
+	if err != nil {
+		return err
+	}
+	recipients, err := s.Directory.DistrictRecipients(ctx, districtID)
+	if err != nil {
+		return err
+	}
+	var token string
+	if i := slices.IndexFunc(recipients, func(r analytics.Recipient) bool { return r.Address == to }); i >= 0 {
+		token = recipients[i].Token
+	}
+	d, err := ComposeDistrict(ctx, s.Engine, da, week, now)
+	if err != nil {
+		return err
+	}
+	msg, err := Message(d, s.Mailer.From, to, LinksFor(s.PublicURL, d.Days, token), now)
 	if err != nil {
 		return err
 	}

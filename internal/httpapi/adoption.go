@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/csv"
-	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -38,11 +37,10 @@ func toAdoption(a report.Adoption) adoptionJSON {
 		return &v
 	}
 	share := func(of, in int) *float64 {
-		if of == report.Suppressed || in <= 0 {
-			return nil
+		if v, ok := report.Share(of, in); ok {
+			return &v
 		}
-		v := math.Round(float64(of)/float64(in)*10000) / 10000
-		return &v
+		return nil
 	}
 	out := adoptionJSON{Enrolled: a.Enrolled, UsedLiveLecture: shown(a.UsedLiveLecture), UsedChat: shown(a.UsedChat),
 		UsedEither: shown(a.UsedEither), ShareUsed: share(a.UsedEither, a.Enrolled)}

@@ -39,6 +39,26 @@ func (s *Server) removeRecipient(r *http.Request) (int, any, error) {
 	return http.StatusNoContent, nil, s.platform.RemoveRecipient(r.Context(), r.PathValue("groupId"), r.PathValue("address"))
 }
 
+func (s *Server) addDistrictRecipient(r *http.Request) (int, any, error) {
+	var in struct {
+		Address string `json:"address"`
+	}
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	rcpt, err := s.platform.AddDistrictRecipient(r.Context(), r.PathValue("districtId"), in.Address)
+	return http.StatusCreated, toRecipient(rcpt), err
+}
+
+func (s *Server) listDistrictRecipients(r *http.Request) (int, any, error) {
+	recipients, err := s.platform.DistrictRecipients(r.Context(), r.PathValue("districtId"))
+	return http.StatusOK, map[string]any{"recipients": listOf(recipients, toRecipient)}, err
+}
+
+func (s *Server) removeDistrictRecipient(r *http.Request) (int, any, error) {
+	return http.StatusNoContent, nil, s.platform.RemoveDistrictRecipient(r.Context(), r.PathValue("districtId"), r.PathValue("address"))
+}
+
 // unsubscribeForm is the page a digest's unsubscribe link opens: a button,
 // so that a mail scanner that follows links does not unsubscribe anyone.
 // A link without its token (cut short by a mail client) says so, rather
@@ -64,6 +84,9 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 	}
 	rcpt, err := s.platform.Unsubscribe(r.Context(), r.FormValue("token"))
 	switch {
+	case err == nil && rcpt.DistrictID != "":
+		district, _ := s.platform.Directory.District(r.Context(), rcpt.DistrictID)
+		writePage(w, http.StatusOK, unsubscribePage{Done: true, Address: rcpt.Address, Group: district.Name})
 	case err == nil:
 		group, _ := s.platform.Directory.Group(r.Context(), rcpt.GroupID)
 		writePage(w, http.StatusOK, unsubscribePage{Done: true, Address: rcpt.Address, Group: group.Name})

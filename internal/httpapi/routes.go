@@ -69,6 +69,9 @@ func (s *Server) routes() []route {
 		{"POST /v1/admin/districts/{districtId}/keys", maxAdminBody, s.withToken(s.createDistrictKey)},
 		{"DELETE /v1/admin/districts/{districtId}/keys/{keyId}", maxAdminBody, s.withToken(s.revokeDistrictKey)},
 		{"POST /v1/admin/districts/{districtId}/roster", maxRosterBody, s.withToken(s.importDistrictRoster)},
+		{"GET /v1/admin/districts/{districtId}/digest-recipients", maxAdminBody, s.withToken(s.listDistrictRecipients)},
+		{"POST /v1/admin/districts/{districtId}/digest-recipients", maxAdminBody, s.withToken(s.addDistrictRecipient)},
+		{"DELETE /v1/admin/districts/{districtId}/digest-recipients/{address}", maxAdminBody, s.withToken(s.removeDistrictRecipient)},
 
 		// The weekly digest's unsubscribe link, which needs no key.
 		{"GET /unsubscribe", 0, s.unsubscribeForm},

@@ -13,10 +13,24 @@ import (
 // AddRecipient gives a group's weekly digest to an email address: the
 // school's, or a class's when classID is set (a class of the group).
 func (p *Platform) AddRecipient(ctx context.Context, groupID, address, classID string) (analytics.Recipient, error) {
-	r := analytics.Recipient{GroupID: groupID, ClassID: classID}
 	if _, err := p.Group(ctx, groupID); err != nil {
-		return r, err
+		return analytics.Recipient{GroupID: groupID}, err
 	}
+	return p.addRecipient(ctx, analytics.Recipient{GroupID: groupID, ClassID: classID}, address)
+}
+
+// AddDistrictRecipient gives a district's weekly digest to an email
+// address.
+func (p *Platform) AddDistrictRecipient(ctx context.Context, districtID, address string) (analytics.Recipient, error) {
+	if _, err := p.District(ctx, districtID); err != nil {
+		return analytics.Recipient{DistrictID: districtID}, err
+	}
+	return p.addRecipient(ctx, analytics.Recipient{DistrictID: districtID}, address)
+}
+
+// addRecipient checks the address and adds r with it, and its
+// unsubscribe token.
+func (p *Platform) addRecipient(ctx context.Context, r analytics.Recipient, address string) (analytics.Recipient, error) {
 	address, err := CheckAddress(address)
 	if err != nil {
 		return r, err
@@ -33,16 +47,37 @@ func (p *Platform) Recipients(ctx context.Context, groupID string) ([]analytics.
 	return p.Directory.Recipients(ctx, groupID)
 }
 
+// DistrictRecipients lists a district's digest recipients, by address.
+func (p *Platform) DistrictRecipients(ctx context.Context, districtID string) ([]analytics.Recipient, error) {
+	if _, err := p.District(ctx, districtID); err != nil {
+		return nil, err
+	}
+	return p.Directory.DistrictRecipients(ctx, districtID)
+}
+
 // RemoveRecipient stops a group's digest to an address.
 func (p *Platform) RemoveRecipient(ctx context.Context, groupID, address string) error {
 	if _, err := p.Group(ctx, groupID); err != nil {
 		return err
 	}
+	return p.removeRecipient(ctx, analytics.Recipient{GroupID: groupID}, address)
+}
+
+// RemoveDistrictRecipient stops a district's digest to an address.
+func (p *Platform) RemoveDistrictRecipient(ctx context.Context, districtID, address string) error {
+	if _, err := p.District(ctx, districtID); err != nil {
+		return err
+	}
+	return p.removeRecipient(ctx, analytics.Recipient{DistrictID: districtID}, address)
+}
+
+func (p *Platform) removeRecipient(ctx context.Context, r analytics.Recipient, address string) error {
 	checked, err := CheckAddress(address)
 	if err != nil {
 		return err
 	}
-	return p.Directory.RemoveRecipient(ctx, groupID, checked)
+	r.Address = checked
+	return p.Directory.RemoveRecipient(ctx, r)
 }
 
 // Unsubscribe removes the recipient of an unsubscribe link's token.

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -17,6 +18,15 @@ type Adoption struct {
 	Enrolled                              int
 	UsedLiveLecture, UsedChat, UsedEither int
 	Seats                                 int
+}
+
+// Share is of / in to four places, as the answers give it (a share
+// used, or of seats); false when of is hidden or in is not above 0.
+func Share(of, in int) (float64, bool) {
+	if of == Suppressed || in <= 0 {
+		return 0, false
+	}
+	return math.Round(float64(of)/float64(in)*10000) / 10000, true
 }
 
 // The used figures, in the order the small-cells rule holds them.

@@ -164,20 +164,48 @@ func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (a
 // authorizeDistrict reads what a valid key of district d opens: the
 // district's schools, those with a plan valid at now apart.
 func (s *Store) authorizeDistrict(ctx context.Context, d analytics.District, keyID string, used sql.NullInt64, now time.Time) (analytics.Access, error) {
+	da, err := s.districtSchools(ctx, d, now)
+	if err != nil {
+		return analytics.Access{}, s.wrap("Authorize", err)
+	}
+	if len(da.Schools) == 0 {
+		return analytics.Access{}, errUnauthorized // their plans ended since the first query
+	}
+	s.noteUse(keyRow{table: "district_keys", owner: "district_id", ownerID: d.ID, keyID: keyID, at: millis(now)}, used, now)
+	return analytics.Access{KeyID: keyID, District: da}, nil
+}
+
+// DistrictAccess returns what the district's key opens at now, as
+// Authorize does: its schools, those with a valid plan apart.
+func (s *Store) DistrictAccess(ctx context.Context, districtID string, now time.Time) (*analytics.DistrictAccess, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	d, err := s.District(ctx, districtID)
+	if err != nil {
+		return nil, err
+	}
+	da, err := s.districtSchools(ctx, d, now)
+	return da, s.wrap("DistrictAccess", err)
+}
+
+// districtSchools reads district d's schools, those with a plan valid at
+// now apart.
+func (s *Store) districtSchools(ctx context.Context, d analytics.District, now time.Time) (*analytics.DistrictAccess, error) {
 	at := millis(now)
 	rows, err := s.read.QueryContext(ctx, s.q(`SELECT `+groupColumns+`,
 			EXISTS (SELECT 1 FROM plans p WHERE p.group_id = groups.group_id AND `+validPlan+`)
 		FROM groups WHERE district_id = ? ORDER BY group_id`), at, at, at, d.ID)
 	if err != nil {
-		return analytics.Access{}, s.wrap("Authorize", err)
+		return nil, err
 	}
 	defer rows.Close()
+	d.Schools = nil
 	da := &analytics.DistrictAccess{District: d}
 	for rows.Next() {
 		var valid bool
 		g, err := scanGroup(withExtra{rows, &valid})
 		if err != nil {
-			return analytics.Access{}, s.wrap("Authorize", err)
+			return nil, err
 		}
 		da.District.Schools = append(da.District.Schools, g.ID)
 		if valid {
@@ -186,14 +214,7 @@ func (s *Store) authorizeDistrict(ctx context.Context, d analytics.District, key
 			da.Unplanned = append(da.Unplanned, g)
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return analytics.Access{}, s.wrap("Authorize", err)
-	}
-	if len(da.Schools) == 0 {
-		return analytics.Access{}, errUnauthorized // their plans ended since the first query
-	}
-	s.noteUse(keyRow{table: "district_keys", owner: "district_id", ownerID: d.ID, keyID: keyID, at: at}, used, now)
-	return analytics.Access{KeyID: keyID, District: da}, nil
+	return da, rows.Err()
 }
 
 // withExtra scans a row into the destinations its caller gives, then
