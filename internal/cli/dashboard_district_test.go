@@ -3,8 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 )
 
@@ -26,23 +23,6 @@ type apiAdoption struct {
 	ShareUsed      float64
 	SeatsUsedShare *float64
 	OverSeats      *bool
-}
-
-// apiGetPath reads a GET answer of the report API.
-func apiGetPath(t *testing.T, base, key, path string) []byte {
-	t.Helper()
-	req, _ := http.NewRequest("GET", base+path, nil)
-	req.Header.Set("x-api-key", key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
-	}
-	return body
 }
 
 // TestDistrictDashboardInBrowser drives the dashboard with the demo
@@ -62,7 +42,6 @@ func TestDistrictDashboardInBrowser(t *testing.T) {
 	if shots == "" {
 		shots = t.TempDir()
 	}
-	downloads := t.TempDir()
 	loadedAs := func(place string) chromedp.Action {
 		return chromedp.Poll(`document.getElementById("place-name").textContent === `+jsString(place)+
 			` && document.getElementById("dashboard").dataset.loaded`, nil, chromedp.WithPollingTimeout(30*time.Second))
@@ -118,8 +97,8 @@ func TestDistrictDashboardInBrowser(t *testing.T) {
 		Schools        []apiAdoption
 		SchoolsLeftOut []struct{ SchoolName string }
 	}
-	json.Unmarshal(apiGetPath(t, base, key, "/api/adoption?"+period), &adoption)
-	json.Unmarshal(apiGetPath(t, base, key, "/api/adoption?"+before), &adoptionBefore)
+	json.Unmarshal(apiRead(t, "GET", base+"/api/adoption?"+period, key), &adoption)
+	json.Unmarshal(apiRead(t, "GET", base+"/api/adoption?"+before, key), &adoptionBefore)
 	row := func(a, b apiAdoption, name string) []string {
 		share := func(f float64) string { return fmt.Sprintf("%.1f%%", f*100) }
 		seats := "—"
@@ -168,17 +147,9 @@ func TestDistrictDashboardInBrowser(t *testing.T) {
 		t.Errorf("searched for north: %v", order)
 	}
 	// The CSV button downloads the adoption's CSV answer.
-	run("download", browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(downloads),
-		chromedp.Click("#download-adoption"))
 	name := fmt.Sprintf("lakeland-district-adoption-%s-to-%s.csv", parts[0], parts[1])
-	var got []byte
-	for range 100 {
-		if got, _ = os.ReadFile(filepath.Join(downloads, name)); got != nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if want := apiGetPath(t, base, key, "/api/adoption?format=csv&"+period); string(got) != string(want) {
+	got := downloaded(t, run, "#download-adoption", name)
+	if want := apiRead(t, "GET", base+"/api/adoption?format=csv&"+period, key); string(got) != string(want) {
 		t.Errorf("downloaded %s: %q, want %q", name, got, want)
 	}
 

@@ -192,25 +192,26 @@ func apiReports(t *testing.T, base, key, endpoint, query string) []apiReport {
 // apiAccessLog reads the newest page of a school's access log.
 func apiAccessLog(t *testing.T, base, key string) []struct{ Key struct{ Label string } } {
 	t.Helper()
-	req, _ := http.NewRequest("GET", base+"/api/access-log", nil)
-	req.Header.Set("x-api-key", key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var page struct {
 		Entries []struct{ Key struct{ Label string } }
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("the access log: %d %v", resp.StatusCode, err)
+	if err := json.Unmarshal(apiRead(t, "GET", base+"/api/access-log", key), &page); err != nil {
+		t.Fatalf("the access log: %v", err)
 	}
 	return page.Entries
 }
 
+// apiGet asks an endpoint for reports and returns the answer's body.
 func apiGet(t *testing.T, base, key, endpoint, query string) []byte {
 	t.Helper()
-	req, _ := http.NewRequest("POST", base+"/api/groups/"+endpoint+"?"+query, nil)
+	return apiRead(t, "POST", base+"/api/groups/"+endpoint+"?"+query, key)
+}
+
+// apiRead sends a request of the report API with the key and returns the
+// body of its 200 answer.
+func apiRead(t *testing.T, method, url, key string) []byte {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
 	req.Header.Set("x-api-key", key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -219,9 +220,24 @@ func apiGet(t *testing.T, base, key, endpoint, query string) []byte {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s?%s: %d %s", endpoint, query, resp.StatusCode, body)
+		t.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, body)
 	}
 	return body
+}
+
+// downloaded clicks the button and returns the file the browser saves
+// as name, waiting up to ten seconds for it.
+func downloaded(t *testing.T, run func(string, ...chromedp.Action), button, name string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	run("download", browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(dir), chromedp.Click(button))
+	for range 100 {
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			return got
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
 }
 
 // TestDashboardInBrowser drives the dashboard in headless Chromium against
@@ -241,7 +257,6 @@ func TestDashboardInBrowser(t *testing.T) {
 	if shots == "" {
 		shots = t.TempDir()
 	}
-	downloads := t.TempDir()
 	ctx, run, eval := openBrowser(t)
 
 	// Open with the key; watch what the status line says while it loads.
@@ -449,16 +464,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 
 	// The CSV download is the CSV endpoint's answer.
-	run("download", browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(downloads),
-		chromedp.Click("#download-chat"))
 	name := fmt.Sprintf("lakeside-academy-chat-students-%s-to-%s.csv", parts[0], parts[1])
-	var got []byte
-	for range 100 {
-		if got, _ = os.ReadFile(filepath.Join(downloads, name)); got != nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	got := downloaded(t, run, "#download-chat", name)
 	if wantCSV := apiGet(t, base, key, "chat", period+"&students=true&format=csv"); string(got) != string(wantCSV) {
 		t.Errorf("downloaded %s (%d bytes) differs from the CSV endpoint's answer (%d bytes)", name, len(got), len(wantCSV))
 	}

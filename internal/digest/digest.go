@@ -64,24 +64,10 @@ func Compose(ctx context.Context, engine *report.Engine, group analytics.Group, 
 	active := map[string]bool{}
 	var students []analytics.Student
 	for _, sec := range sections {
-		section := Section{Title: sec.title, Endpoint: sec.endpoint.Name}
-		for _, title := range sec.endpoint.Titles {
-			section.Rows = append(section.Rows, Row{Title: title})
-		}
-		section.Rows = append(section.Rows, Row{Title: UsersTitle})
+		section := newSection(sec.title, sec.endpoint)
 		for _, w := range []analytics.Week{week, week.Previous()} {
 			err := run(ctx, engine, group, class, sec.endpoint, w, false, now, func(r *report.Report) {
-				for i := range section.Rows {
-					v := int64(r.NumStudentsUsed)
-					if i < len(r.Values) {
-						v = r.Values[i]
-					}
-					if w == week {
-						section.Rows[i].Value = v
-					} else {
-						section.Rows[i].Previous = v
-					}
-				}
+				section.fill(r, w == week)
 			})
 			if err != nil {
 				return d, err
@@ -111,20 +97,42 @@ func Compose(ctx context.Context, engine *report.Engine, group analytics.Group, 
 	return d, nil
 }
 
+// newSection is an endpoint's section, its rows not yet filled: each
+// metric, then the students who used it.
+func newSection(title string, ep *report.Endpoint) Section {
+	section := Section{Title: title, Endpoint: ep.Name}
+	for _, t := range ep.Titles {
+		section.Rows = append(section.Rows, Row{Title: t})
+	}
+	section.Rows = append(section.Rows, Row{Title: UsersTitle})
+	return section
+}
+
+// fill sets the section's figures of the week (or of the week before,
+// when not current) from the week's whole report r.
+func (s *Section) fill(r *report.Report, current bool) {
+	for i := range s.Rows {
+		v := int64(r.NumStudentsUsed)
+		if i < len(r.Values) {
+			v = r.Values[i]
+		}
+		if current {
+			s.Rows[i].Value = v
+		} else {
+			s.Rows[i].Previous = v
+		}
+	}
+}
+
 // run asks the engine for the week's whole-range report of ep: the
 // group's (or class's), or each student's.
 func run(ctx context.Context, engine *report.Engine, group analytics.Group, class *analytics.Class, ep *report.Endpoint, w analytics.Week,
 	students bool, now time.Time, emit func(*report.Report)) error {
-	days := w.Days()
-	start, err := analytics.ParseDate("startDate", days.First.String())
+	q, err := weekQuery(w)
 	if err != nil {
 		return err
 	}
-	end, err := analytics.ParseDate("endDate", days.Last.String())
-	if err != nil {
-		return err
-	}
-	q := report.Query{Start: &start, End: &end, Students: students, Interval: analytics.Whole}
+	q.Students = students
 	if class != nil {
 		q.ClassID = class.ID
 	}

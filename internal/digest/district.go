@@ -49,28 +49,14 @@ const MaxSchoolRows = 20
 func ComposeDistrict(ctx context.Context, engine *report.Engine, da *analytics.DistrictAccess, week analytics.Week, now time.Time) (DistrictDigest, error) {
 	d := DistrictDigest{District: da.District, Week: week, Days: week.Days(), LeftOut: da.Unplanned}
 	for _, sec := range sections {
-		section := Section{Title: sec.title, Endpoint: sec.endpoint.Name}
-		for _, title := range sec.endpoint.Titles {
-			section.Rows = append(section.Rows, Row{Title: title})
-		}
-		section.Rows = append(section.Rows, Row{Title: UsersTitle})
+		section := newSection(sec.title, sec.endpoint)
 		for _, w := range []analytics.Week{week, week.Previous()} {
 			q, err := weekQuery(w)
 			if err != nil {
 				return d, err
 			}
 			err = engine.RunDistrict(ctx, da, sec.endpoint, report.DistrictQuery{Query: q}, now, func(r *report.Report) error {
-				for i := range section.Rows {
-					v := int64(r.NumStudentsUsed)
-					if i < len(r.Values) {
-						v = r.Values[i]
-					}
-					if w == week {
-						section.Rows[i].Value = v
-					} else {
-						section.Rows[i].Previous = v
-					}
-				}
+				section.fill(r, w == week)
 				return nil
 			})
 			if err != nil {
