@@ -69,6 +69,15 @@ type Directory interface {
 	// school's change applied; all of it or, failing, none.
 	ApplyDistrictRoster(ctx context.Context, districtID string, schools []SchoolRoster) error
 
+	// Staff, a school's or a district's: AddStaff adds a member (a
+	// Conflict for an email already one of the same school's or
+	// district's staff; a teacher's classes must be the school's),
+	// StaffOf lists a school's (groupID) or a district's (districtID) by
+	// email, RemoveStaff takes a member away by id (NotFound for none).
+	AddStaff(ctx context.Context, s Staff) error
+	StaffOf(ctx context.Context, groupID, districtID string) ([]Staff, error)
+	RemoveStaff(ctx context.Context, staffID string) error
+
 	// The weekly digest's recipients, a group's or a district's
 	// (Conflict for an address already one, NotFound for one that is
 	// not), and the record of the digests sent. Recipients lists every

@@ -127,11 +127,11 @@ func rosterImport(e *env, args []string) error {
 	org := fs.String("org", "", "the school's sourcedId in orgs.csv, for a bundle of several schools")
 	dryRun := fs.Bool("dry-run", false, "say what the import would change, and change nothing")
 	return withPlatform(e, fs, db, args, true, nil, func(p *platform.Platform) error {
-		switch {
-		case fs.NArg() != 1:
+		if fs.NArg() != 1 {
 			return fmt.Errorf("roster import takes one file, a OneRoster CSV bundle (.zip)")
-		case (*group == "") == (*district == ""):
-			return fmt.Errorf("roster import takes --group ID (a school's bundle) or --district ID (a district's), one of them")
+		}
+		if err := oneOwner("roster import", "bundle", *group, *district); err != nil {
+			return err
 		}
 		data, err := os.ReadFile(fs.Arg(0))
 		if err != nil {

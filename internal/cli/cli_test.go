@@ -475,6 +475,39 @@ func TestAdminThenServe(t *testing.T) {
 	}
 }
 
+// TestStaffCommands: staff add, list and remove, of a school and of a
+// district, and the command's own refusals.
+func TestStaffCommands(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "group", "create", "--db", db, "--id", "north", "--name", "Northside")
+	mustRun(t, "class", "create", "--db", db, "--group", "north", "--id", "bio", "--name", "Biology")
+	mustRun(t, "district", "create", "--db", db, "--id", "river", "--name", "River District")
+	out := mustRun(t, "staff", "add", "--db", db, "--group", "north", "--email", "Ortiz@North.Example", "--name", "Ms Ortiz", "--role", "teacher", "--class", "bio")
+	if !regexp.MustCompile(`^added Ms Ortiz \(ortiz@north\.example\) to the staff of group north as teacher of bio: stf_\w+\n$`).MatchString(out) {
+		t.Errorf("staff add: %q", out)
+	}
+	if out := mustRun(t, "staff", "add", "--db", db, "--district", "river", "--email", "data@river.example", "--role", "district-admin"); !strings.HasPrefix(out, "added data@river.example (data@river.example) to the staff of district river as district-admin: stf_") {
+		t.Errorf("staff add --district: %q", out)
+	}
+	if code, _, errOut := run(t, "", "staff", "add", "--db", db, "--group", "north", "--email", "x@north.example", "--role", "teacher"); code != 1 || !strings.Contains(errOut, "Invalid classIds: a teacher needs at least one class") {
+		t.Errorf("a teacher without classes: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := run(t, "", "staff", "list", "--db", db); code != 1 || !strings.Contains(errOut, "staff list takes --group ID (a school's staff) or --district ID (a district's), one of them") {
+		t.Errorf("staff list without an owner: exit %d, %s", code, errOut)
+	}
+	list := mustRun(t, "staff", "list", "--db", db, "--group", "north")
+	m := regexp.MustCompile(`^ID +EMAIL +NAME +ROLE +CLASSES\n(stf_\w+) +ortiz@north\.example +Ms Ortiz +teacher +bio\n$`).FindStringSubmatch(list)
+	if m == nil {
+		t.Fatalf("staff list:\n%s", list)
+	}
+	if out := mustRun(t, "staff", "remove", "--db", db, "--staff", m[1]); out != "removed staff member "+m[1]+"\n" {
+		t.Errorf("staff remove: %q", out)
+	}
+	if list := mustRun(t, "staff", "list", "--db", db, "--group", "north"); strings.Count(list, "\n") != 1 {
+		t.Errorf("staff list after remove:\n%s", list)
+	}
+}
+
 // TestDistrictDigestCommands: a district's recipients added, listed and
 // removed with --district, and its digest sent to try it.
 func TestDistrictDigestCommands(t *testing.T) {

@@ -13,15 +13,6 @@ import (
 	"groupanalytics/internal/stores"
 )
 
-// recipientOwner reads which digest a recipient command is about: a
-// group's (--group) or a district's (--district), one of them.
-func recipientOwner(command, group, district string) error {
-	if (group == "") == (district == "") {
-		return fmt.Errorf("%s takes --group ID (a school's digest) or --district ID (a district's), one of them", command)
-	}
-	return nil
-}
-
 func recipientAdd(e *env, args []string) error {
 	fs, db := flags(e, "recipient add")
 	group := fs.String("group", "", "group id")
@@ -29,7 +20,7 @@ func recipientAdd(e *env, args []string) error {
 	address := fs.String("address", "", "email address")
 	class := fs.String("class", "", "a class of the group: its teacher gets the class's digest (default: the school's)")
 	return withPlatform(e, fs, db, args, false, []string{"address"}, func(p *platform.Platform) error {
-		if err := recipientOwner("recipient add", *group, *district); err != nil {
+		if err := oneOwner("recipient add", "digest", *group, *district); err != nil {
 			return err
 		}
 		var r analytics.Recipient
@@ -60,7 +51,7 @@ func recipientList(e *env, args []string) error {
 	group := fs.String("group", "", "group id")
 	district := fs.String("district", "", "district id (instead of --group)")
 	return withPlatform(e, fs, db, args, false, nil, func(p *platform.Platform) error {
-		if err := recipientOwner("recipient list", *group, *district); err != nil {
+		if err := oneOwner("recipient list", "digest", *group, *district); err != nil {
 			return err
 		}
 		var recipients []analytics.Recipient
@@ -85,7 +76,7 @@ func recipientRemove(e *env, args []string) error {
 	district := fs.String("district", "", "district id (instead of --group)")
 	address := fs.String("address", "", "email address")
 	return withPlatform(e, fs, db, args, false, []string{"address"}, func(p *platform.Platform) error {
-		if err := recipientOwner("recipient remove", *group, *district); err != nil {
+		if err := oneOwner("recipient remove", "digest", *group, *district); err != nil {
 			return err
 		}
 		if *district != "" {
@@ -111,7 +102,7 @@ func digestSend(e *env, args []string) error {
 	week := fs.String("week", "", "the ISO week, e.g. 2026-W46 (default: the last week that has ended)")
 	mail := addMailFlags(fs)
 	return withStores(e, fs, db, args, false, []string{"to"}, func(s *stores.Stores) error {
-		if err := recipientOwner("digest send", *group, *district); err != nil {
+		if err := oneOwner("digest send", "digest", *group, *district); err != nil {
 			return err
 		}
 		if mail.smtpURL == "" {

@@ -131,3 +131,12 @@ func districtKeyRevoke(e *env, args []string) error {
 		return err
 	})
 }
+
+// oneOwner checks that a command about a school's what or a district's
+// was given one of --group and --district.
+func oneOwner(command, what, group, district string) error {
+	if (group == "") == (district == "") {
+		return fmt.Errorf("%s takes --group ID (a school's %s) or --district ID (a district's), one of them", command, what)
+	}
+	return nil
+}
