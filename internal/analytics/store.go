@@ -78,6 +78,14 @@ type Directory interface {
 	StaffOf(ctx context.Context, groupID, districtID string) ([]Staff, error)
 	RemoveStaff(ctx context.Context, staffID string) error
 
+	// Sign-in providers, a school's or a district's: AddProvider adds
+	// one (a Conflict for an id taken), ProvidersOf lists a school's
+	// (groupID) or a district's (districtID) by id, RemoveProvider takes
+	// one away (NotFound for none).
+	AddProvider(ctx context.Context, p Provider) error
+	ProvidersOf(ctx context.Context, groupID, districtID string) ([]Provider, error)
+	RemoveProvider(ctx context.Context, providerID string) error
+
 	// The weekly digest's recipients, a group's or a district's
 	// (Conflict for an address already one, NotFound for one that is
 	// not), and the record of the digests sent. Recipients lists every

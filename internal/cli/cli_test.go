@@ -508,6 +508,38 @@ func TestStaffCommands(t *testing.T) {
 	}
 }
 
+// TestProviderCommands: provider add (its secret from a file or standard
+// input, never printed), list and remove.
+func TestProviderCommands(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "district", "create", "--db", db, "--id", "river", "--name", "River District")
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("s3cret-value\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := mustRun(t, "provider", "add", "--db", db, "--district", "river", "--id", "river-google", "--name", "Google",
+		"--issuer", "https://accounts.google.com", "--client-id", "abc", "--client-secret-file", secret, "--domain", "River.Example")
+	if out != "added sign-in provider river-google (https://accounts.google.com) for district river: emails of river.example\n" {
+		t.Errorf("provider add: %q", out)
+	}
+	if code, out, _ := run(t, "other-secret\n", "provider", "add", "--db", db, "--district", "river", "--id", "river-ms", "--issuer", "https://login.microsoftonline.com/tenant/v2.0",
+		"--client-id", "def", "--client-secret-file", "-", "--domain", "river.example"); code != 0 || strings.Contains(out, "other-secret") {
+		t.Errorf("provider add, its secret from standard input: exit %d, %q", code, out)
+	}
+	if code, _, errOut := run(t, "", "provider", "add", "--db", db, "--district", "river", "--id", "p", "--issuer", "https://idp.example",
+		"--client-id", "a", "--client-secret-file", secret); code != 1 || !strings.Contains(errOut, "Missing emailDomains") {
+		t.Errorf("provider add without a domain: exit %d, %s", code, errOut)
+	}
+	list := mustRun(t, "provider", "list", "--db", db, "--district", "river")
+	if !regexp.MustCompile(`^ID +NAME +ISSUER +CLIENT +DOMAINS\nriver-google +Google +https://accounts\.google\.com +abc +river\.example\nriver-ms +river-ms +\S+ +def +river\.example\n$`).MatchString(list) ||
+		strings.Contains(list, "secret") {
+		t.Errorf("provider list:\n%s", list)
+	}
+	if out := mustRun(t, "provider", "remove", "--db", db, "--provider", "river-ms"); out != "removed sign-in provider river-ms\n" {
+		t.Errorf("provider remove: %q", out)
+	}
+}
+
 // TestDistrictDigestCommands: a district's recipients added, listed and
 // removed with --district, and its digest sent to try it.
 func TestDistrictDigestCommands(t *testing.T) {

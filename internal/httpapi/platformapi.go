@@ -206,11 +206,7 @@ func optionalTime(t *time.Time) *string {
 }
 
 func toGroup(g analytics.Group) groupJSON {
-	var district *string
-	if g.DistrictID != "" {
-		district = &g.DistrictID
-	}
-	return groupJSON{g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created), g.MinCellSize, g.Retention.String(), district}
+	return groupJSON{g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created), g.MinCellSize, g.Retention.String(), orNull(g.DistrictID)}
 }
 
 // plansOf returns a group's plan converter, which tells the plans' days

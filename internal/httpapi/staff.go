@@ -18,13 +18,15 @@ type staffJSON struct {
 	CreatedAt  string   `json:"createdAt"`
 }
 
-func toStaff(m analytics.Staff) staffJSON {
-	orNull := func(s string) *string {
-		if s == "" {
-			return nil
-		}
-		return &s
+// orNull is s, or null when it is empty.
+func orNull(s string) *string {
+	if s == "" {
+		return nil
 	}
+	return &s
+}
+
+func toStaff(m analytics.Staff) staffJSON {
 	return staffJSON{m.ID, m.Email, m.Name, string(m.Role), orNull(m.GroupID), orNull(m.DistrictID),
 		append([]string{}, m.ClassIDs...), analytics.FormatTime(m.Created)}
 }
@@ -53,4 +55,50 @@ func (s *Server) listStaff(r *http.Request) (int, any, error) {
 
 func (s *Server) removeStaff(r *http.Request) (int, any, error) {
 	return http.StatusNoContent, nil, s.platform.RemoveStaff(r.Context(), r.PathValue("staffId"))
+}
+
+// providerJSON is a sign-in provider as the admin API shows one: never
+// its client secret.
+type providerJSON struct {
+	ID           string   `json:"id"`
+	Name         string   `json:"name"`
+	Issuer       string   `json:"issuer"`
+	ClientID     string   `json:"clientId"`
+	GroupID      *string  `json:"groupId"`
+	DistrictID   *string  `json:"districtId"`
+	EmailDomains []string `json:"emailDomains"`
+	CreatedAt    string   `json:"createdAt"`
+}
+
+func toProvider(p analytics.Provider) providerJSON {
+	return providerJSON{p.ID, p.Name, p.Issuer, p.ClientID, orNull(p.GroupID), orNull(p.DistrictID),
+		append([]string{}, p.EmailDomains...), analytics.FormatTime(p.Created)}
+}
+
+// addProvider serves POST …/sign-in-providers of a school or a district.
+func (s *Server) addProvider(r *http.Request) (int, any, error) {
+	var in struct {
+		ID           string   `json:"id"`
+		Name         string   `json:"name"`
+		Issuer       string   `json:"issuer"`
+		ClientID     string   `json:"clientId"`
+		ClientSecret string   `json:"clientSecret"`
+		EmailDomains []string `json:"emailDomains"`
+	}
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	p, err := s.platform.AddProvider(r.Context(), analytics.Provider{GroupID: r.PathValue("groupId"), DistrictID: r.PathValue("districtId"),
+		ID: in.ID, Name: in.Name, Issuer: in.Issuer, ClientID: in.ClientID, ClientSecret: in.ClientSecret, EmailDomains: in.EmailDomains})
+	return http.StatusCreated, toProvider(p), err
+}
+
+// listProviders serves GET …/sign-in-providers of a school or a district.
+func (s *Server) listProviders(r *http.Request) (int, any, error) {
+	providers, err := s.platform.ProvidersOf(r.Context(), r.PathValue("groupId"), r.PathValue("districtId"))
+	return http.StatusOK, map[string]any{"providers": listOf(providers, toProvider)}, err
+}
+
+func (s *Server) removeProvider(r *http.Request) (int, any, error) {
+	return http.StatusNoContent, nil, s.platform.RemoveProvider(r.Context(), r.PathValue("providerId"))
 }

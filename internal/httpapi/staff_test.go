@@ -101,3 +101,58 @@ func TestStaff(t *testing.T) {
 		}
 	})
 }
+
+// TestSignInProviders: a school's and a district's sign-in providers
+// added, listed (never their secrets) and removed through the admin API;
+// a bad issuer, client or domain list is a 400 that says so.
+func TestSignInProviders(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		token := e.token()
+		e.school("north", "UTC")
+		e.district("river", "UTC", "north")
+		school, district := "/v1/admin/groups/north/sign-in-providers", "/v1/admin/districts/river/sign-in-providers"
+		const good = `"issuer": "https://accounts.google.com", "clientId": "abc", "clientSecret": "s3cret-value"`
+		got := e.mustCall("POST", district, token, `{"id": "river-google", "name": "Google", `+good+`, "emailDomains": ["River.Example", "north.river.example", "river.example"]}`, http.StatusCreated)
+		if fmt.Sprint(got["emailDomains"]) != "[north.river.example river.example]" || got["districtId"] != "river" || got["groupId"] != nil || got["clientSecret"] != nil {
+			t.Errorf("added: %v", got)
+		}
+		e.mustCall("POST", school, token, `{"id": "north-test", "issuer": "http://127.0.0.1:9998", "clientId": "abc", "clientSecret": "x", "emailDomains": ["north.example"]}`, http.StatusCreated)
+		for _, tt := range []struct {
+			body   string
+			status int
+			want   string
+		}{
+			{`{"id": "river-google", ` + good + `, "emailDomains": ["river.example"]}`, 409, `Sign-in provider "river-google" already exists`},
+			{`{"id": "bad id", ` + good + `, "emailDomains": ["river.example"]}`, 400, `Invalid provider id "bad id": expected 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit`},
+			{`{"id": "p", "issuer": "http://accounts.google.com", "clientId": "a", "clientSecret": "b", "emailDomains": ["river.example"]}`, 400, `Invalid issuer "http://accounts.google.com": expected https (http only on loopback, for a test)`},
+			{`{"id": "p", "issuer": "https://idp.example/?tenant=1", "clientId": "a", "clientSecret": "b", "emailDomains": ["river.example"]}`, 400, `Invalid issuer "https://idp.example/?tenant=1": an issuer has no query or fragment`},
+			{`{"id": "p", "clientId": "a", "clientSecret": "b", "emailDomains": ["river.example"]}`, 400, `Missing issuer`},
+			{`{"id": "p", "issuer": "https://idp.example", "clientSecret": "b", "emailDomains": ["river.example"]}`, 400, `Missing clientId`},
+			{`{"id": "p", "issuer": "https://idp.example", "clientId": "a", "emailDomains": ["river.example"]}`, 400, `Missing clientSecret`},
+			{`{"id": "p", ` + good + `}`, 400, `Missing emailDomains: name the domains of the staff's emails, such as lakeland.k12.example`},
+			{`{"id": "p", ` + good + `, "emailDomains": ["@river.example"]}`, 400, `Invalid emailDomains: "@river.example" is not a domain such as lakeland.k12.example`},
+			{`{"id": "p", ` + good + `, "emailDomains": ["localhost"]}`, 400, `Invalid emailDomains: "localhost" is not a domain such as lakeland.k12.example`},
+		} {
+			if resp := e.call("POST", district, token, tt.body); resp.status != tt.status || resp.errorMessage(t) != tt.want {
+				t.Errorf("POST %s: %d %s, want %d %s", tt.body, resp.status, resp.body, tt.status, tt.want)
+			}
+		}
+		list := e.call("GET", district, token, "")
+		if list.status != http.StatusOK || strings.Contains(string(list.body), "s3cret") || !strings.Contains(string(list.body), `"id":"river-google"`) {
+			t.Errorf("the district's providers: %d %s", list.status, list.body)
+		}
+		if got := e.mustCall("GET", school, token, "", http.StatusOK)["providers"].([]any); len(got) != 1 || got[0].(map[string]any)["issuer"] != "http://127.0.0.1:9998" {
+			t.Errorf("the school's providers: %v", got)
+		}
+		e.mustCall("DELETE", "/v1/admin/sign-in-providers/river-google", token, "", http.StatusNoContent)
+		if resp := e.call("DELETE", "/v1/admin/sign-in-providers/river-google", token, ""); resp.status != http.StatusNotFound {
+			t.Errorf("removed twice: %d %s", resp.status, resp.body)
+		}
+		// A school deleted takes its providers.
+		e.mustCall("DELETE", "/v1/admin/groups/north", token, "", http.StatusNoContent)
+		e.school("north", "UTC")
+		if got := e.mustCall("GET", school, token, "", http.StatusOK)["providers"].([]any); len(got) != 0 {
+			t.Errorf("a deleted school's providers: %v", got)
+		}
+	})
+}

@@ -15,15 +15,8 @@ import (
 // (m.DistrictID: a district administrator). The email is kept in lower
 // case, as sign-in compares it; the name defaults to the email.
 func (p *Platform) AddStaff(ctx context.Context, m analytics.Staff) (analytics.Staff, error) {
-	switch {
-	case m.DistrictID != "":
-		if _, err := p.District(ctx, m.DistrictID); err != nil {
-			return m, err
-		}
-	default:
-		if _, err := p.Group(ctx, m.GroupID); err != nil {
-			return m, err
-		}
+	if err := p.knownOwner(ctx, m.GroupID, m.DistrictID); err != nil {
+		return m, err
 	}
 	if err := checkRole(m); err != nil {
 		return m, err
@@ -81,14 +74,21 @@ func checkRole(m analytics.Staff) error {
 // StaffOf lists a school's staff (groupID) or a district's (districtID),
 // by email.
 func (p *Platform) StaffOf(ctx context.Context, groupID, districtID string) ([]analytics.Staff, error) {
-	if districtID != "" {
-		if _, err := p.District(ctx, districtID); err != nil {
-			return nil, err
-		}
-	} else if _, err := p.Group(ctx, groupID); err != nil {
+	if err := p.knownOwner(ctx, groupID, districtID); err != nil {
 		return nil, err
 	}
 	return p.Directory.StaffOf(ctx, groupID, districtID)
+}
+
+// knownOwner answers NotFound unless the district (districtID), or else
+// the group, exists.
+func (p *Platform) knownOwner(ctx context.Context, groupID, districtID string) error {
+	if districtID != "" {
+		_, err := p.District(ctx, districtID)
+		return err
+	}
+	_, err := p.Group(ctx, groupID)
+	return err
 }
 
 // RemoveStaff takes a staff member away.

@@ -47,10 +47,7 @@ func (s *Store) AddStaff(ctx context.Context, m analytics.Staff) error {
 func (s *Store) StaffOf(ctx context.Context, groupID, districtID string) ([]analytics.Staff, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	column, owner := "group_id", groupID
-	if districtID != "" {
-		column, owner = "district_id", districtID
-	}
+	column, owner := ownerColumn(groupID, districtID)
 	rows, err := s.read.QueryContext(ctx, s.q(`SELECT staff_id, email, name, role, COALESCE(group_id, ''), COALESCE(district_id, ''), created_at
 		FROM staff WHERE `+column+` = ? ORDER BY email`), owner)
 	if err != nil {
@@ -106,4 +103,13 @@ func (s *Store) RemoveStaff(ctx context.Context, staffID string) error {
 		}
 		return nil
 	})
+}
+
+// ownerColumn names the column, and its value, of a school's rows
+// (groupID) or a district's (districtID) in a table of either's.
+func ownerColumn(groupID, districtID string) (string, string) {
+	if districtID != "" {
+		return "district_id", districtID
+	}
+	return "group_id", groupID
 }
