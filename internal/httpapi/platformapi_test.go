@@ -414,8 +414,26 @@ func TestAdminAPI(t *testing.T) {
 		}
 		e.do("GET", "/openapi.json", "", "")
 		ingestResult(t, e.call("POST", "/v1/events", token, eventsJSON(session("north", "s2", "2026-11-21T10:00:00Z"))))
+		staffAndProvidersTour(e, token)
 		checkEveryOperationAnswered(t)
 	})
+}
+
+// staffAndProvidersTour calls each staff and sign-in provider operation
+// once with success (TestStaff and TestSignInProviders try them whole;
+// their file runs after this one).
+func staffAndProvidersTour(e *testEnv, token string) {
+	e.district("tour", "UTC", "north")
+	for _, owner := range []string{"/v1/admin/groups/north", "/v1/admin/districts/tour"} {
+		role := map[bool]string{true: "district-admin", false: "school-admin"}[strings.Contains(owner, "districts")]
+		m := e.mustCall("POST", owner+"/staff", token, `{"email": "tour@north.example", "role": "`+role+`"}`, http.StatusCreated)
+		e.mustCall("GET", owner+"/staff", token, "", http.StatusOK)
+		e.mustCall("DELETE", "/v1/admin/staff/"+m["id"].(string), token, "", http.StatusNoContent)
+		id := "tour-" + role
+		e.mustCall("POST", owner+"/sign-in-providers", token, `{"id": "`+id+`", "issuer": "https://idp.example", "clientId": "a", "clientSecret": "b", "emailDomains": ["north.example"]}`, http.StatusCreated)
+		e.mustCall("GET", owner+"/sign-in-providers", token, "", http.StatusOK)
+		e.mustCall("DELETE", "/v1/admin/sign-in-providers/"+id, token, "", http.StatusNoContent)
+	}
 }
 
 // checkEveryOperationAnswered fails unless every operation of the document
