@@ -117,13 +117,13 @@ func digestSend(e *env, args []string) error {
 			return err
 		}
 		// The week due in the owner's zone, unless one is named.
-		owner, zone, send := "group "+*group, "", sender.SendTrial
+		zone, send := "", sender.SendTrial
 		if *district != "" {
 			d, err := s.Directory.District(e.ctx, *district)
 			if err != nil {
 				return err
 			}
-			owner, zone, send = "district "+d.ID, d.TimeZone, sender.SendDistrictTrial
+			zone, send = d.TimeZone, sender.SendDistrictTrial
 		} else {
 			g, err := s.Directory.Group(e.ctx, *group)
 			if err != nil {
@@ -144,7 +144,7 @@ func digestSend(e *env, args []string) error {
 		if err := send(e.ctx, cmp.Or(*district, *group), w, address); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "sent the digest of %s for %s to %s\n", owner, w, address)
+		fmt.Fprintf(e.stdout, "sent the digest of %s for %s to %s\n", ownerName(*group, *district), w, address)
 		return nil
 	})
 }

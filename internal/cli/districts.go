@@ -132,6 +132,15 @@ func districtKeyRevoke(e *env, args []string) error {
 	})
 }
 
+// ownerName names a school's or a district's thing by its owner: "group
+// north", "district river".
+func ownerName(groupID, districtID string) string {
+	if districtID != "" {
+		return "district " + districtID
+	}
+	return "group " + groupID
+}
+
 // oneOwner checks that a command about a school's what or a district's
 // was given one of --group and --district.
 func oneOwner(command, what, group, district string) error {

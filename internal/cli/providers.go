@@ -32,11 +32,8 @@ func providerAdd(e *env, args []string) error {
 		pr, err := p.AddProvider(e.ctx, analytics.Provider{GroupID: *group, DistrictID: *district, ID: *id, Name: *name,
 			Issuer: *issuer, ClientID: *clientID, ClientSecret: secret, EmailDomains: domains})
 		if err == nil {
-			owner := "group " + pr.GroupID
-			if pr.DistrictID != "" {
-				owner = "district " + pr.DistrictID
-			}
-			fmt.Fprintf(e.stdout, "added sign-in provider %s (%s) for %s: emails of %s\n", pr.ID, pr.Issuer, owner, strings.Join(pr.EmailDomains, ", "))
+			fmt.Fprintf(e.stdout, "added sign-in provider %s (%s) for %s: emails of %s\n", pr.ID, pr.Issuer, ownerName(pr.GroupID, pr.DistrictID),
+				strings.Join(pr.EmailDomains, ", "))
 		}
 		return err
 	})

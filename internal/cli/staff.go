@@ -26,18 +26,10 @@ func staffAdd(e *env, args []string) error {
 		m, err := p.AddStaff(e.ctx, analytics.Staff{GroupID: *group, DistrictID: *district, Email: *email, Name: *name,
 			Role: analytics.Role(*role), ClassIDs: classes})
 		if err == nil {
-			fmt.Fprintf(e.stdout, "added %s (%s) to the staff of %s as %s%s: %s\n", m.Name, m.Email, staffOwner(m), m.Role, teaching(m), m.ID)
+			fmt.Fprintf(e.stdout, "added %s (%s) to the staff of %s as %s%s: %s\n", m.Name, m.Email, ownerName(m.GroupID, m.DistrictID), m.Role, teaching(m), m.ID)
 		}
 		return err
 	})
-}
-
-// staffOwner names whose staff a member is on.
-func staffOwner(m analytics.Staff) string {
-	if m.DistrictID != "" {
-		return "district " + m.DistrictID
-	}
-	return "group " + m.GroupID
 }
 
 // teaching names a teacher's classes.

@@ -125,7 +125,7 @@ func (s *Sender) sendGroup(ctx context.Context, recipients []analytics.Recipient
 		return err
 	}
 	week := DueWeek(now, loc)
-	return s.sendEach(ctx, analytics.DigestSend{GroupID: group.ID, Week: week}, recipients, func(classID string) (letter, error) {
+	return s.sendEach(ctx, analytics.DigestSend{GroupID: group.ID, Week: week}, recipients, now, func(classID string) (letter, error) {
 		return s.compose(ctx, group, classID, week, now)
 	})
 }
@@ -144,16 +144,17 @@ func (s *Sender) sendDistrict(ctx context.Context, recipients []analytics.Recipi
 		return err
 	}
 	week := DueWeek(now, loc)
-	return s.sendEach(ctx, analytics.DigestSend{DistrictID: da.District.ID, Week: week}, recipients, func(string) (letter, error) {
+	return s.sendEach(ctx, analytics.DigestSend{DistrictID: da.District.ID, Week: week}, recipients, now, func(string) (letter, error) {
 		return ComposeDistrict(ctx, s.Engine, da, week, now)
 	})
 }
 
 // sendEach sends the digest of owner's week (a group's or a district's)
-// to each recipient it was not sent to, claiming each first; compose
-// makes it, once per class (none: "").
-func (s *Sender) sendEach(ctx context.Context, owner analytics.DigestSend, recipients []analytics.Recipient, compose func(classID string) (letter, error)) error {
-	now := s.Now()
+// to each recipient it was not sent to, claiming each first at now (the
+// instant its week was found due); compose makes it, once per class
+// (none: "").
+func (s *Sender) sendEach(ctx context.Context, owner analytics.DigestSend, recipients []analytics.Recipient, now time.Time,
+	compose func(classID string) (letter, error)) error {
 	sent, err := s.Directory.SentDigests(ctx, owner)
 	if err != nil {
 		return err

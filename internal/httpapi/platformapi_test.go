@@ -424,8 +424,7 @@ func TestAdminAPI(t *testing.T) {
 // their file runs after this one).
 func staffAndProvidersTour(e *testEnv, token string) {
 	e.district("tour", "UTC", "north")
-	for _, owner := range []string{"/v1/admin/groups/north", "/v1/admin/districts/tour"} {
-		role := map[bool]string{true: "district-admin", false: "school-admin"}[strings.Contains(owner, "districts")]
+	for owner, role := range map[string]string{"/v1/admin/groups/north": "school-admin", "/v1/admin/districts/tour": "district-admin"} {
 		m := e.mustCall("POST", owner+"/staff", token, `{"email": "tour@north.example", "role": "`+role+`"}`, http.StatusCreated)
 		e.mustCall("GET", owner+"/staff", token, "", http.StatusOK)
 		e.mustCall("DELETE", "/v1/admin/staff/"+m["id"].(string), token, "", http.StatusNoContent)
