@@ -811,7 +811,10 @@ func openBrowser(t *testing.T) (context.Context, func(string, ...chromedp.Action
 	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(profile),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 1000))...)
+		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 1000),
+		// CI runs the packages' tests side by side on two cores, where
+		// Chromium has taken more than chromedp's default 20 s to start.
+		chromedp.WSURLReadTimeout(90*time.Second))...)
 	t.Cleanup(cancel)
 	ctx, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(cancel)
