@@ -15,9 +15,11 @@ type AccessEntry struct {
 	// KeyDistrict is the district of a district's key, read with the
 	// entry; empty for a school's key.
 	KeyDistrict string
-	Client      string // the client's address, as the service sees it
-	Endpoint    string // the report endpoint's path
-	Format      string // json or csv
+	// Person is who asked when a signed-in session did (KeyID empty).
+	Person   *Person
+	Client   string // the client's address, as the service sees it
+	Endpoint string // the report endpoint's path
+	Format   string // json or csv
 	// StartDate and EndDate are the answer's first and last days, in the
 	// group's zone; Interval is as asked ("none": one report).
 	StartDate, EndDate, Interval string

@@ -98,13 +98,16 @@ type APIKey struct {
 // teacher's key (APIKey.ForClasses); or, for a district's key, its
 // district (Group is then empty). A district's key that names one of its
 // schools opens that school as the school's own key does, District still
-// set, so that the school's access log names the district's key.
+// set, so that the school's access log names the district's key. A
+// signed-in person's session opens the same as the key of their role
+// would, with Person set and no KeyID.
 type Access struct {
 	Group      Group
 	KeyID      string
 	ForClasses bool
 	Classes    []string
 	District   *DistrictAccess
+	Person     *Person
 }
 
 // PlatformToken authorises the platform API (ingestion and administration).

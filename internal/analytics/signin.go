@@ -21,3 +21,46 @@ type Provider struct {
 	EmailDomains []string
 	Created      time.Time
 }
+
+// SignInAttempt is a sign-in begun and not yet finished: what the browser
+// must bring back from the provider. StateHash names it (the hash of the
+// state sent to the provider) and BrowserHash ties it to the browser
+// that began it (the hash of a cookie), so that a sign-in finished in
+// another browser, one's own login slipped into someone else's, fails.
+type SignInAttempt struct {
+	StateHash   []byte
+	BrowserHash []byte
+	ProviderID  string
+	Nonce       string
+	// Verifier is the PKCE code verifier, sent when the code is redeemed.
+	Verifier string
+	// ReturnTo is the service's own path the person is sent to after.
+	ReturnTo string
+	Created  time.Time
+}
+
+// Session is a signed-in person's: Staff as the directory has them now,
+// and the provider they signed in with. It ends at Expires, or after Idle
+// without a request, or when the person signs out or is taken off the
+// staff.
+type Session struct {
+	TokenHash    []byte
+	Staff        Staff
+	ProviderID   string
+	ProviderName string
+	Created      time.Time
+	Seen         time.Time
+	Expires      time.Time
+	Idle         time.Duration
+}
+
+// Person is who asked, when a signed-in session asked rather than a key:
+// the staff member and the provider they signed in with, as the access
+// log keeps them (the email and role as they were then).
+type Person struct {
+	StaffID    string
+	Email      string
+	Name       string
+	Role       Role
+	ProviderID string
+}

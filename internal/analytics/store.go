@@ -85,6 +85,30 @@ type Directory interface {
 	AddProvider(ctx context.Context, p Provider) error
 	ProvidersOf(ctx context.Context, groupID, districtID string) ([]Provider, error)
 	RemoveProvider(ctx context.Context, providerID string) error
+	// Provider returns one sign-in provider (NotFound for none); with
+	// Providers, every provider, by id.
+	Provider(ctx context.Context, providerID string) (Provider, error)
+	Providers(ctx context.Context) ([]Provider, error)
+	// StaffOfProvider returns the staff with this email whom p may sign
+	// in: a school's provider its staff, a district's its own and its
+	// schools' staff.
+	StaffOfProvider(ctx context.Context, p Provider, email string) ([]Staff, error)
+
+	// Sign-in: StartSignIn keeps an attempt (and forgets those older
+	// than maxAge); TakeSignIn returns the attempt of this state hash
+	// and forgets it, once: a second take, or one after maxAge, is
+	// NotFound.
+	StartSignIn(ctx context.Context, a SignInAttempt, maxAge time.Duration) error
+	TakeSignIn(ctx context.Context, stateHash []byte, now time.Time, maxAge time.Duration) (SignInAttempt, error)
+	// Sessions: OpenSession keeps one (and forgets those ended);
+	// Session returns the one of this token hash, its staff member as
+	// now, and notes that it was seen at now (at most once a minute), or
+	// answers Unauthorized for one that ended or never was; CloseSession
+	// ends one. Removing a staff member or a provider ends their
+	// sessions.
+	OpenSession(ctx context.Context, s Session) error
+	Session(ctx context.Context, tokenHash []byte, now time.Time) (Session, error)
+	CloseSession(ctx context.Context, tokenHash []byte) error
 
 	// The weekly digest's recipients, a group's or a district's
 	// (Conflict for an address already one, NotFound for one that is

@@ -46,6 +46,7 @@ type serveFlags struct {
 	accessLogKept            analytics.Days
 	accessLog                bool
 	memoryLimit              memoryLimit
+	sessions                 httpapi.Sessions
 }
 
 // listen listens on addr, the value of the flag named flagName; an
@@ -76,6 +77,8 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	sf.accessLogKept = defaultAccessLogKept
 	fs.Var(&sf.accessLogKept, "access-log-retention", "how long the access log keeps an entry, in days (e.g. 730d), or off: for good")
 	fs.BoolVar(&sf.accessLog, "access-log", true, "record every answer that carries student-level data in the access log; false only to measure what the log costs")
+	fs.DurationVar(&sf.sessions.Lifetime, "session-lifetime", 12*time.Hour, "how long a staff member's sign-in lasts at most")
+	fs.DurationVar(&sf.sessions.Idle, "session-idle", 2*time.Hour, "a staff member's sign-in ends after this long without a request")
 	fs.Var(&sf.memoryLimit, "memory-limit", "the Go runtime's soft memory limit, e.g. 256MiB or 2GiB, or off (default 256MiB, or GOMEMLIMIT when set)")
 	return sf
 }
@@ -155,7 +158,7 @@ type mailFlags struct {
 func addMailFlags(fs *flag.FlagSet) *mailFlags {
 	mf := &mailFlags{}
 	fs.StringVar(&mf.smtpURL, "smtp-url", "", "SMTP server of the weekly digests: smtp://[user:password@]host[:port] (STARTTLS when offered) or smtps://…; empty: no digests")
-	fs.StringVar(&mf.publicURL, "public-url", "", "the service's address as recipients reach it, for the digest's links, e.g. https://analytics.example.org")
+	fs.StringVar(&mf.publicURL, "public-url", "", "the service's address as people reach it, for the digest's links and staff sign-in, e.g. https://analytics.example.org")
 	fs.StringVar(&mf.from, "mail-from", "", "the digests' sender address (default: digest@ the --public-url's host)")
 	return mf
 }
@@ -163,11 +166,14 @@ func addMailFlags(fs *flag.FlagSet) *mailFlags {
 // sender returns the digest sender the flags name, or nil without an
 // SMTP URL.
 func (mf *mailFlags) sender(s *stores.Stores, log *slog.Logger) (*digest.Sender, error) {
-	if mf.smtpURL == "" {
-		return nil, nil
-	}
 	public, err := url.Parse(mf.publicURL)
-	if err != nil || (public.Scheme != "http" && public.Scheme != "https") || public.Host == "" {
+	badPublic := err != nil || (public.Scheme != "http" && public.Scheme != "https") || public.Host == ""
+	switch {
+	case mf.publicURL != "" && badPublic:
+		return nil, fmt.Errorf("invalid --public-url %q: expected the service's address as people reach it, e.g. https://analytics.example.org", mf.publicURL)
+	case mf.smtpURL == "":
+		return nil, nil
+	case badPublic:
 		return nil, errors.New("--smtp-url needs --public-url: the service's address as recipients reach it, e.g. https://analytics.example.org")
 	}
 	from := cmp.Or(mf.from, "digest@"+public.Hostname())
@@ -294,6 +300,8 @@ func newHTTPServer(store *stores.Stores, plat *platform.Platform, sf serveFlags,
 			Metrics:  m,
 
 			AccessLogOff: !sf.accessLog,
+			PublicURL:    sf.mail.publicURL,
+			Sessions:     sf.sessions,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/csv"
 	"io"
 	"net/http"
@@ -15,19 +16,20 @@ import (
 
 // accessEntryJSON is an access log entry as the API shows it.
 type accessEntryJSON struct {
-	ID             int64        `json:"id"`
-	At             time.Time    `json:"at"`
-	Key            accessKeyRef `json:"key"`
-	Client         string       `json:"client"`
-	Endpoint       string       `json:"endpoint"`
-	Format         string       `json:"format"`
-	StartDate      string       `json:"startDate"`
-	EndDate        string       `json:"endDate"`
-	Interval       string       `json:"interval"`
-	ClassIDs       []string     `json:"classIds"`
-	AllStudents    bool         `json:"allStudents"`
-	StudentIDs     []string     `json:"studentIds"`
-	ErasedStudents int          `json:"erasedStudents"`
+	ID             int64         `json:"id"`
+	At             time.Time     `json:"at"`
+	Key            *accessKeyRef `json:"key"`
+	Person         *personJSON   `json:"person"`
+	Client         string        `json:"client"`
+	Endpoint       string        `json:"endpoint"`
+	Format         string        `json:"format"`
+	StartDate      string        `json:"startDate"`
+	EndDate        string        `json:"endDate"`
+	Interval       string        `json:"interval"`
+	ClassIDs       []string      `json:"classIds"`
+	AllStudents    bool          `json:"allStudents"`
+	StudentIDs     []string      `json:"studentIds"`
+	ErasedStudents int           `json:"erasedStudents"`
 }
 
 type accessKeyRef struct {
@@ -44,11 +46,26 @@ type accessPage struct {
 	Next    *int64            `json:"next"`
 }
 
+// personJSON is a signed-in person as the access log names them.
+type personJSON struct {
+	Email    string `json:"email"`
+	Role     string `json:"role"`
+	Provider string `json:"provider"`
+}
+
+// accessJSON is an entry as the API shows it: who asked is a key, or a
+// signed-in person, the other null.
 func accessJSON(e analytics.AccessEntry) accessEntryJSON {
-	return accessEntryJSON{ID: e.ID, At: e.At, Key: accessKeyRef{e.KeyID, e.KeyPrefix, e.KeyLabel, e.KeyDistrict}, Client: e.Client,
+	out := accessEntryJSON{ID: e.ID, At: e.At, Client: e.Client,
 		Endpoint: e.Endpoint, Format: e.Format, StartDate: e.StartDate, EndDate: e.EndDate,
 		Interval: e.Interval, ClassIDs: append([]string{}, e.ClassIDs...), AllStudents: e.StudentsAsked == 0,
 		StudentIDs: append([]string{}, e.StudentIDs...), ErasedStudents: e.ErasedStudents}
+	if e.Person != nil {
+		out.Person = &personJSON{e.Person.Email, string(e.Person.Role), e.Person.ProviderID}
+	} else {
+		out.Key = &accessKeyRef{e.KeyID, e.KeyPrefix, e.KeyLabel, e.KeyDistrict}
+	}
+	return out
 }
 
 // accessParams are the parameters of an access log's page.
@@ -180,11 +197,13 @@ func writeAccessCSV(w io.Writer, entries []accessEntryJSON) error {
 	out := csv.NewWriter(w)
 	out.UseCRLF = true
 	out.Write([]string{"id", "at", "keyId", "keyPrefix", "keyLabel", "keyDistrict", "client", "endpoint", "format", "startDate", "endDate",
-		"interval", "classIds", "allStudents", "studentIds", "erasedStudents"})
+		"interval", "classIds", "allStudents", "studentIds", "erasedStudents", "personEmail", "personRole", "personProvider"})
 	for _, e := range entries {
-		out.Write([]string{strconv.FormatInt(e.ID, 10), e.At.Format(time.RFC3339Nano), e.Key.ID, e.Key.Prefix, e.Key.Label,
-			e.Key.District, e.Client, e.Endpoint, e.Format, e.StartDate, e.EndDate, e.Interval, strings.Join(e.ClassIDs, " "),
-			strconv.FormatBool(e.AllStudents), strings.Join(e.StudentIDs, " "), strconv.Itoa(e.ErasedStudents)})
+		key, person := cmp.Or(e.Key, &accessKeyRef{}), cmp.Or(e.Person, &personJSON{})
+		out.Write([]string{strconv.FormatInt(e.ID, 10), e.At.Format(time.RFC3339Nano), key.ID, key.Prefix, key.Label,
+			key.District, e.Client, e.Endpoint, e.Format, e.StartDate, e.EndDate, e.Interval, strings.Join(e.ClassIDs, " "),
+			strconv.FormatBool(e.AllStudents), strings.Join(e.StudentIDs, " "), strconv.Itoa(e.ErasedStudents),
+			person.Email, person.Role, person.Provider})
 	}
 	out.Flush()
 	return out.Error()

@@ -183,12 +183,19 @@ type placeJSON struct {
 	TimeZone string `json:"timeZone"`
 }
 
-// keyMe serves GET /api/me: what the key opens, so that the dashboard
-// knows which view to show. A school's key its school (a teacher's, its
-// classes too); a district's key its district, its schools with a valid
-// plan, and those left out.
-func (s *Server) keyMe(w http.ResponseWriter, _ *http.Request, access analytics.Access, _ time.Time) {
+// keyMe serves GET /api/me: what the key, or the signed-in person's
+// session, opens, so that the dashboard knows which view to show. A
+// school's key its school (a teacher's, its classes too); a district's
+// key its district, its schools with a valid plan, and those left out. A
+// session also names its person, and gives the CSRF token its requests
+// other than GET carry.
+func (s *Server) keyMe(w http.ResponseWriter, r *http.Request, access analytics.Access, _ time.Time) {
 	place := func(g analytics.Group) placeJSON { return placeJSON{g.ID, g.Name, g.TimeZone} }
+	var signedIn signedInJSON
+	if p := access.Person; p != nil {
+		c, _ := r.Cookie(sessionCookie)
+		signedIn = signedInJSON{&mePersonJSON{p.Email, p.Name, string(p.Role), p.ProviderID}, csrfToken(c.Value)}
+	}
 	if access.District != nil && access.Group.ID == "" {
 		d := access.District.District
 		writeJSON(w, http.StatusOK, struct {
@@ -196,7 +203,8 @@ func (s *Server) keyMe(w http.ResponseWriter, _ *http.Request, access analytics.
 			District       placeJSON     `json:"district"`
 			Schools        []placeJSON   `json:"schools"`
 			SchoolsLeftOut []leftOutJSON `json:"schoolsLeftOut"`
-		}{"district", placeJSON{d.ID, d.Name, d.TimeZone}, listOf(access.District.Schools, place), listOf(access.District.Unplanned, toLeftOut)})
+			signedInJSON
+		}{"district", placeJSON{d.ID, d.Name, d.TimeZone}, listOf(access.District.Schools, place), listOf(access.District.Unplanned, toLeftOut), signedIn})
 		return
 	}
 	kind, classes := "school", []string(nil)
@@ -207,5 +215,19 @@ func (s *Server) keyMe(w http.ResponseWriter, _ *http.Request, access analytics.
 		Kind     string    `json:"kind"`
 		School   placeJSON `json:"school"`
 		ClassIDs []string  `json:"classIds,omitempty"`
-	}{kind, place(access.Group), classes})
+		signedInJSON
+	}{kind, place(access.Group), classes, signedIn})
+}
+
+// signedInJSON is what /api/me adds for a signed-in session.
+type signedInJSON struct {
+	Person    *mePersonJSON `json:"person,omitempty"`
+	CSRFToken string        `json:"csrfToken,omitempty"`
+}
+
+type mePersonJSON struct {
+	Email    string `json:"email"`
+	Name     string `json:"name"`
+	Role     string `json:"role"`
+	Provider string `json:"provider"`
 }

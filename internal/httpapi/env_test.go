@@ -77,8 +77,13 @@ func newEnvWith(t *testing.T, stores storetest.Stores, tune func(*httpapi.Config
 		Log:      slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:      e.clock.Now,
 	}
+	// The server's address is its public one, where sign-in's providers
+	// send people back.
+	e.server = httptest.NewUnstartedServer(nil)
+	cfg.PublicURL = "http://" + e.server.Listener.Addr().String()
 	tune(&cfg)
-	e.server = httptest.NewServer(httpapi.New(cfg))
+	e.server.Config.Handler = httpapi.New(cfg)
+	e.server.Start()
 	t.Cleanup(e.server.Close)
 	return e
 }

@@ -424,6 +424,9 @@ func TestAdminAPI(t *testing.T) {
 // their file runs after this one).
 func staffAndProvidersTour(e *testEnv, token string) {
 	e.district("tour", "UTC", "north")
+	if r := e.do("POST", "/signout", "", ""); r.status != http.StatusNoContent {
+		e.t.Errorf("POST /signout without a session: %d %s, want 204", r.status, r.body)
+	}
 	for owner, role := range map[string]string{"/v1/admin/groups/north": "school-admin", "/v1/admin/districts/tour": "district-admin"} {
 		m := e.mustCall("POST", owner+"/staff", token, `{"email": "tour@north.example", "role": "`+role+`"}`, http.StatusCreated)
 		e.mustCall("GET", owner+"/staff", token, "", http.StatusOK)

@@ -124,7 +124,7 @@ func narrowToSchool(access analytics.Access, q report.Query, dp districtParams) 
 	if len(planned) == 0 {
 		return access, analytics.Errorf(analytics.Invalid, "Invalid schoolId: school %q has no valid plan now, so its reports are not available", dp.schoolIDs[0])
 	}
-	return analytics.Access{Group: planned[0], KeyID: access.KeyID, District: access.District}, nil
+	return analytics.Access{Group: planned[0], KeyID: access.KeyID, District: access.District, Person: access.Person}, nil
 }
 
 // schoolOfKey returns what a key opens of one school, for the reads of a
@@ -179,7 +179,7 @@ func (s *Server) districtReports(w http.ResponseWriter, r *http.Request, da *ana
 // about to be sent; failing, the answer is a 503.
 func (s *Server) recordAccess(r *http.Request, access analytics.Access, q report.Query, format string, now time.Time) error {
 	e := analytics.AccessEntry{GroupID: access.Group.ID, At: now, KeyID: access.KeyID, Client: s.limits.clientAddress(r),
-		Endpoint: r.URL.Path, Format: format, Interval: q.Interval.String(), StudentIDs: q.StudentIDs}
+		Endpoint: r.URL.Path, Format: format, Interval: q.Interval.String(), StudentIDs: q.StudentIDs, Person: access.Person}
 	// The days of the report, as it reads them: in the group's zone.
 	loc, err := access.Group.Location()
 	if err != nil {
@@ -210,8 +210,7 @@ func (s *Server) withKey(h func(w http.ResponseWriter, r *http.Request, access a
 		if !ok {
 			return
 		}
-		keyHash := analytics.HashSecret(r.Header.Get("x-api-key"))
-		access, err := s.engine.Directory.Authorize(r.Context(), keyHash, now)
+		access, budget, err := s.authorize(r, now)
 		if err != nil {
 			if analytics.ErrorCode(err) == analytics.Unauthorized {
 				s.failedAuth(w, addr, now)
@@ -220,11 +219,25 @@ func (s *Server) withKey(h func(w http.ResponseWriter, r *http.Request, access a
 			s.writeError(w, r, err)
 			return
 		}
-		if !s.spend(w, r, s.limits.key, string(keyHash), "key", now) {
+		if !s.spend(w, r, s.limits.key, budget, "key", now) {
 			return
 		}
 		h(w, r, access, now)
 	}
+}
+
+// authorize returns what the request's key (x-api-key) opens or, without
+// one, its session's (the cookie), and the name of the budget it spends:
+// the key's or the session's hash.
+func (s *Server) authorize(r *http.Request, now time.Time) (analytics.Access, string, error) {
+	key := r.Header.Get("x-api-key")
+	if c, err := r.Cookie(sessionCookie); key == "" && err == nil && c.Value != "" {
+		access, err := s.sessionAccess(r, c.Value, now)
+		return access, string(analytics.HashSecret(c.Value)), err
+	}
+	keyHash := analytics.HashSecret(key)
+	access, err := s.engine.Directory.Authorize(r.Context(), keyHash, now)
+	return access, string(keyHash), err
 }
 
 // waitForQuantum waits until the first multiple of unauthorizedQuantum

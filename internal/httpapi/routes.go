@@ -20,7 +20,8 @@ type route struct {
 // routes are every route of the service, one a line.
 func (s *Server) routes() []route {
 	return []route{
-		// The report API, behind a school's or a district's key (x-api-key).
+		// The report API, behind a school's or a district's key (x-api-key),
+		// or a signed-in staff member's session.
 		{"POST /api/groups/live-lecture", maxReportBody, s.reports(report.LiveLecture)},
 		{"POST /api/groups/chat", maxReportBody, s.reports(report.Chat)},
 		{"GET /api/me", 0, s.withKey(s.keyMe)},
@@ -82,6 +83,12 @@ func (s *Server) routes() []route {
 		{"GET /v1/admin/districts/{districtId}/digest-recipients", maxAdminBody, s.withToken(s.listDistrictRecipients)},
 		{"POST /v1/admin/districts/{districtId}/digest-recipients", maxAdminBody, s.withToken(s.addDistrictRecipient)},
 		{"DELETE /v1/admin/districts/{districtId}/digest-recipients/{address}", maxAdminBody, s.withToken(s.removeDistrictRecipient)},
+
+		// Staff sign-in (OpenID Connect) and sign-out.
+		{"GET /signin", 0, s.signInByEmail},
+		{"GET /oidc/callback", 0, s.signInCallback},
+		{"GET /signin/{providerId}", 0, s.signInWith},
+		{"POST /signout", 0, s.signOut},
 
 		// The weekly digest's unsubscribe link, which needs no key.
 		{"GET /unsubscribe", 0, s.unsubscribeForm},

@@ -30,6 +30,7 @@ import (
 	"groupanalytics/internal/metrics"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/report"
+	"groupanalytics/internal/signin"
 )
 
 // Server answers HTTP requests. Build one with New.
@@ -47,6 +48,11 @@ type Server struct {
 	limits             *limiters
 	metrics            *metrics.Metrics
 	accessLogOff       bool
+	// publicURL is the service's address as browsers reach it, without a
+	// trailing slash; empty, sign-in is off.
+	publicURL string
+	signIn    *signin.RelyingParty
+	sessions  Sessions
 }
 
 // Config is what a Server is made of.
@@ -71,6 +77,12 @@ type Config struct {
 	// AccessLogOff leaves student-level answers out of the access log:
 	// only to measure what the log costs (serve --access-log=false).
 	AccessLogOff bool
+	// PublicURL is the service's address as browsers reach it (such as
+	// https://analytics.example.org): staff sign-in sends providers back
+	// to it, and is off without it.
+	PublicURL string
+	// Sessions are the lifetimes of the staff's signed-in sessions.
+	Sessions Sessions
 }
 
 // New returns a Server for cfg.
@@ -86,6 +98,10 @@ func New(cfg Config) *Server {
 		limits:             newLimiters(cfg.Limits),
 		metrics:            cfg.Metrics,
 		accessLogOff:       cfg.AccessLogOff,
+		publicURL:          strings.TrimRight(cfg.PublicURL, "/"),
+		signIn:             signin.New(),
+		sessions: Sessions{Lifetime: cmp.Or(cfg.Sessions.Lifetime, 12*time.Hour),
+			Idle: cmp.Or(cfg.Sessions.Idle, 2*time.Hour)},
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -136,8 +136,12 @@ func accessRows(entries []analytics.AccessEntry) ([][]any, error) {
 			return nil, err
 		}
 		asked := slices.Compact(slices.Sorted(slices.Values(e.StudentIDs)))
+		var person analytics.Person
+		if e.Person != nil {
+			person = *e.Person
+		}
 		rows[i] = []any{e.GroupID, millis(e.At), e.KeyID, e.Client, e.Endpoint, e.Format, e.StartDate, e.EndDate, e.Interval,
-			string(classes), len(asked), jsonList(append([]string{}, asked...))}
+			string(classes), len(asked), person.Email, string(person.Role), person.ProviderID, jsonList(append([]string{}, asked...))}
 	}
 	return rows, nil
 }
@@ -186,9 +190,10 @@ func (s *Store) insertAccessIn(ctx context.Context, tx *txn, entries []analytics
 // accessColumns are the columns of an access log entry that its writer
 // gives; accessTypes their SQL types, and that of the students it names,
 // a JSON array.
-const accessColumns = `group_id, at, key_id, client, endpoint, format, start_date, end_date, report_interval, class_ids, students_asked`
+const accessColumns = `group_id, at, key_id, client, endpoint, format, start_date, end_date, report_interval, class_ids, students_asked,
+	person_email, person_role, provider_id`
 
-var accessTypes = []string{"text", "bigint", "text", "text", "text", "text", "text", "text", "text", "text", "integer", "text"}
+var accessTypes = []string{"text", "bigint", "text", "text", "text", "text", "text", "text", "text", "text", "integer", "text", "text", "text", "text"}
 
 // foldPendingPostgres moves every entry of access_pending into access_log,
 // in the order they were asked, those of groups deleted since left out.
@@ -205,7 +210,8 @@ const foldPendingPostgres = `WITH taken AS (
 	SELECT nextval('access_log_entry_id_seq') AS entry_id, e.*
 	FROM (SELECT r->>0 AS group_id, CAST(r->>1 AS BIGINT) AS at, r->>2 AS key_id, r->>3 AS client, r->>4 AS endpoint,
 			r->>5 AS format, r->>6 AS start_date, r->>7 AS end_date, r->>8 AS report_interval, r->>9 AS class_ids,
-			CAST(r->>10 AS INTEGER) AS students_asked, r->>11 AS students
+			CAST(r->>10 AS INTEGER) AS students_asked, r->>11 AS person_email, r->>12 AS person_role, r->>13 AS provider_id,
+			r->>14 AS students
 		FROM taken WHERE r->>0 IN (SELECT group_id FROM groups) ORDER BY at) AS e
 ), logged AS (
 	INSERT INTO access_log (entry_id, ` + accessColumns + `) SELECT entry_id, ` + accessColumns + ` FROM entries
@@ -256,7 +262,8 @@ func (s *Store) AccessLog(ctx context.Context, groupID string, f analytics.Acces
 		until = millis(f.Until)
 	}
 	rows, err := s.read.QueryContext(ctx, s.q(`SELECT a.entry_id, a.at, a.key_id, COALESCE(k.prefix, dk.prefix, ''), COALESCE(k.label, dk.label, ''),
-			COALESCE(dk.district_id, ''), a.client, a.endpoint, a.format, a.start_date, a.end_date, a.report_interval, a.class_ids, a.students_asked
+			COALESCE(dk.district_id, ''), a.client, a.endpoint, a.format, a.start_date, a.end_date, a.report_interval, a.class_ids, a.students_asked,
+			a.person_email, a.person_role, a.provider_id
 		FROM access_log a LEFT JOIN api_keys k ON k.group_id = a.group_id AND k.key_id = a.key_id
 			LEFT JOIN district_keys dk ON dk.key_id = a.key_id
 		WHERE a.group_id = ? AND (CAST(? AS BIGINT) = 0 OR a.entry_id < ?) AND (CAST(? AS BIGINT) = 0 OR a.at >= ?)
@@ -274,12 +281,15 @@ func (s *Store) AccessLog(ctx context.Context, groupID string, f analytics.Acces
 		e := analytics.AccessEntry{GroupID: groupID}
 		var at int64
 		var classes string
+		var person analytics.Person
 		if err := rows.Scan(&e.ID, &at, &e.KeyID, &e.KeyPrefix, &e.KeyLabel, &e.KeyDistrict, &e.Client, &e.Endpoint, &e.Format,
-			&e.StartDate, &e.EndDate, &e.Interval, &classes, &e.StudentsAsked); err != nil {
+			&e.StartDate, &e.EndDate, &e.Interval, &classes, &e.StudentsAsked, &person.Email, &person.Role, &person.ProviderID); err != nil {
 			rows.Close()
 			return nil, s.wrap("AccessLog", err)
 		}
-		e.At = fromMillis(at)
+		if e.At = fromMillis(at); person.Email != "" {
+			e.Person = &person
+		}
 		if err := json.Unmarshal([]byte(classes), &e.ClassIDs); err != nil {
 			rows.Close()
 			return nil, s.wrap("AccessLog", err)

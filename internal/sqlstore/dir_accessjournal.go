@@ -60,6 +60,8 @@ type journaled struct {
 	Interval string   `json:"interval"`
 	Classes  []string `json:"classes,omitempty"`
 	Students []string `json:"students,omitempty"`
+	// Person is who asked, for a signed-in session's answer.
+	Person *analytics.Person `json:"person,omitempty"`
 }
 
 const (
@@ -73,13 +75,13 @@ const (
 func journalOf(e analytics.AccessEntry) journaled {
 	return journaled{Line: rand.Int64(), GroupID: e.GroupID, At: millis(e.At), KeyID: e.KeyID, Client: e.Client,
 		Endpoint: e.Endpoint, Format: e.Format, Start: e.StartDate, End: e.EndDate, Interval: e.Interval,
-		Classes: e.ClassIDs, Students: e.StudentIDs}
+		Classes: e.ClassIDs, Students: e.StudentIDs, Person: e.Person}
 }
 
 func (j journaled) entry() analytics.AccessEntry {
 	return analytics.AccessEntry{GroupID: j.GroupID, At: fromMillis(j.At), KeyID: j.KeyID, Client: j.Client,
 		Endpoint: j.Endpoint, Format: j.Format, StartDate: j.Start, EndDate: j.End, Interval: j.Interval,
-		ClassIDs: j.Classes, StudentIDs: j.Students}
+		ClassIDs: j.Classes, StudentIDs: j.Students, Person: j.Person}
 }
 
 // open opens the journal, creating it if create is set. Without create a

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"strings"
 
 	"groupanalytics/internal/analytics"
@@ -35,27 +37,58 @@ func (s *Store) AddProvider(ctx context.Context, p analytics.Provider) error {
 // ProvidersOf returns a school's sign-in providers (groupID) or a
 // district's (districtID), by id.
 func (s *Store) ProvidersOf(ctx context.Context, groupID, districtID string) ([]analytics.Provider, error) {
+	column, owner := ownerColumn(groupID, districtID)
+	return s.providers(ctx, "ProvidersOf", `SELECT `+providerColumns+` FROM sign_in_providers WHERE `+column+` = ? ORDER BY provider_id`, owner)
+}
+
+// providerColumns are a sign-in provider's columns, as scanProvider reads
+// them.
+const providerColumns = `provider_id, name, issuer, client_id, client_secret, COALESCE(group_id, ''), COALESCE(district_id, ''),
+	email_domains, created_at`
+
+func scanProvider(row interface{ Scan(...any) error }) (analytics.Provider, error) {
+	var p analytics.Provider
+	var domains string
+	var created int64
+	err := row.Scan(&p.ID, &p.Name, &p.Issuer, &p.ClientID, &p.ClientSecret, &p.GroupID, &p.DistrictID, &domains, &created)
+	p.EmailDomains, p.Created = strings.Fields(domains), fromMillis(created)
+	return p, err
+}
+
+// Provider returns one sign-in provider, or answers NotFound.
+func (s *Store) Provider(ctx context.Context, providerID string) (analytics.Provider, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	column, owner := ownerColumn(groupID, districtID)
-	rows, err := s.read.QueryContext(ctx, s.q(`SELECT provider_id, name, issuer, client_id, client_secret, COALESCE(group_id, ''),
-		COALESCE(district_id, ''), email_domains, created_at FROM sign_in_providers WHERE `+column+` = ? ORDER BY provider_id`), owner)
+	p, err := scanProvider(s.read.QueryRowContext(ctx, s.q(`SELECT `+providerColumns+` FROM sign_in_providers WHERE provider_id = ?`), providerID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, analytics.Errorf(analytics.NotFound, "Sign-in provider %q not found", providerID)
+	}
+	return p, s.wrap("Provider", err)
+}
+
+// Providers returns every sign-in provider, by id.
+func (s *Store) Providers(ctx context.Context) ([]analytics.Provider, error) {
+	return s.providers(ctx, "Providers", `SELECT `+providerColumns+` FROM sign_in_providers ORDER BY provider_id`)
+}
+
+// providers runs query, which selects providerColumns.
+func (s *Store) providers(ctx context.Context, op, query string, args ...any) ([]analytics.Provider, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.read.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
-		return nil, s.wrap("ProvidersOf", err)
+		return nil, s.wrap(op, err)
 	}
 	defer rows.Close()
 	var providers []analytics.Provider
 	for rows.Next() {
-		var p analytics.Provider
-		var domains string
-		var created int64
-		if err := rows.Scan(&p.ID, &p.Name, &p.Issuer, &p.ClientID, &p.ClientSecret, &p.GroupID, &p.DistrictID, &domains, &created); err != nil {
-			return nil, s.wrap("ProvidersOf", err)
+		p, err := scanProvider(rows)
+		if err != nil {
+			return nil, s.wrap(op, err)
 		}
-		p.EmailDomains, p.Created = strings.Fields(domains), fromMillis(created)
 		providers = append(providers, p)
 	}
-	return providers, s.wrap("ProvidersOf", rows.Err())
+	return providers, s.wrap(op, rows.Err())
 }
 
 // RemoveProvider takes a sign-in provider away, or answers NotFound.

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"cmp"
 	"context"
+	"database/sql"
 
 	"groupanalytics/internal/analytics"
 )
@@ -48,47 +49,42 @@ func (s *Store) StaffOf(ctx context.Context, groupID, districtID string) ([]anal
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	column, owner := ownerColumn(groupID, districtID)
-	rows, err := s.read.QueryContext(ctx, s.q(`SELECT staff_id, email, name, role, COALESCE(group_id, ''), COALESCE(district_id, ''), created_at
-		FROM staff WHERE `+column+` = ? ORDER BY email`), owner)
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT `+staffColumns+` FROM staff m LEFT JOIN staff_classes c ON c.staff_id = m.staff_id
+		WHERE m.`+column+` = ? ORDER BY m.email, m.staff_id, c.class_id`), owner)
 	if err != nil {
 		return nil, s.wrap("StaffOf", err)
 	}
+	staff, err := scanStaff(rows)
+	return staff, s.wrap("StaffOf", err)
+}
+
+// staffColumns are a staff member's columns, and a class they teach, as
+// scanStaff reads them from staff m LEFT JOIN staff_classes c.
+const staffColumns = `m.staff_id, m.email, m.name, m.role, COALESCE(m.group_id, ''), COALESCE(m.district_id, ''), m.created_at, c.class_id`
+
+// scanStaff reads the rows of staffColumns, each member's rows
+// together, their classes in order, each member once with their classes.
+func scanStaff(rows *sql.Rows) ([]analytics.Staff, error) {
+	defer rows.Close()
 	var staff []analytics.Staff
-	err = func() error {
-		defer rows.Close()
-		for rows.Next() {
-			var m analytics.Staff
-			var created int64
-			if err := rows.Scan(&m.ID, &m.Email, &m.Name, &m.Role, &m.GroupID, &m.DistrictID, &created); err != nil {
-				return err
-			}
-			m.Created = fromMillis(created)
-			staff = append(staff, m)
+	for rows.Next() {
+		var m analytics.Staff
+		var created int64
+		var class sql.NullString
+		if err := rows.Scan(&m.ID, &m.Email, &m.Name, &m.Role, &m.GroupID, &m.DistrictID, &created, &class); err != nil {
+			return nil, err
 		}
-		return rows.Err()
-	}()
-	if err != nil || districtID != "" {
-		return staff, s.wrap("StaffOf", err)
-	}
-	classes, err := s.read.QueryContext(ctx, s.q(`SELECT staff_id, class_id FROM staff_classes WHERE group_id = ? ORDER BY staff_id, class_id`), groupID)
-	if err != nil {
-		return nil, s.wrap("StaffOf", err)
-	}
-	defer classes.Close()
-	byID := make(map[string]*analytics.Staff, len(staff))
-	for i := range staff {
-		byID[staff[i].ID] = &staff[i]
-	}
-	for classes.Next() {
-		var staffID, classID string
-		if err := classes.Scan(&staffID, &classID); err != nil {
-			return nil, s.wrap("StaffOf", err)
+		if n := len(staff); n > 0 && staff[n-1].ID == m.ID {
+			staff[n-1].ClassIDs = append(staff[n-1].ClassIDs, class.String)
+			continue
 		}
-		if m := byID[staffID]; m != nil {
-			m.ClassIDs = append(m.ClassIDs, classID)
+		m.Created = fromMillis(created)
+		if class.Valid {
+			m.ClassIDs = []string{class.String}
 		}
+		staff = append(staff, m)
 	}
-	return staff, s.wrap("StaffOf", classes.Err())
+	return staff, rows.Err()
 }
 
 // RemoveStaff takes a staff member away, or answers NotFound.

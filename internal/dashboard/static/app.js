@@ -1,7 +1,10 @@
 // The dashboard: it reads the public report endpoints with the key a
 // school or a district enters, which it keeps in this tab's session storage
-// only and sends in the x-api-key header, never in a URL. A district's key
-// opens the district's view (district.js) and, from it, each school's.
+// only and sends in the x-api-key header, never in a URL; or, for staff
+// signed in with their school account, with the session's cookie (which
+// the page cannot read) and its CSRF token. A district's key, or a
+// district's administrator, opens the district's view (district.js) and,
+// from it, each school's.
 "use strict";
 
 const keyStore = "groupanalytics-key";
@@ -23,6 +26,8 @@ let forClasses = false; // the key is a teacher's: it sees its classes, not the 
 let classNames = new Map(); // the names of the classes the key may pick, by id
 let me = null; // whose key it is (GET /api/me), asked once per key
 let districtSchool = null; // the school a district's key opened, {id, name}; null: the district's view
+let session = null; // a signed-in person's session, {csrfToken}; null: a key
+const roleNames = { teacher: "Teacher", "school-admin": "School administrator", "district-admin": "District administrator" };
 const collator = new Intl.Collator("en"); // for sorting names and ids: compare is fast
 // pageSize keeps the table's DOM small for a school of 10,000 students.
 const pageSize = 200;
@@ -53,7 +58,8 @@ async function call(method, path, signal) {
     url.searchParams.set("schoolId", districtSchool.id);
     path = url.pathname + url.search;
   }
-  const resp = await fetch(path, { method, headers: { "x-api-key": key }, signal });
+  const headers = session ? { "X-CSRF-Token": session.csrfToken } : { "x-api-key": key };
+  const resp = await fetch(path, { method, headers, signal });
   if (resp.ok) {
     return resp;
   }
@@ -61,7 +67,9 @@ async function call(method, path, signal) {
   try {
     message = (await resp.json()).error || message;
   } catch {}
-  if (resp.status === 403) {
+  if (resp.status === 403 && session) {
+    message = "Your session has ended, or your school's plan has: sign in again.";
+  } else if (resp.status === 403) {
     message = "This key was not accepted: it may be mistyped or revoked, or your school's plan may have ended.";
   } else if (resp.status === 429) {
     const wait = resp.headers.get("Retry-After");
@@ -92,8 +100,11 @@ function showKeyForm(message) {
   me = null;
   districtSchool = null;
   $("dashboard").hidden = true;
+  session = null;
   $("sign-out").hidden = true;
+  $("person").hidden = true;
   $("key-form").hidden = false;
+  $("signin-form").hidden = false;
   $("key").value = "";
   let note = $("key-error");
   if (!note) {
@@ -109,8 +120,42 @@ function showKeyForm(message) {
 
 function showDashboard() {
   $("key-form").hidden = true;
+  $("signin-form").hidden = true;
   $("dashboard").hidden = false;
   $("sign-out").hidden = false;
+  $("sign-out").textContent = session ? "Sign out" : "Forget key";
+  $("person").hidden = !session;
+  if (session) {
+    $("person").textContent = `${me.person.name || me.person.email} · ${roleNames[me.person.role] || me.person.role}`;
+  }
+}
+
+// resumeSession opens the dashboard of the person signed in in this
+// browser, if one is; it tells whether one was.
+async function resumeSession() {
+  const resp = await fetch("/api/me");
+  if (!resp.ok) {
+    return false;
+  }
+  me = await resp.json();
+  if (!me.person) {
+    me = null;
+    return false;
+  }
+  session = { csrfToken: me.csrfToken };
+  showDashboard();
+  load();
+  return true;
+}
+
+// signOut ends the session (or forgets the key) and shows the forms.
+async function signOut() {
+  running?.abort();
+  sessionStorage.removeItem(keyStore);
+  if (session) {
+    await fetch("/signout", { method: "POST", headers: { "X-CSRF-Token": session.csrfToken } }).catch(() => {});
+  }
+  showKeyForm("");
 }
 
 // showDay writes a day (YYYY-MM-DD) in the page's one format.
@@ -782,7 +827,9 @@ async function loadAccess(more) {
       const labels = [...$("access").tHead.rows[0].cells].map((th) => th.textContent);
       for (const [i, [text, title]] of [
         [new Date(e.at).toLocaleString(), e.at],
-        [(e.key.label || e.key.prefix) + (e.key.district ? ` (district ${e.key.district})` : ""), `${e.key.prefix}… (${e.key.id})`],
+        e.person
+          ? [`${e.person.email} (${roleNames[e.person.role] || e.person.role})`, `signed in with ${e.person.provider}`]
+          : [(e.key.label || e.key.prefix) + (e.key.district ? ` (district ${e.key.district})` : ""), `${e.key.prefix}… (${e.key.id})`],
         [e.client],
         [what],
         [showRange(e.startDate, e.endDate)],
@@ -802,7 +849,7 @@ async function loadAccess(more) {
   }
 }
 
-function init() {
+async function init() {
   const today = new Date();
   $("end").value = localDate(today);
   $("start").value = localDate(new Date(today.getTime() - 27 * 86400000));
@@ -827,11 +874,7 @@ function init() {
     load();
   });
   $("class").addEventListener("change", load);
-  $("sign-out").addEventListener("click", () => {
-    running?.abort();
-    sessionStorage.removeItem(keyStore);
-    showKeyForm("");
-  });
+  $("sign-out").addEventListener("click", signOut);
   $("student-back").addEventListener("click", () => {
     showStudentView(false);
     showPeriod(loaded);
@@ -858,7 +901,7 @@ function init() {
   if (sessionStorage.getItem(keyStore)) {
     showDashboard();
     load();
-  } else {
+  } else if (!(await resumeSession().catch(() => false))) {
     showKeyForm("");
   }
 }

@@ -1,0 +1,359 @@
+package httpapi_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/signin/oidctest"
+	"groupanalytics/internal/stores/storetest"
+)
+
+// opUsers are the provider's people: who they are there, whatever the
+// service knows of them.
+var opUsers = map[string]*oidctest.User{
+	"u-teacher":   {ID: "u-teacher", Username: "ada", Password: "pw", FirstName: "Ada", LastName: "Teach", Email: "Ada@North.example", EmailVerified: true},
+	"u-admin":     {ID: "u-admin", Username: "sam", Password: "pw", FirstName: "Sam", LastName: "Head", Email: "sam@north.example", EmailVerified: true},
+	"u-district":  {ID: "u-district", Username: "dee", Password: "pw", FirstName: "Dee", LastName: "Strict", Email: "dee@north.example", EmailVerified: true},
+	"u-stranger":  {ID: "u-stranger", Username: "stu", Password: "pw", FirstName: "Stu", LastName: "Ranger", Email: "stu@north.example", EmailVerified: true},
+	"u-elsewhere": {ID: "u-elsewhere", Username: "eve", Password: "pw", FirstName: "Eve", LastName: "Out", Email: "eve@elsewhere.example", EmailVerified: true},
+	"u-unchecked": {ID: "u-unchecked", Username: "una", Password: "pw", FirstName: "Una", LastName: "Checked", Email: "una@north.example"},
+}
+
+// claimsOf reads an ID token's claims, unchecked.
+func claimsOf(t *testing.T, idToken string) map[string]any {
+	t.Helper()
+	parts := strings.Split(idToken, ".")
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims map[string]any
+	if err := json.Unmarshal(b, &claims); err != nil {
+		t.Fatal(err)
+	}
+	return claims
+}
+
+// browser is a person's browser: its cookies, and the service's address.
+type browser struct {
+	t       *testing.T
+	jar     *cookiejar.Jar
+	service string
+}
+
+func newBrowser(t *testing.T, service string) *browser {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &browser{t: t, jar: jar, service: service}
+}
+
+// get asks for u, following redirects except those to the service's
+// sign-in callback (which it returns, to be followed by finish) and, with
+// stop, any.
+func (b *browser) do(req *http.Request, stop bool) response {
+	b.t.Helper()
+	client := &http.Client{Jar: b.jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if stop || strings.HasPrefix(req.URL.String(), b.service+"/oidc/callback") {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	resp, err := client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, header: resp.Header, body: body, sent: len(body)}
+}
+
+func (b *browser) get(u string, stop bool) response {
+	b.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return b.do(req, stop)
+}
+
+var loginID = regexp.MustCompile(`name="id" value="([^"]+)"`)
+
+// toProvider begins a sign-in at the service with provider, and signs in
+// at the provider's login page as user: it returns the address the
+// provider sends the browser back to, not yet followed.
+func (b *browser) toProvider(p *oidctest.Provider, provider, returnTo, user string) string {
+	b.t.Helper()
+	page := b.get(b.service+"/signin/"+provider+"?returnTo="+url.QueryEscape(returnTo), false)
+	m := loginID.FindSubmatch(page.body)
+	if page.status != http.StatusOK || m == nil {
+		b.t.Fatalf("sign-in with %s: %d %s, want the provider's login page", provider, page.status, page.body)
+	}
+	form := url.Values{"id": {string(m[1])}, "username": {user}, "password": {"pw"}}
+	req, _ := http.NewRequest(http.MethodPost, p.Issuer+"/login/username", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	back := b.do(req, false)
+	callback := back.header.Get("Location")
+	if back.status != http.StatusFound || !strings.HasPrefix(callback, b.service+"/oidc/callback?") {
+		b.t.Fatalf("login as %s: %d %s, want a redirect to the service's callback", user, back.status, back.body)
+	}
+	return callback
+}
+
+// signIn signs in as user and returns the service's answer to the
+// provider's redirect.
+func (b *browser) signIn(p *oidctest.Provider, provider, user string) response {
+	b.t.Helper()
+	return b.get(b.toProvider(p, provider, "/", user), true)
+}
+
+// api asks the service's API with the browser's cookies, and the CSRF
+// token when given; the answer is checked against the OpenAPI document.
+func (b *browser) api(method, path, csrf string) response {
+	b.t.Helper()
+	req, _ := http.NewRequest(method, b.service+path, nil)
+	if csrf != "" {
+		req.Header.Set("X-CSRF-Token", csrf)
+	}
+	r := b.do(req, true)
+	openAPI().check(b.t, method, req.URL.Path, r)
+	return r
+}
+
+// me returns /api/me's answer for the browser's session, and its CSRF
+// token.
+func (b *browser) me() (map[string]any, string) {
+	b.t.Helper()
+	r := b.api("GET", "/api/me", "")
+	if r.status != http.StatusOK {
+		b.t.Fatalf("GET /api/me: %d %s, want 200", r.status, r.body)
+	}
+	me := r.json(b.t)
+	csrf, _ := me["csrfToken"].(string)
+	return me, csrf
+}
+
+func (b *browser) sessionCookie() string {
+	u, _ := url.Parse(b.service)
+	for _, c := range b.jar.Cookies(u) {
+		if c.Name == "ga_session" {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// signInEnv is a school (north, with a class c1 and one student in it,
+// another class c2) in a district (lakeland) with another school
+// (south), the staff the service knows, and the district's provider,
+// whose client is registered at a provider of the test's own.
+func signInEnv(t *testing.T, e *testEnv, clientID string) *oidctest.Provider {
+	t.Helper()
+	e.school("north", "UTC")
+	e.school("south", "UTC")
+	e.district("lakeland", "UTC", "north", "south")
+	for _, c := range []string{"c1", "c2"} {
+		if _, err := e.platform.CreateClass(ctx, analytics.Class{GroupID: "north", ID: c, Name: "Class " + c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.enrol("north", "s1", "Sid One")
+	e.enrol("north", "s2", "Sal Two")
+	if _, err := e.platform.SetClassMembers(ctx, "north", "c1", []string{"s1"}); err != nil {
+		t.Fatal(err)
+	}
+	e.send(session("north", "s1", "2026-11-20T10:00:00Z"), session("north", "s2", "2026-11-20T10:00:00Z"))
+	for _, m := range []analytics.Staff{
+		{Email: "ada@north.example", Name: "Ada Teach", Role: analytics.RoleTeacher, GroupID: "north", ClassIDs: []string{"c1"}},
+		{Email: "sam@north.example", Name: "Sam Head", Role: analytics.RoleSchoolAdmin, GroupID: "north"},
+		{Email: "dee@north.example", Name: "Dee Strict", Role: analytics.RoleDistrictAdmin, DistrictID: "lakeland"},
+		{Email: "una@north.example", Name: "Una Checked", Role: analytics.RoleSchoolAdmin, GroupID: "north"},
+	} {
+		if _, err := e.platform.AddStaff(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := oidctest.Start(t, opUsers, clientID, e.server.URL+"/oidc/callback")
+	if _, err := e.platform.AddProvider(ctx, analytics.Provider{ID: "lakeland-idp", Name: "Lakeland accounts", Issuer: p.Issuer,
+		ClientID: clientID, ClientSecret: oidctest.ClientSecret, DistrictID: "lakeland", EmailDomains: []string{"north.example"}}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestStaffSignIn: each role signs in through a real provider and sees
+// what its role's key sees, and no more; the access log names the
+// person; sign-out, removal and the idle lifetime end a session.
+func TestStaffSignIn(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		p := signInEnv(t, e, "ga-roles-"+strings.ReplaceAll(t.Name(), "/", "-"))
+		period := "startDate=2026-11-01&endDate=2026-11-21"
+
+		teacher := newBrowser(t, e.server.URL)
+		if r := teacher.signIn(p, "lakeland-idp", "ada"); r.status != http.StatusSeeOther || r.header.Get("Location") != "/" {
+			t.Fatalf("teacher's sign-in: %d %s, want 303 to /", r.status, r.body)
+		}
+		cookie := teacher.sessionCookie()
+		me, csrf := teacher.me()
+		if me["kind"] != "teacher" || me["person"].(map[string]any)["email"] != "ada@north.example" || csrf == "" {
+			t.Errorf("teacher's /api/me: %v", me)
+		}
+		if r := teacher.api("POST", "/api/groups/live-lecture?students=true&"+period, ""); r.status != http.StatusForbidden {
+			t.Errorf("a session's report without its CSRF token: %d, want 403", r.status)
+		}
+		r := teacher.api("POST", "/api/groups/live-lecture?students=true&"+period, csrf)
+		if r.status != http.StatusOK || !strings.Contains(string(r.body), `"s1"`) || strings.Contains(string(r.body), `"s2"`) {
+			t.Errorf("teacher's student report: %d %s, want s1 of their class alone", r.status, r.body)
+		}
+		for _, q := range []string{"classId=c2&", "schoolId=south&", ""} {
+			if r := teacher.api("POST", "/api/groups/live-lecture?"+q+period, csrf); r.status == http.StatusOK && q != "" {
+				t.Errorf("teacher asking %q: 200 %s, want a refusal", q, r.body)
+			}
+		}
+		if r := teacher.api("GET", "/api/access-log", ""); r.status != http.StatusForbidden {
+			t.Errorf("teacher's access log: %d, want 403 as for a teacher's key", r.status)
+		}
+		log := e.mustCall("GET", "/v1/admin/groups/north/access-log?limit=1", e.token(), "", http.StatusOK)
+		entry := log["entries"].([]any)[0].(map[string]any)
+		if person, _ := entry["person"].(map[string]any); entry["key"] != nil || person["email"] != "ada@north.example" ||
+			person["role"] != "teacher" || person["provider"] != "lakeland-idp" {
+			t.Errorf("the access log's entry of the teacher's answer: %v, want the person named", entry)
+		}
+
+		admin := newBrowser(t, e.server.URL)
+		admin.signIn(p, "lakeland-idp", "sam")
+		if me, _ := admin.me(); me["kind"] != "school" || me["school"].(map[string]any)["id"] != "north" {
+			t.Errorf("school administrator's /api/me: %v", me)
+		}
+		district := newBrowser(t, e.server.URL)
+		district.signIn(p, "lakeland-idp", "dee")
+		dme, dcsrf := district.me()
+		if dme["kind"] != "district" || len(dme["schools"].([]any)) != 2 {
+			t.Errorf("district administrator's /api/me: %v", dme)
+		}
+		if r := district.api("POST", "/api/groups/chat?schools=true&"+period, dcsrf); r.status != http.StatusOK {
+			t.Errorf("district administrator's per-school reports: %d %s", r.status, r.body)
+		}
+
+		// Signed out: the cookie, kept by an attacker, opens nothing.
+		if r := teacher.api("POST", "/signout", ""); r.status != http.StatusForbidden {
+			t.Errorf("sign-out without the CSRF token: %d, want 403", r.status)
+		}
+		if r := teacher.api("POST", "/signout", csrf); r.status != http.StatusNoContent || teacher.sessionCookie() != "" {
+			t.Errorf("sign-out: %d, cookie %q", r.status, teacher.sessionCookie())
+		}
+		if r := e.do("GET", "/api/me", "", "", "Cookie", "ga_session="+cookie); r.status != http.StatusForbidden {
+			t.Errorf("a session's cookie after sign-out: %d, want 403", r.status)
+		}
+
+		// Removed from the staff: signed out everywhere at once.
+		staff, _ := e.platform.StaffOf(ctx, "north", "")
+		for _, m := range staff {
+			if m.Email == "sam@north.example" {
+				if err := e.platform.RemoveStaff(ctx, m.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if r := admin.api("GET", "/api/me", ""); r.status != http.StatusForbidden {
+			t.Errorf("a removed staff member's session: %d, want 403", r.status)
+		}
+
+		// Idle past its lifetime: ended.
+		e.clock.Set(testNow.Add(2*time.Hour + time.Second))
+		if r := district.api("GET", "/api/me", ""); r.status != http.StatusForbidden {
+			t.Errorf("a session idle for over 2 hours: %d, want 403", r.status)
+		}
+	})
+}
+
+// TestSignInRefusals: a sign-in that is not what it should be is refused
+// with a page that names no school, and opens no session.
+func TestSignInRefusals(t *testing.T) {
+	e := newEnv(t, storetest.OpenKind(t, "sqlite"))
+	p := signInEnv(t, e, "ga-refusals")
+	refused := func(what string, r response, status int, says string) {
+		t.Helper()
+		body := string(r.body)
+		if r.status != status || !strings.Contains(body, says) || strings.Contains(body, "north") && !strings.Contains(body, "@north.example") ||
+			strings.Contains(body, "School ") || strings.Contains(r.header.Get("Set-Cookie"), "ga_session=gas_") {
+			t.Errorf("%s: %d %s, want %d saying %q, no school named, no session", what, r.status, body, status, says)
+		}
+	}
+
+	b := newBrowser(t, e.server.URL)
+	refused("someone the service does not know", b.signIn(p, "lakeland-idp", "stu"), http.StatusForbidden, "Ask your school")
+	refused("an email outside the provider's domains", b.signIn(p, "lakeland-idp", "eve"), http.StatusForbidden, "is not an address this sign-in takes")
+	refused("an email the provider has not verified", b.signIn(p, "lakeland-idp", "una"), http.StatusForbidden, "has not verified")
+
+	// The provider's redirect used twice (its state, and its code): the
+	// second is refused.
+	callback := b.toProvider(p, "lakeland-idp", "/", "ada")
+	if r := b.get(callback, true); r.status != http.StatusSeeOther {
+		t.Fatalf("first use of the callback: %d %s", r.status, r.body)
+	}
+	refused("the callback replayed", b.get(callback, true), http.StatusBadRequest, "not known")
+
+	// Finished in a browser other than the one that began it.
+	callback = b.toProvider(p, "lakeland-idp", "/", "ada")
+	refused("a sign-in finished in another browser", newBrowser(t, e.server.URL).get(callback, true), http.StatusForbidden, "another browser")
+
+	// A return address elsewhere is not followed.
+	for _, to := range []string{"//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)"} {
+		r := b.get(b.toProvider(p, "lakeland-idp", to, "ada"), true)
+		if r.status != http.StatusSeeOther || r.header.Get("Location") != "/" {
+			t.Errorf("returnTo %q: %d to %q, want the dashboard", to, r.status, r.header.Get("Location"))
+		}
+	}
+
+	// ID tokens that must not pass, each sent by the provider's token
+	// endpoint in place of the real one.
+	now := time.Now()
+	resign := func(change func(map[string]any)) func(string) string {
+		return func(idToken string) string {
+			claims := claimsOf(t, idToken)
+			change(claims)
+			return p.Sign(t, claims)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		tamper func(string) string
+	}{
+		{"another issuer", resign(func(c map[string]any) { c["iss"] = "https://other-idp.example" })},
+		{"another audience", resign(func(c map[string]any) { c["aud"] = []string{"someone-else"} })},
+		{"expired", resign(func(c map[string]any) { c["iat"], c["exp"] = now.Add(-2*time.Hour).Unix(), now.Add(-time.Hour).Unix() })},
+		{"another sign-in's nonce", resign(func(c map[string]any) { c["nonce"] = "replayed-nonce" })},
+		{"a bad signature", func(idToken string) string {
+			parts := strings.Split(idToken, ".")
+			claims := claimsOf(t, idToken)
+			claims["email"] = "dee@north.example"
+			payload, _ := json.Marshal(claims)
+			return parts[0] + "." + base64.RawURLEncoding.EncodeToString(payload) + "." + parts[2]
+		}},
+		{"alg none", func(idToken string) string {
+			header := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`))
+			return header + "." + strings.Split(idToken, ".")[1] + "."
+		}},
+	} {
+		p.Tamper(c.tamper)
+		refused("an ID token of "+c.name, newBrowser(t, e.server.URL).signIn(p, "lakeland-idp", "ada"), http.StatusForbidden, "Sign-in failed")
+	}
+	p.Tamper(nil)
+	if r := newBrowser(t, e.server.URL).signIn(p, "lakeland-idp", "ada"); r.status != http.StatusSeeOther {
+		t.Errorf("an honest sign-in after them: %d %s", r.status, r.body)
+	}
+	if strings.Contains(e.logs.String(), "client-secret") || strings.Contains(e.logs.String(), "gas_") {
+		t.Errorf("the log holds a secret: %s", e.logs.String())
+	}
+}
