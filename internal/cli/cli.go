@@ -204,7 +204,8 @@ func usage(w io.Writer, group string) {
 	fmt.Fprintln(w, "Every command takes --db (default groupanalytics.db; a postgres:// URL selects PostgreSQL)")
 	fmt.Fprintln(w, "and --usage (a clickhouse:// URL puts the usage store on ClickHouse shards).")
 	fmt.Fprintln(w, "Configuration flags (--db, --usage, --addr, --log-level, --store-timeout, --metrics-addr, the")
-	fmt.Fprintln(w, "rate limits and the digest's --smtp-url, --public-url, --mail-from and --digest-interval) can")
+	fmt.Fprintln(w, "rate limits, the digest's --smtp-url, --public-url, --mail-from and --digest-interval, and sign-in's")
+	fmt.Fprintln(w, "--session-lifetime and --session-idle) can")
 	fmt.Fprintln(w, "also be set in the environment as GROUPANALYTICS_<FLAG>, e.g. GROUPANALYTICS_DB or")
 	fmt.Fprintln(w, "GROUPANALYTICS_SMTP_URL (which keeps the SMTP password off the command line); the flags that name what a")
 	fmt.Fprintln(w, "command works on (--id, --group, --key, ...) cannot.")
@@ -256,7 +257,7 @@ func commandFlags(e *env, name string) *flag.FlagSet {
 var configFlags = map[string]bool{"db": true, "usage": true, "addr": true, "log-level": true, "store-timeout": true,
 	"metrics-addr": true, "key-rate-limit": true, "token-rate-limit": true, "failed-auth-limit": true, "client-ip-header": true,
 	"smtp-url": true, "public-url": true, "mail-from": true, "digest-interval": true, "access-log-retention": true,
-	"memory-limit": true}
+	"memory-limit": true, "session-lifetime": true, "session-idle": true}
 
 // notFromEnvironment are the configuration flags a command does not take
 // from the environment: the demo's store is its own, and

@@ -50,6 +50,14 @@ func chromium(t *testing.T) string {
 // the demo's keys by group.
 func demoServer(t *testing.T) (string, map[string]string) {
 	t.Helper()
+	base, keys, _ := demoSite(t)
+	return base, keys
+}
+
+// demoSite is demoServer, with the platform of its store; the server's
+// address is its public one, for sign-in.
+func demoSite(t *testing.T) (string, map[string]string, *platform.Platform) {
+	t.Helper()
 	store := storetest.Open(t, "sqlite")
 	e := &env{ctx: context.Background(), stdout: io.Discard, stderr: io.Discard}
 	keys, _, err := loadDemo(e, platform.New(store, store), time.Now(), nil)
@@ -94,10 +102,12 @@ func demoServer(t *testing.T) (string, map[string]string) {
 	if _, keys[keptSchool], err = p.CreateKey(e.ctx, keptSchool, "dashboard"); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: report.NewEngine(store, store), Platform: platform.New(store, store), Ready: store.Ping,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config.Handler = httpapi.New(httpapi.Config{Engine: report.NewEngine(store, store), Platform: p, Ready: store.Ping,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), PublicURL: "http://" + srv.Listener.Addr().String()})
+	srv.Start()
 	t.Cleanup(srv.Close)
-	return srv.URL, keys
+	return srv.URL, keys, p
 }
 
 // keptSchool keeps 21 days of usage: fewer than the dashboard's 28.
@@ -571,7 +581,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Errorf("on a phone, the access log's %s (%q) is not in view", f.Label, f.Text)
 		}
 	}
-	if want := []string{"When", "Key", "From", "What", "Days", "Students"}; !reflect.DeepEqual(labels, want) {
+	if want := []string{"When", "Who", "From", "What", "Days", "Students"}; !reflect.DeepEqual(labels, want) {
 		t.Errorf("on a phone, the access log's fields are %v, want %v", labels, want)
 	}
 

@@ -869,6 +869,13 @@ async function init() {
     showDashboard();
     load();
   });
+  // Sign-in goes to the provider by redirects, which the page's policy
+  // (form-action 'self') would stop after a form's submission: it is a
+  // navigation instead.
+  $("signin-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    location.assign(`/signin?${new URLSearchParams(new FormData($("signin-form")))}`);
+  });
   $("query").addEventListener("submit", (ev) => {
     ev.preventDefault();
     load();
