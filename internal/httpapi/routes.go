@@ -19,7 +19,7 @@ type route struct {
 
 // routes are every route of the service, one a line.
 func (s *Server) routes() []route {
-	return []route{
+	own := []route{
 		// The report API, behind a school's or a district's key (x-api-key),
 		// or a signed-in staff member's session.
 		{"POST /api/groups/live-lecture", maxReportBody, s.reports(report.LiveLecture)},
@@ -29,7 +29,30 @@ func (s *Server) routes() []route {
 		{"GET /api/access-log", 0, s.withKey(s.keyAccessLog)},
 		{"GET /api/adoption", 0, s.withKey(s.keyAdoption)},
 
-		// The platform API, behind a platform token (Authorization: Bearer).
+		// Staff sign-in (OpenID Connect) and sign-out.
+		{"GET /signin", 0, s.signInByEmail},
+		{"GET /oidc/callback", 0, s.signInCallback},
+		{"GET /signin/{providerId}", 0, s.signInWith},
+		{"POST /signout", 0, s.signOut},
+
+		// The weekly digest's unsubscribe link, which needs no key.
+		{"GET /unsubscribe", 0, s.unsubscribeForm},
+		{"POST /unsubscribe", maxAdminBody, s.unsubscribe},
+
+		// The API reference, the health checks and the dashboard.
+		{"GET /openapi.json", 0, serveOpenAPI},
+		{"GET /healthz", 0, s.healthz},
+		{"GET /readyz", 0, s.readyz},
+		{"GET /{$}", 0, dashboard.Page},
+		{"GET /assets/{file...}", 0, s.asset},
+	}
+	return slices.Concat(own, s.platformRoutes())
+}
+
+// platformRoutes are the platform API's, behind a platform token
+// (Authorization: Bearer).
+func (s *Server) platformRoutes() []route {
+	return []route{
 		{"POST /v1/events", MaxEventsBody, s.withToken(s.ingest)},
 		{"GET /v1/admin/groups", maxAdminBody, s.withToken(s.listGroups)},
 		{"GET /v1/admin/receipts", maxAdminBody, s.withToken(s.listReceipts)},
@@ -83,23 +106,6 @@ func (s *Server) routes() []route {
 		{"GET /v1/admin/districts/{districtId}/digest-recipients", maxAdminBody, s.withToken(s.listDistrictRecipients)},
 		{"POST /v1/admin/districts/{districtId}/digest-recipients", maxAdminBody, s.withToken(s.addDistrictRecipient)},
 		{"DELETE /v1/admin/districts/{districtId}/digest-recipients/{address}", maxAdminBody, s.withToken(s.removeDistrictRecipient)},
-
-		// Staff sign-in (OpenID Connect) and sign-out.
-		{"GET /signin", 0, s.signInByEmail},
-		{"GET /oidc/callback", 0, s.signInCallback},
-		{"GET /signin/{providerId}", 0, s.signInWith},
-		{"POST /signout", 0, s.signOut},
-
-		// The weekly digest's unsubscribe link, which needs no key.
-		{"GET /unsubscribe", 0, s.unsubscribeForm},
-		{"POST /unsubscribe", maxAdminBody, s.unsubscribe},
-
-		// The API reference, the health checks and the dashboard.
-		{"GET /openapi.json", 0, serveOpenAPI},
-		{"GET /healthz", 0, s.healthz},
-		{"GET /readyz", 0, s.readyz},
-		{"GET /{$}", 0, dashboard.Page},
-		{"GET /assets/{file...}", 0, s.asset},
 	}
 }
 
