@@ -32,5 +32,8 @@ type Staff struct {
 	DistrictID string
 	// ClassIDs are a teacher's classes, in byte order.
 	ClassIDs []string
-	Created  time.Time
+	// SourcedID is the roster's id of a member a roster import brought
+	// (its imports keep them), empty for one the operator added.
+	SourcedID string
+	Created   time.Time
 }

@@ -601,7 +601,8 @@ func TestRosterImport(t *testing.T) {
 		wantErr(post("", bulk.zip(t, all)), "Invalid roster: orgs.csv has 2 schools (north, south): name the group's school with ?org=ID")
 		dry := post("?org=north&dryRun=true", bulk.zip(t, all))
 		want := map[string]any{"dryRun": true, "school": "north", "studentsAdded": 3000.0, "studentsRenamed": 0.0,
-			"classesAdded": 300.0, "classesChanged": 0.0, "classesDeleted": 0.0, "membersAdded": float64(len(bulk["enrollments.csv"]) - 1 - 60 - 3000/10*5), "membersRemoved": 0.0, "skipped": []any{}}
+			"classesAdded": 300.0, "classesChanged": 0.0, "classesDeleted": 0.0, "membersAdded": float64(len(bulk["enrollments.csv"]) - 1 - 60 - 3000/10*5), "membersRemoved": 0.0,
+			"staffAdded": 0.0, "staffUpdated": 0.0, "staffRemoved": 0.0, "skipped": []any{}}
 		got := dry.json(t)
 		// Students of the other school's classes count among the added
 		// (they are the school's students too) but not its memberships.
@@ -787,7 +788,8 @@ func TestRosterImportSkipsDeletedOfBulk(t *testing.T) {
 			map[string]any{"file": "users.csv", "line": 4.0, "sourcedId": "stu-3", "reason": "tobedeleted in a bulk file"},
 		}
 		want := map[string]any{"dryRun": true, "school": "sch-1", "studentsAdded": 1.0, "studentsRenamed": 0.0, "classesAdded": 1.0,
-			"classesChanged": 0.0, "classesDeleted": 0.0, "membersAdded": 2.0, "membersRemoved": 0.0, "skipped": skipped}
+			"classesChanged": 0.0, "classesDeleted": 0.0, "membersAdded": 2.0, "membersRemoved": 0.0,
+			"staffAdded": 1.0, "staffUpdated": 0.0, "staffRemoved": 0.0, "skipped": skipped}
 		if got := post("?dryRun=true", sisExport()); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("dry run:\n%v\nwant\n%v", got, want)
 		}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/roster"
@@ -23,6 +24,10 @@ type RosterResult struct {
 	ClassesDeleted  int    `json:"classesDeleted"`
 	MembersAdded    int    `json:"membersAdded"`
 	MembersRemoved  int    `json:"membersRemoved"`
+	// The school's teachers and administrators the roster brings.
+	StaffAdded   int `json:"staffAdded"`
+	StaffUpdated int `json:"staffUpdated"`
+	StaffRemoved int `json:"staffRemoved"`
 	// Skipped are the rows left out, and why: a bulk file's tobedeleted
 	// records, and the enrollments of those records.
 	Skipped []roster.Skipped `json:"skipped"`
@@ -47,7 +52,8 @@ func (p *Platform) ImportRoster(ctx context.Context, groupID, org string, b *ros
 	}
 	res, change, err := p.rosterChange(ctx, groupID, org, b)
 	res.DryRun = dryRun
-	if err != nil || dryRun || (len(change.Students) == 0 && len(change.Classes) == 0 && len(change.DeletedClasses) == 0) {
+	if err != nil || dryRun || (len(change.Students) == 0 && len(change.Classes) == 0 && len(change.DeletedClasses) == 0 &&
+		res.StaffAdded+res.StaffUpdated+res.StaffRemoved == 0) {
 		return res, err
 	}
 	return res, p.Directory.ApplyRoster(ctx, groupID, change)
@@ -63,6 +69,10 @@ func (p *Platform) rosterChange(ctx context.Context, groupID, org string, b *ros
 		return res, analytics.RosterChange{}, err
 	}
 	classes, err := p.Directory.Classes(ctx, groupID)
+	if err != nil && analytics.ErrorCode(err) != analytics.NotFound {
+		return res, analytics.RosterChange{}, err
+	}
+	staff, err := p.Directory.StaffOf(ctx, groupID, "")
 	if err != nil && analytics.ErrorCode(err) != analytics.NotFound {
 		return res, analytics.RosterChange{}, err
 	}
@@ -83,12 +93,17 @@ func (p *Platform) rosterChange(ctx context.Context, groupID, org string, b *ros
 		return res, analytics.RosterChange{}, err
 	}
 	im.skipped = slices.Clone(b.Skipped)
-	change, err := im.change(res.School)
+	change, err := im.change(res.School, staff)
 	if err != nil {
 		return res, change, invalid("Invalid roster: %s", err)
 	}
 	res.Skipped = append([]roster.Skipped{}, im.skipped...)
 	count(&change, before, classes, &res)
+	countStaff(change, staff, &res)
+	for i := range change.Staff {
+		// An id and a time for the store to use if the member is new.
+		change.Staff[i].ID, change.Staff[i].Created = newStaffID(), p.Now().UTC().Truncate(time.Millisecond)
+	}
 	return res, change, nil
 }
 
@@ -105,6 +120,11 @@ type importer struct {
 	org      string            // the school imported; empty: the bundle names none
 	changed  map[string]bool   // the classes the import may change
 	deleted  []string          // the classes it deletes
+	// staff are the school's staff the bundle names; staffGone those it
+	// deletes, and replaceStaff says it names them all.
+	staff        []analytics.Staff
+	staffGone    []string
+	replaceStaff bool
 }
 
 // school is the org the import takes classes of: the one named, or the
@@ -148,9 +168,9 @@ func (e *SchoolNotNamedError) Say(how string) string {
 func (e *SchoolNotNamedError) Unwrap() error { return invalid("%s", e.Error()) }
 
 // change works out what the import changes: the users' ids and names
-// checked, the school's classes, its student enrollments, then the users
-// renamed or deleted.
-func (im *importer) change(school string) (analytics.RosterChange, error) {
+// checked, the school's classes, its student enrollments, the users
+// renamed or deleted, then its staff (from the staff before).
+func (im *importer) change(school string, staff []analytics.Staff) (analytics.RosterChange, error) {
 	im.org = school
 	im.changed = map[string]bool{}
 	if err := im.readUsers(); err != nil {
@@ -163,6 +183,7 @@ func (im *importer) change(school string) (analytics.RosterChange, error) {
 		return analytics.RosterChange{}, err
 	}
 	im.readUserChanges()
+	im.readStaff(staff)
 	return im.result(), nil
 }
 
@@ -297,7 +318,7 @@ func (im *importer) result() analytics.RosterChange {
 	slices.SortStableFunc(im.skipped, func(a, b roster.Skipped) int {
 		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
 	})
-	c := analytics.RosterChange{DeletedClasses: im.deleted}
+	c := analytics.RosterChange{DeletedClasses: im.deleted, Staff: im.staff, StaffGone: im.staffGone, ReplaceStaff: im.replaceStaff}
 	for _, id := range slices.Sorted(maps.Keys(im.updates)) {
 		c.Students = append(c.Students, analytics.StudentUpdate{ID: id, Name: im.updates[id]})
 	}

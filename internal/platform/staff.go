@@ -37,7 +37,7 @@ func (p *Platform) AddStaff(ctx context.Context, m analytics.Staff) (analytics.S
 			return m, invalid("Invalid classIds: no class %q in group %q", id, m.GroupID)
 		}
 	}
-	m.ID, m.Created = "stf_"+strings.ToLower(rand.Text()[:12]), p.Now().UTC().Truncate(time.Millisecond)
+	m.ID, m.Created = newStaffID(), p.Now().UTC().Truncate(time.Millisecond)
 	return m, p.Directory.AddStaff(ctx, m)
 }
 
@@ -98,3 +98,6 @@ func (p *Platform) RemoveStaff(ctx context.Context, staffID string) error {
 	}
 	return p.Directory.RemoveStaff(ctx, staffID)
 }
+
+// newStaffID is a new staff member's id.
+func newStaffID() string { return "stf_" + strings.ToLower(rand.Text()[:12]) }

@@ -39,6 +39,7 @@ type Bundle struct {
 	Orgs        []Org
 	Classes     []Class
 	Users       []User
+	Roles       []Role
 	Enrollments []Enrollment
 	Skipped     []Skipped // rows read and left out, in the order read
 }
@@ -79,10 +80,20 @@ type Class struct {
 	Title, SchoolSourcedID string
 }
 
-// User is a person: a student, a teacher or another.
+// User is a person: a student, a teacher or another. OneRoster 1.1 gives
+// their role and orgs here (Role, Orgs); 1.2 in roles.csv.
 type User struct {
 	Record
 	GivenName, FamilyName, PreferredGivenName, PreferredFamilyName string
+	Email, Role                                                    string
+	Orgs                                                           []string
+}
+
+// Role is a user's role at an org (roles.csv, OneRoster 1.2): teacher,
+// administrator, student, aide, ...
+type Role struct {
+	Record
+	UserSourcedID, Role, OrgSourcedID string
 }
 
 // Name is how the user is shown: preferred names first.
@@ -145,7 +156,7 @@ func Read(data []byte) (*Bundle, error) {
 	if err := b.readManifest(manifest); err != nil {
 		return nil, err
 	}
-	for _, name := range []string{"orgs.csv", "classes.csv", "users.csv", "enrollments.csv"} {
+	for _, name := range []string{"orgs.csv", "classes.csv", "users.csv", "roles.csv", "enrollments.csv"} {
 		if b.Modes[name] == Absent {
 			continue
 		}
@@ -245,7 +256,7 @@ func (b *Bundle) readManifest(t *table) error {
 	if v := props["oneroster.version"]; v != "1.2" && v != "1.1" {
 		return &Error{File: "manifest.csv", Column: "value", Msg: fmt.Sprintf(`oneroster.version is %q, expected "1.2" (or "1.1")`, v)}
 	}
-	for _, name := range []string{"orgs.csv", "classes.csv", "users.csv", "enrollments.csv"} {
+	for _, name := range []string{"orgs.csv", "classes.csv", "users.csv", "roles.csv", "enrollments.csv"} {
 		mode, ok := props["file."+strings.TrimSuffix(name, ".csv")]
 		if !ok {
 			mode = Absent
@@ -267,6 +278,7 @@ func (b *Bundle) readFile(name string, t *table) error {
 		"orgs.csv":        {"sourcedId", "status", "name", "type"},
 		"classes.csv":     {"sourcedId", "status", "title", "schoolSourcedId"},
 		"users.csv":       {"sourcedId", "status", "givenName", "familyName"},
+		"roles.csv":       {"sourcedId", "status", "userSourcedId", "role", "orgSourcedId"},
 		"enrollments.csv": {"sourcedId", "status", "classSourcedId", "schoolSourcedId", "userSourcedId", "role"},
 	}[name]
 	at, err := t.columns(cols...)
@@ -323,7 +335,12 @@ func (b *Bundle) readFile(name string, t *table) error {
 			b.Classes = append(b.Classes, c)
 		case "users.csv":
 			b.Users = append(b.Users, User{Record: rec, GivenName: field(row, "givenName"), FamilyName: field(row, "familyName"),
-				PreferredGivenName: field(row, "preferredGivenName"), PreferredFamilyName: field(row, "preferredFamilyName")})
+				PreferredGivenName: field(row, "preferredGivenName"), PreferredFamilyName: field(row, "preferredFamilyName"),
+				Email: field(row, "email"), Role: field(row, "role"),
+				Orgs: strings.FieldsFunc(field(row, "orgSourcedIds"), func(r rune) bool { return r == ',' || r == ' ' })})
+		case "roles.csv":
+			b.Roles = append(b.Roles, Role{Record: rec, UserSourcedID: field(row, "userSourcedId"), Role: field(row, "role"),
+				OrgSourcedID: field(row, "orgSourcedId")})
 		case "enrollments.csv":
 			e := Enrollment{Record: rec, ClassSourcedID: field(row, "classSourcedId"), SchoolSourcedID: field(row, "schoolSourcedId"),
 				UserSourcedID: field(row, "userSourcedId"), Role: field(row, "role")}

@@ -257,5 +257,5 @@ func (s *Store) applyRoster(ctx context.Context, tx *txn, groupID string, c anal
 			return err
 		}
 	}
-	return nil
+	return s.applyRosterStaff(ctx, tx, groupID, c)
 }

@@ -109,7 +109,7 @@ func (s *Store) Session(ctx context.Context, tokenHash []byte, now time.Time) (a
 			var class sql.NullString
 			var staffCreated int64
 			st := &m.Staff
-			if err := rows.Scan(&st.ID, &st.Email, &st.Name, &st.Role, &st.GroupID, &st.DistrictID, &staffCreated, &class,
+			if err := rows.Scan(&st.ID, &st.Email, &st.Name, &st.Role, &st.GroupID, &st.DistrictID, &st.SourcedID, &staffCreated, &class,
 				&m.ProviderID, &m.ProviderName, &created, &seen, &expires, &idle); err != nil {
 				return err
 			}

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
+	"slices"
 
 	"groupanalytics/internal/analytics"
 )
@@ -60,7 +62,8 @@ func (s *Store) StaffOf(ctx context.Context, groupID, districtID string) ([]anal
 
 // staffColumns are a staff member's columns, and a class they teach, as
 // scanStaff reads them from staff m LEFT JOIN staff_classes c.
-const staffColumns = `m.staff_id, m.email, m.name, m.role, COALESCE(m.group_id, ''), COALESCE(m.district_id, ''), m.created_at, c.class_id`
+const staffColumns = `m.staff_id, m.email, m.name, m.role, COALESCE(m.group_id, ''), COALESCE(m.district_id, ''), COALESCE(m.sourced_id, ''),
+	m.created_at, c.class_id`
 
 // scanStaff reads the rows of staffColumns, each member's rows
 // together, their classes in order, each member once with their classes.
@@ -71,7 +74,7 @@ func scanStaff(rows *sql.Rows) ([]analytics.Staff, error) {
 		var m analytics.Staff
 		var created int64
 		var class sql.NullString
-		if err := rows.Scan(&m.ID, &m.Email, &m.Name, &m.Role, &m.GroupID, &m.DistrictID, &created, &class); err != nil {
+		if err := rows.Scan(&m.ID, &m.Email, &m.Name, &m.Role, &m.GroupID, &m.DistrictID, &m.SourcedID, &created, &class); err != nil {
 			return nil, err
 		}
 		if n := len(staff); n > 0 && staff[n-1].ID == m.ID {
@@ -108,4 +111,70 @@ func ownerColumn(groupID, districtID string) (string, string) {
 		return "district_id", districtID
 	}
 	return "group_id", groupID
+}
+
+// applyRosterStaff applies a roster import's staff with tx: the members
+// it deletes, and with ReplaceStaff those it brought before and does not
+// name, leave (their sessions with them); each it names is updated,
+// found by its roster id or else its email, or added; a teacher's
+// classes are set when the import says them.
+func (s *Store) applyRosterStaff(ctx context.Context, tx *txn, groupID string, c analytics.RosterChange) error {
+	named := make(map[string]bool, len(c.Staff))
+	for _, m := range c.Staff {
+		named[m.SourcedID] = true
+	}
+	var gone []string
+	err := s.query(ctx, tx, `SELECT sourced_id FROM staff WHERE group_id = ? AND sourced_id IS NOT NULL`, []any{groupID}, func(rows *sql.Rows) error {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		if slices.Contains(c.StaffGone, id) || c.ReplaceStaff && !named[id] {
+			gone = append(gone, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range gone {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM staff WHERE group_id = ? AND sourced_id = ?`), groupID, id); err != nil {
+			return err
+		}
+	}
+	for _, m := range c.Staff {
+		if err := s.saveRosterStaff(ctx, tx, groupID, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// saveRosterStaff updates the member of the roster's id, or else of the
+// email, or adds them (with m's ID and Created).
+func (s *Store) saveRosterStaff(ctx context.Context, tx *txn, groupID string, m analytics.Staff) error {
+	var id string
+	err := tx.QueryRowContext(ctx, s.q(`SELECT staff_id FROM staff WHERE group_id = ? AND (sourced_id = ? OR email = ?)
+		ORDER BY CASE WHEN sourced_id = ? THEN 0 ELSE 1 END LIMIT 1`), groupID, m.SourcedID, m.Email, m.SourcedID).Scan(&id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		id = m.ID
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO staff (staff_id, email, name, role, group_id, sourced_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+			id, m.Email, m.Name, string(m.Role), groupID, m.SourcedID, millis(m.Created))
+	case err == nil:
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE staff SET email = ?, name = ?, role = ?, sourced_id = ? WHERE staff_id = ?`),
+			m.Email, m.Name, string(m.Role), m.SourcedID, id)
+	}
+	if err != nil || m.ClassIDs == nil && m.Role == analytics.RoleTeacher {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM staff_classes WHERE staff_id = ?`), id); err != nil {
+		return err
+	}
+	for _, class := range m.ClassIDs {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO staff_classes (staff_id, group_id, class_id) VALUES (?, ?, ?)`), id, groupID, class); err != nil {
+			return err
+		}
+	}
+	return nil
 }

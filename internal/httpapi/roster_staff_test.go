@@ -1,0 +1,100 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"groupanalytics/internal/analytics"
+)
+
+// TestRosterStaff: a roster import brings the school's teachers (with the
+// classes they teach) and administrators, by email; a delta that deletes
+// one takes them off the staff and ends their session at once; a bulk
+// file that no longer names one does too, and leaves the operator's own.
+func TestRosterStaff(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		e.school("north", "UTC")
+		token := e.token()
+		post := func(b bundle, modes map[string]string) map[string]any {
+			t.Helper()
+			r := e.do("POST", "/v1/admin/groups/north/roster", "", string(b.zip(t, modes)), "Authorization", "Bearer "+token, "Content-Type", "application/zip")
+			if r.status != http.StatusOK {
+				t.Fatalf("roster import: %d %s", r.status, r.body)
+			}
+			return r.json(t)
+		}
+		staff := func() string {
+			t.Helper()
+			list, err := e.platform.StaffOf(ctx, "north", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out string
+			for _, m := range list {
+				out += fmt.Sprintf("%s %s %s %v|", m.Email, m.Role, m.SourcedID, m.ClassIDs)
+			}
+			return out
+		}
+		if _, err := e.platform.AddStaff(ctx, analytics.Staff{Email: "own@lakeview.example", Role: analytics.RoleSchoolAdmin, GroupID: "north"}); err != nil {
+			t.Fatal(err)
+		}
+		export := sisExport()
+		export["users.csv"] = append(export["users.csv"],
+			[]string{"adm-1", "", "2026-08-20T07:15:00.000Z", "true", "head", "", "Hana", "Head", "", "adm-1", "Head@Lakeview.example", "", "", "", "", "", "", "", "", "", "", "sch-1", ""},
+			[]string{"tch-2", "", "2026-08-20T07:15:00.000Z", "true", "noemail", "", "No", "Mail", "", "tch-2", "", "", "", "", "", "", "", "", "", "", "", "sch-1", ""})
+		export["roles.csv"] = append(export["roles.csv"], []string{"r5", "", "2026-08-20", "primary", "adm-1", "administrator", "2026-08-01", "", "sch-1", ""},
+			[]string{"r6", "", "2026-08-20", "primary", "tch-2", "teacher", "2026-08-01", "", "sch-1", ""})
+		bulk := map[string]string{"orgs": "bulk", "academicSessions": "bulk", "classes": "bulk", "users": "bulk", "roles": "bulk", "enrollments": "bulk"}
+		staffFigures := func(res map[string]any) string {
+			return fmt.Sprintf("%v added, %v updated, %v removed", res["staffAdded"], res["staffUpdated"], res["staffRemoved"])
+		}
+		if res := post(export, bulk); staffFigures(res) != "2 added, 0 updated, 0 removed" {
+			t.Errorf("first import: %v, want 2 staff added (the teacher without an email left out)", res)
+		}
+		want := "head@lakeview.example school-admin adm-1 []|own@lakeview.example school-admin  []|rortiz@lakeview.example teacher tch-1 [bio-7b]|"
+		if got := staff(); got != want {
+			t.Errorf("staff after the import:\n%s\nwant\n%s", got, want)
+		}
+		if res := post(export, bulk); staffFigures(res) != "0 added, 0 updated, 0 removed" {
+			t.Errorf("the same import again: %v, want no staff change", res)
+		}
+
+		// The teacher signed in; a delta deletes her: signed out.
+		if _, err := e.platform.AddProvider(ctx, analytics.Provider{ID: "lv", Issuer: "https://idp.example", ClientID: "c", ClientSecret: "s",
+			GroupID: "north", EmailDomains: []string{"lakeview.example"}}); err != nil {
+			t.Fatal(err)
+		}
+		list, _ := e.platform.StaffOf(ctx, "north", "")
+		teacher := list[2]
+		if err := e.store.OpenSession(ctx, analytics.Session{TokenHash: analytics.HashSecret("gas_teacher"), Staff: teacher, ProviderID: "lv",
+			Created: testNow, Expires: testNow.Add(time.Hour), Idle: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		me := func() response { return e.do("GET", "/api/me", "", "", "Cookie", "ga_session=gas_teacher") }
+		if r := me(); r.status != http.StatusOK || r.json(t)["kind"] != "teacher" {
+			t.Fatalf("the teacher's session: %d %s", r.status, r.body)
+		}
+		gone := bundle{"users.csv": {usersHeader, {"tch-1", "tobedeleted", "2026-09-01T07:15:00.000Z", "true", "rortiz", "", "Rosa", "Ortiz", "", "tch-1",
+			"rortiz@lakeview.example", "", "", "", "", "", "", "", "", "", "", "sch-1", ""}},
+			"roles.csv": export["roles.csv"][:1]}
+		if res := post(gone, map[string]string{"users": "delta", "roles": "delta"}); staffFigures(res) != "0 added, 0 updated, 1 removed" {
+			t.Errorf("the delta: %v, want 1 staff member removed", res)
+		}
+		if r := me(); r.status != http.StatusForbidden {
+			t.Errorf("the session of a teacher the roster deleted: %d, want 403", r.status)
+		}
+
+		// A bulk file without the administrator: she goes; the operator's
+		// own stays.
+		export["users.csv"] = export["users.csv"][:len(export["users.csv"])-2]
+		if res := post(export, bulk); staffFigures(res) != "1 added, 0 updated, 1 removed" {
+			t.Errorf("a bulk import without the administrator: %v, want her removed and the teacher back", res)
+		}
+		want = "own@lakeview.example school-admin  []|rortiz@lakeview.example teacher tch-1 [bio-7b]|"
+		if got := staff(); got != want {
+			t.Errorf("staff after the bulk import:\n%s\nwant\n%s", got, want)
+		}
+	})
+}
