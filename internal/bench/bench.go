@@ -60,6 +60,7 @@ type Result struct {
 	Firehose         *FirehoseResult  `json:"firehose,omitempty"`
 	FirehoseEnrolled *FirehoseResult  `json:"firehoseFromEnrolledStudents,omitempty"`
 	AccessLog        []AccessLogCost  `json:"accessLog"`
+	SignedIn         []SignedInCost   `json:"signedIn"`
 	PeakRSSBytes     int64            `json:"serverPeakRSSBytes"`
 	DiskBytes        int64            `json:"storeBytes"`
 	DiskBytesPerEvt  float64          `json:"storeBytesPerEvent"`
@@ -84,24 +85,6 @@ type ReportResult struct {
 	Bytes    int    `json:"bytes"`
 	Encoding string `json:"contentEncoding,omitempty"`
 }
-
-// AccessLogCost is what the access log costs a student report: the
-// scenario measured in turn on the server, which records each answer, and
-// on one that does not (serve --access-log=false), Runs times each; the
-// figures are the medians of the runs'.
-type AccessLogCost struct {
-	Name      string  `json:"name"`
-	Runs      int     `json:"runsEach"`
-	P50       float64 `json:"p50Ms"`
-	P50Off    float64 `json:"p50MsWithout"`
-	PerSec    float64 `json:"requestsPerSec"`
-	PerSecOff float64 `json:"requestsPerSecWithout"`
-}
-
-// accessLogRuns is how many times each student report scenario is measured
-// on each server to tell what the access log costs: even, so that each
-// server goes first as often.
-const accessLogRuns = 4
 
 // MoveResult is the figures of moving the main group to another shard (a
 // report after the move must equal the one before, or the run fails).
@@ -204,6 +187,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Out, "measured the access log's cost\n")
+	if res.SignedIn, err = measureSignedIn(ctx, cfg, srv, store, keys, students, now); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "measured a signed-in session's cost\n")
 	if cfg.Scale.OtherGroups > 0 {
 		if err := measureOthers(ctx, cfg, store, srv, r, res); err != nil {
 			return nil, err
@@ -453,49 +440,6 @@ func measureBareFloor(ctx context.Context, cfg Config, serverArgs []string, key 
 	return rr, err
 }
 
-// measureAccessLog measures each scenario on srv and on a server like it
-// without the access log, in turn, accessLogRuns times each.
-func measureAccessLog(cfg Config, serverArgs []string, srv *Server, keys benchKeys, scenarios []scenario) ([]AccessLogCost, error) {
-	// Its warning that the log is off is expected: errors only.
-	off, err := StartServer(cfg.Binary, append(slices.Clone(serverArgs), "--access-log=false", "--log-level", "error"))
-	if err != nil {
-		return nil, err
-	}
-	defer off.Stop()
-	servers := []*Server{srv, off}
-	var costs []AccessLogCost
-	for _, sc := range scenarios {
-		key := keys.of(sc)
-		// One answer each first, unmeasured: the second server has not
-		// answered this yet, and what a first answer costs (reading what
-		// the engine keeps) is not what the log costs.
-		for _, s := range servers {
-			if _, _, err := request(s.Base, key, sc); err != nil {
-				return nil, err
-			}
-		}
-		var p50, perSec [2][]float64
-		for run := range accessLogRuns {
-			// In turn, each first every other run: a run may leave the
-			// next one a warmer (or busier) machine.
-			order := []int{0, 1}
-			if run%2 == 1 {
-				order = []int{1, 0}
-			}
-			for _, i := range order {
-				rr, _, err := measure(servers[i].Base, key, sc, cfg)
-				if err != nil {
-					return nil, err
-				}
-				p50[i], perSec[i] = append(p50[i], rr.P50), append(perSec[i], rr.RequestsPerS)
-			}
-		}
-		costs = append(costs, AccessLogCost{Name: sc.name, Runs: accessLogRuns, P50: percentile(p50[0], 50), P50Off: percentile(p50[1], 50),
-			PerSec: percentile(perSec[0], 50), PerSecOff: percentile(perSec[1], 50)})
-	}
-	return costs, nil
-}
-
 // moveMain moves the main group to another shard, and checks that a report
 // answers the same after.
 func moveMain(ctx context.Context, ch *chstore.Store, dir *sqlstore.Store, base, key string, sc scenario) (*MoveResult, error) {
@@ -549,6 +493,13 @@ func printTable(w io.Writer, res *Result) {
 		for _, c := range res.AccessLog {
 			fmt.Fprintf(w, "  %-54s p50 %7.2f ms, without %7.2f (%+.0f%%)   req/s %6.0f, without %6.0f (%+.0f%%)\n", c.Name, c.P50, c.P50Off,
 				100*(c.P50/c.P50Off-1), c.PerSec, c.PerSecOff, 100*(c.PerSec/c.PerSecOff-1))
+		}
+	}
+	if len(res.SignedIn) > 0 {
+		fmt.Fprintf(w, "\na signed-in session: student reports asked with a school administrator's session and with the school's key, in turn (%d runs each, medians):\n", res.SignedIn[0].Runs)
+		for _, c := range res.SignedIn {
+			fmt.Fprintf(w, "  %-54s p50 %7.2f ms, key %7.2f (%+.0f%%)   req/s %6.0f, key %6.0f (%+.0f%%)\n", c.Name, c.P50, c.P50Key,
+				100*(c.P50/c.P50Key-1), c.PerSec, c.PerSecKey, 100*(c.PerSec/c.PerSecKey-1))
 		}
 	}
 	if sc := res.Schools; sc.Schools > 0 {

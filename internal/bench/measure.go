@@ -95,7 +95,7 @@ func newRequest(base, key string, sc scenario) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("x-api-key", key)
+	setCredential(req, key)
 	if sc.acceptEncoding != "" {
 		// Set by hand, so that the transport leaves the body as sent.
 		req.Header.Set("Accept-Encoding", sc.acceptEncoding)
