@@ -324,33 +324,42 @@ func (b *Bundle) readFile(name string, t *table) error {
 			b.Skipped = append(b.Skipped, Skipped{File: name, Line: line, SourcedID: rec.SourcedID, Reason: SkippedDeleted})
 			continue
 		}
-		switch name {
-		case "orgs.csv":
-			b.Orgs = append(b.Orgs, Org{Record: rec, Name: field(row, "name"), Type: field(row, "type")})
-		case "classes.csv":
-			c := Class{Record: rec, Title: field(row, "title"), SchoolSourcedID: field(row, "schoolSourcedId")}
-			if c.Title == "" && !rec.Deleted() {
-				return fail("title", "empty")
-			}
-			b.Classes = append(b.Classes, c)
-		case "users.csv":
-			b.Users = append(b.Users, User{Record: rec, GivenName: field(row, "givenName"), FamilyName: field(row, "familyName"),
-				PreferredGivenName: field(row, "preferredGivenName"), PreferredFamilyName: field(row, "preferredFamilyName"),
-				Email: field(row, "email"), Role: field(row, "role"),
-				Orgs: strings.FieldsFunc(field(row, "orgSourcedIds"), func(r rune) bool { return r == ',' || r == ' ' })})
-		case "roles.csv":
-			b.Roles = append(b.Roles, Role{Record: rec, UserSourcedID: field(row, "userSourcedId"), Role: field(row, "role"),
-				OrgSourcedID: field(row, "orgSourcedId")})
-		case "enrollments.csv":
-			e := Enrollment{Record: rec, ClassSourcedID: field(row, "classSourcedId"), SchoolSourcedID: field(row, "schoolSourcedId"),
-				UserSourcedID: field(row, "userSourcedId"), Role: field(row, "role")}
-			for _, c := range []struct{ col, v string }{{"classSourcedId", e.ClassSourcedID}, {"userSourcedId", e.UserSourcedID}, {"role", e.Role}} {
-				if c.v == "" {
-					return fail(c.col, "empty")
-				}
-			}
-			b.Enrollments = append(b.Enrollments, e)
+		if err := b.add(name, rec, func(col string) string { return field(row, col) }, fail); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// add keeps a record of file name, whose columns field gives; fail says
+// what is wrong with it.
+func (b *Bundle) add(name string, rec Record, field func(col string) string, fail func(col, format string, args ...any) error) error {
+	switch name {
+	case "orgs.csv":
+		b.Orgs = append(b.Orgs, Org{Record: rec, Name: field("name"), Type: field("type")})
+	case "classes.csv":
+		c := Class{Record: rec, Title: field("title"), SchoolSourcedID: field("schoolSourcedId")}
+		if c.Title == "" && !rec.Deleted() {
+			return fail("title", "empty")
+		}
+		b.Classes = append(b.Classes, c)
+	case "users.csv":
+		b.Users = append(b.Users, User{Record: rec, GivenName: field("givenName"), FamilyName: field("familyName"),
+			PreferredGivenName: field("preferredGivenName"), PreferredFamilyName: field("preferredFamilyName"),
+			Email: field("email"), Role: field("role"),
+			Orgs: strings.FieldsFunc(field("orgSourcedIds"), func(r rune) bool { return r == ',' || r == ' ' })})
+	case "roles.csv":
+		b.Roles = append(b.Roles, Role{Record: rec, UserSourcedID: field("userSourcedId"), Role: field("role"),
+			OrgSourcedID: field("orgSourcedId")})
+	case "enrollments.csv":
+		e := Enrollment{Record: rec, ClassSourcedID: field("classSourcedId"), SchoolSourcedID: field("schoolSourcedId"),
+			UserSourcedID: field("userSourcedId"), Role: field("role")}
+		for _, c := range []struct{ col, v string }{{"classSourcedId", e.ClassSourcedID}, {"userSourcedId", e.UserSourcedID}, {"role", e.Role}} {
+			if c.v == "" {
+				return fail(c.col, "empty")
+			}
+		}
+		b.Enrollments = append(b.Enrollments, e)
 	}
 	return nil
 }
