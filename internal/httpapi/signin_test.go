@@ -215,10 +215,14 @@ func TestStaffSignIn(t *testing.T) {
 		if r.status != http.StatusOK || !strings.Contains(string(r.body), `"s1"`) || strings.Contains(string(r.body), `"s2"`) {
 			t.Errorf("teacher's student report: %d %s, want s1 of their class alone", r.status, r.body)
 		}
-		for _, q := range []string{"classId=c2&", "schoolId=south&", ""} {
-			if r := teacher.api("POST", "/api/groups/live-lecture?"+q+period, csrf); r.status == http.StatusOK && q != "" {
+		for _, q := range []string{"classId=c2&", "schoolId=south&", "schoolId=north&students=true&", "classId=c1&schools=true&"} {
+			if r := teacher.api("POST", "/api/groups/live-lecture?"+q+period, csrf); r.status == http.StatusOK {
 				t.Errorf("teacher asking %q: 200 %s, want a refusal", q, r.body)
 			}
+		}
+		// A student of her school outside her class, named: not in her answer.
+		if r := teacher.api("POST", "/api/groups/live-lecture?students=true&studentId=s2&"+period, csrf); strings.Contains(string(r.body), `"s2"`) {
+			t.Errorf("teacher naming a student outside her class: %d %s", r.status, r.body)
 		}
 		if r := teacher.api("GET", "/api/access-log", ""); r.status != http.StatusForbidden {
 			t.Errorf("teacher's access log: %d, want 403 as for a teacher's key", r.status)
@@ -243,6 +247,12 @@ func TestStaffSignIn(t *testing.T) {
 		}
 		if r := district.api("POST", "/api/groups/chat?schools=true&"+period, dcsrf); r.status != http.StatusOK {
 			t.Errorf("district administrator's per-school reports: %d %s", r.status, r.body)
+		}
+		// Another district's school: not hers.
+		e.school("east", "UTC")
+		e.district("far", "UTC", "east")
+		if r := district.api("POST", "/api/groups/chat?schoolId=east&"+period, dcsrf); r.status == http.StatusOK {
+			t.Errorf("district administrator asking another district's school: 200 %s", r.body)
 		}
 
 		// Signed out: the cookie, kept by an attacker, opens nothing.
@@ -269,9 +279,23 @@ func TestStaffSignIn(t *testing.T) {
 			t.Errorf("a removed staff member's session: %d, want 403", r.status)
 		}
 
-		// Idle past its lifetime: ended.
-		e.clock.Set(testNow.Add(2*time.Hour + time.Second))
-		if r := district.api("GET", "/api/me", ""); r.status != http.StatusForbidden {
+		// Used every hour, it lasts 12 hours, and no longer.
+		for h := 1; h <= 12; h++ {
+			e.clock.Set(testNow.Add(time.Duration(h) * time.Hour))
+			want := http.StatusOK
+			if h == 12 {
+				want = http.StatusForbidden
+			}
+			if r := district.api("GET", "/api/me", ""); r.status != want {
+				t.Errorf("a session used every hour, after %d hours: %d, want %d", h, r.status, want)
+			}
+		}
+		// Left idle for over 2 hours: ended.
+		again := newBrowser(t, e.server.URL)
+		again.signIn(p, "lakeland-idp", "ada")
+		again.me()
+		e.clock.Set(testNow.Add(14*time.Hour + time.Second))
+		if r := again.api("GET", "/api/me", ""); r.status != http.StatusForbidden {
 			t.Errorf("a session idle for over 2 hours: %d, want 403", r.status)
 		}
 	})
