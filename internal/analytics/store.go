@@ -29,8 +29,9 @@ type Directory interface {
 	// Authorize returns what the key with this hash opens when the key is
 	// not revoked and its group (for a district's key, one of the
 	// district's schools) has a plan valid at now, and an Unauthorized
-	// error otherwise. It does the same work whichever the cause, so that
-	// the time taken does not tell one cause from another.
+	// error otherwise. Its time may differ by the cause of a refusal:
+	// callers that answer strangers hide it (the report endpoints answer
+	// every 403 at the same quantum).
 	Authorize(ctx context.Context, keyHash []byte, now time.Time) (Access, error)
 
 	// SaveStudents enrols the students not yet in the group and renames

@@ -572,3 +572,18 @@ func scanMap[V any](rows *sql.Rows) (map[string]V, error) {
 	}
 	return m, rows.Err()
 }
+
+// appendJoined adds a row of a one-to-many LEFT JOIN, ordered by parent,
+// to list: a parent's first row appends it with its child, if any; the
+// rows after add their child to it. id names a parent, children is its
+// list of children.
+func appendJoined[T any](list []T, row T, child sql.NullString, id func(*T) string, children func(*T) *[]string) []T {
+	if n := len(list); n > 0 && id(&list[n-1]) == id(&row) {
+		*children(&list[n-1]) = append(*children(&list[n-1]), child.String)
+		return list
+	}
+	if child.Valid {
+		*children(&row) = []string{child.String}
+	}
+	return append(list, row)
+}

@@ -64,15 +64,9 @@ func (s *Store) readDistricts(ctx context.Context, op, where string, args ...any
 		if err := rows.Scan(&d.ID, &d.Name, &d.TimeZone, &created, &school); err != nil {
 			return nil, s.wrap(op, err)
 		}
-		if n := len(districts); n > 0 && districts[n-1].ID == d.ID {
-			districts[n-1].Schools = append(districts[n-1].Schools, school.String)
-			continue
-		}
 		d.Created = fromMillis(created)
-		if school.Valid {
-			d.Schools = []string{school.String}
-		}
-		districts = append(districts, d)
+		districts = appendJoined(districts, d, school, func(d *analytics.District) string { return d.ID },
+			func(d *analytics.District) *[]string { return &d.Schools })
 	}
 	return districts, s.wrap(op, rows.Err())
 }

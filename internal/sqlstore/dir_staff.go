@@ -77,15 +77,9 @@ func scanStaff(rows *sql.Rows) ([]analytics.Staff, error) {
 		if err := rows.Scan(&m.ID, &m.Email, &m.Name, &m.Role, &m.GroupID, &m.DistrictID, &m.SourcedID, &created, &class); err != nil {
 			return nil, err
 		}
-		if n := len(staff); n > 0 && staff[n-1].ID == m.ID {
-			staff[n-1].ClassIDs = append(staff[n-1].ClassIDs, class.String)
-			continue
-		}
 		m.Created = fromMillis(created)
-		if class.Valid {
-			m.ClassIDs = []string{class.String}
-		}
-		staff = append(staff, m)
+		staff = appendJoined(staff, m, class, func(m *analytics.Staff) string { return m.ID },
+			func(m *analytics.Staff) *[]string { return &m.ClassIDs })
 	}
 	return staff, rows.Err()
 }
