@@ -30,13 +30,18 @@ type RosterChange struct {
 	// (their terms as they were).
 	Classes        []Class
 	DeletedClasses []string
-	// Staff are the school's teachers and administrators the roster
-	// names, each with its SourcedID: added, or updated (found by
-	// SourcedID, else by email); a teacher's ClassIDs nil when the
-	// import says nothing of their classes. StaffGone are the SourcedIDs
-	// of those it deletes and, with ReplaceStaff (a bulk file), every
-	// staff member it brought before and does not name goes too.
-	Staff        []Staff
-	StaffGone    []string
-	ReplaceStaff bool
+	// Staff are the school's teachers and administrators.
+	Staff StaffChange
+}
+
+// StaffChange is what a roster import changes of a school's staff, or a
+// district's: Staff are the members the roster names, each with its
+// SourcedID, added or updated (found by SourcedID, else by email; a
+// teacher's ClassIDs nil when the import says nothing of their classes);
+// Gone are the SourcedIDs of those it deletes and, with Replace (a bulk
+// file), every member it brought before and does not name goes too.
+type StaffChange struct {
+	Staff   []Staff
+	Gone    []string
+	Replace bool
 }

@@ -67,8 +67,9 @@ type Directory interface {
 	// ApplyDistrictRoster makes a district's roster import in one
 	// transaction: the schools that are New made, every school put in
 	// the district (a Conflict for one in another district), and each
-	// school's change applied; all of it or, failing, none.
-	ApplyDistrictRoster(ctx context.Context, districtID string, schools []SchoolRoster) error
+	// school's change applied, and the district's own staff's; all of it
+	// or, failing, none.
+	ApplyDistrictRoster(ctx context.Context, districtID string, schools []SchoolRoster, staff StaffChange) error
 
 	// Staff, a school's or a district's: AddStaff adds a member (a
 	// Conflict for an email already one of the same school's or

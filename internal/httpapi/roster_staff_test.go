@@ -98,3 +98,56 @@ func TestRosterStaff(t *testing.T) {
 		}
 	})
 }
+
+// TestDistrictRosterStaff: a district's bundle brings its administrators
+// (role administrator at the district) to the district's staff, beside
+// each school's teachers; a delta that deletes one takes both away.
+func TestDistrictRosterStaff(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		if _, err := e.platform.CreateDistrict(ctx, "lv", "Lakeview", "UTC"); err != nil {
+			t.Fatal(err)
+		}
+		token := e.token()
+		post := func(b bundle, modes map[string]string) map[string]any {
+			t.Helper()
+			r := e.do("POST", "/v1/admin/districts/lv/roster", "", string(b.zip(t, modes)), "Authorization", "Bearer "+token, "Content-Type", "application/zip")
+			if r.status != http.StatusOK {
+				t.Fatalf("district roster import: %d %s", r.status, r.body)
+			}
+			return r.json(t)
+		}
+		staffOf := func(group, district string) string {
+			t.Helper()
+			list, err := e.platform.StaffOf(ctx, group, district)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out string
+			for _, m := range list {
+				out += fmt.Sprintf("%s %s %v|", m.Email, m.Role, m.ClassIDs)
+			}
+			return out
+		}
+		bulk := map[string]string{"orgs": "bulk", "academicSessions": "bulk", "classes": "bulk", "users": "bulk", "roles": "bulk", "enrollments": "bulk"}
+		res := post(sisExport(), bulk)
+		if got := fmt.Sprint(res["districtStaff"]); got != "map[staffAdded:1 staffRemoved:0 staffUpdated:0]" {
+			t.Errorf("the district's staff from the import: %s, want its administrator added", got)
+		}
+		if got := staffOf("", "lv"); got != "rortiz@lakeview.example district-admin []|" {
+			t.Errorf("the district's staff: %q", got)
+		}
+		if got := staffOf("sch-1", ""); got != "rortiz@lakeview.example teacher [bio-7b]|" {
+			t.Errorf("the school's staff: %q", got)
+		}
+		gone := bundle{"users.csv": {usersHeader, {"tch-1", "tobedeleted", "2026-09-01T07:15:00.000Z", "true", "rortiz", "", "Rosa", "Ortiz", "", "tch-1",
+			"rortiz@lakeview.example", "", "", "", "", "", "", "", "", "", "", "sch-1", ""}},
+			"orgs.csv": sisExport()["orgs.csv"][:3]}
+		res = post(gone, map[string]string{"users": "delta", "orgs": "bulk"})
+		if got := fmt.Sprint(res["districtStaff"]); got != "map[staffAdded:0 staffRemoved:1 staffUpdated:0]" {
+			t.Errorf("the district's staff after the delta: %s, want its administrator removed", got)
+		}
+		if got := staffOf("", "lv") + staffOf("sch-1", ""); got != "" {
+			t.Errorf("staff left after the delta: %q", got)
+		}
+	})
+}

@@ -149,13 +149,17 @@ type SchoolRosterResult struct {
 type DistrictRosterResult struct {
 	DryRun  bool                 `json:"dryRun"`
 	Schools []SchoolRosterResult `json:"schools"`
+	// DistrictStaff is what it changed of the district's own staff: its
+	// administrators.
+	DistrictStaff StaffCounts `json:"districtStaff"`
 }
 
 // ImportDistrictRoster takes a district's OneRoster bundle, all or nothing:
 // every school of orgs.csv becomes a group of the district (its sourcedId
 // the group's id; made, in the district's zone, when there is none, and
 // put in the district when it is in none), and each school's students and
-// classes are imported into it as ImportRoster imports them. A school in
+// classes are imported into it as ImportRoster imports them, and the
+// district's administrators join its staff. A school in
 // another district refuses the whole bundle. With dryRun, nothing changes.
 func (p *Platform) ImportDistrictRoster(ctx context.Context, districtID string, b *roster.Bundle, dryRun bool) (DistrictRosterResult, error) {
 	res := DistrictRosterResult{DryRun: dryRun, Schools: []SchoolRosterResult{}}
@@ -185,10 +189,16 @@ func (p *Platform) ImportDistrictRoster(ctx context.Context, districtID string, 
 		schools[i].Change = change
 		res.Schools = append(res.Schools, SchoolRosterResult{GroupID: schools[i].Group.ID, Created: schools[i].New, RosterResult: r})
 	}
+	staff, err := p.Directory.StaffOf(ctx, "", districtID)
+	if err != nil {
+		return res, err
+	}
+	change := districtStaff(b)
+	res.DistrictStaff = p.countStaff(change, staff)
 	if dryRun {
 		return res, nil
 	}
-	return res, p.Directory.ApplyDistrictRoster(ctx, districtID, schools)
+	return res, p.Directory.ApplyDistrictRoster(ctx, districtID, schools, change)
 }
 
 // bundleSchools returns the groups of the bundle's schools: those there

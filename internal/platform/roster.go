@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/roster"
@@ -25,9 +24,7 @@ type RosterResult struct {
 	MembersAdded    int    `json:"membersAdded"`
 	MembersRemoved  int    `json:"membersRemoved"`
 	// The school's teachers and administrators the roster brings.
-	StaffAdded   int `json:"staffAdded"`
-	StaffUpdated int `json:"staffUpdated"`
-	StaffRemoved int `json:"staffRemoved"`
+	StaffCounts
 	// Skipped are the rows left out, and why: a bulk file's tobedeleted
 	// records, and the enrollments of those records.
 	Skipped []roster.Skipped `json:"skipped"`
@@ -53,7 +50,7 @@ func (p *Platform) ImportRoster(ctx context.Context, groupID, org string, b *ros
 	res, change, err := p.rosterChange(ctx, groupID, org, b)
 	res.DryRun = dryRun
 	if err != nil || dryRun || (len(change.Students) == 0 && len(change.Classes) == 0 && len(change.DeletedClasses) == 0 &&
-		res.StaffAdded+res.StaffUpdated+res.StaffRemoved == 0) {
+		res.StaffCounts == StaffCounts{}) {
 		return res, err
 	}
 	return res, p.Directory.ApplyRoster(ctx, groupID, change)
@@ -99,11 +96,7 @@ func (p *Platform) rosterChange(ctx context.Context, groupID, org string, b *ros
 	}
 	res.Skipped = append([]roster.Skipped{}, im.skipped...)
 	count(&change, before, classes, &res)
-	countStaff(change, staff, &res)
-	for i := range change.Staff {
-		// An id and a time for the store to use if the member is new.
-		change.Staff[i].ID, change.Staff[i].Created = newStaffID(), p.Now().UTC().Truncate(time.Millisecond)
-	}
+	res.StaffCounts = p.countStaff(change.Staff, staff)
 	return res, change, nil
 }
 
@@ -114,17 +107,13 @@ type importer struct {
 	titles   map[string]string          // the group's classes' names, and then the bundle's
 	members  map[string]map[string]bool // by class
 	users    map[string]roster.User
-	inBundle map[string]bool   // the school's classes of classes.csv
-	updates  map[string]string // students enrolled or renamed: their names
-	skipped  []roster.Skipped  // the bundle's, then the enrollments of what it skipped
-	org      string            // the school imported; empty: the bundle names none
-	changed  map[string]bool   // the classes the import may change
-	deleted  []string          // the classes it deletes
-	// staff are the school's staff the bundle names; staffGone those it
-	// deletes, and replaceStaff says it names them all.
-	staff        []analytics.Staff
-	staffGone    []string
-	replaceStaff bool
+	inBundle map[string]bool       // the school's classes of classes.csv
+	updates  map[string]string     // students enrolled or renamed: their names
+	skipped  []roster.Skipped      // the bundle's, then the enrollments of what it skipped
+	org      string                // the school imported; empty: the bundle names none
+	changed  map[string]bool       // the classes the import may change
+	deleted  []string              // the classes it deletes
+	staff    analytics.StaffChange // the school's staff the bundle names
 }
 
 // school is the org the import takes classes of: the one named, or the
@@ -318,7 +307,7 @@ func (im *importer) result() analytics.RosterChange {
 	slices.SortStableFunc(im.skipped, func(a, b roster.Skipped) int {
 		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
 	})
-	c := analytics.RosterChange{DeletedClasses: im.deleted, Staff: im.staff, StaffGone: im.staffGone, ReplaceStaff: im.replaceStaff}
+	c := analytics.RosterChange{DeletedClasses: im.deleted, Staff: im.staff}
 	for _, id := range slices.Sorted(maps.Keys(im.updates)) {
 		c.Students = append(c.Students, analytics.StudentUpdate{ID: id, Name: im.updates[id]})
 	}

@@ -5,25 +5,69 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/roster"
 )
 
+// StaffCounts are what a roster import changes of a school's staff, or a
+// district's.
+type StaffCounts struct {
+	StaffAdded   int `json:"staffAdded"`
+	StaffUpdated int `json:"staffUpdated"`
+	StaffRemoved int `json:"staffRemoved"`
+}
+
 // readStaff takes the school's teachers and administrators from a bundle
 // with users.csv: the users with role teacher or administrator at the
-// school (roles.csv in OneRoster 1.2; users.csv's role and orgs in 1.1)
-// who have an email, which sign-in finds them by. A teacher's classes are
-// their teacher enrollments in the school's classes: exactly those of a
-// bulk enrollments file; those they had, with a delta's added and
-// removed; as they were without one. A bulk users.csv names every staff
-// member the roster brings: those it brought before and does not name
-// leave, as those a delta deletes do (docs/decisions.md, Staff).
+// school who have an email, which sign-in finds them by. A teacher's
+// classes are their teacher enrollments in the school's classes: exactly
+// those of a bulk enrollments file; those they had, with a delta's added
+// and removed; as they were without one (docs/decisions.md, Staff).
 func (im *importer) readStaff(before []analytics.Staff) {
-	if im.b.Modes["users.csv"] == roster.Absent {
-		return
+	classes := im.teachersClasses(before)
+	im.staff = staffOf(im.b, im.ofSchool, func(u roster.User, roles map[string]bool) (analytics.Staff, bool) {
+		switch {
+		case roles["administrator"]:
+			return analytics.Staff{Role: analytics.RoleSchoolAdmin}, true
+		case roles["teacher"]:
+			return analytics.Staff{Role: analytics.RoleTeacher, ClassIDs: classes[u.SourcedID]}, true
+		}
+		return analytics.Staff{}, false
+	})
+}
+
+// districtStaff takes a district's administrators from its bundle: the
+// users with role administrator at the bundle's district (its one org of
+// type district) who have an email.
+func districtStaff(b *roster.Bundle) analytics.StaffChange {
+	var district []string
+	for _, o := range b.Orgs {
+		if o.Type == "district" && !o.Deleted() {
+			district = append(district, o.SourcedID)
+		}
 	}
-	im.replaceStaff = im.b.Modes["users.csv"] == roster.Bulk
+	if len(district) != 1 {
+		return analytics.StaffChange{}
+	}
+	return staffOf(b, func(org string) bool { return org == district[0] }, func(_ roster.User, roles map[string]bool) (analytics.Staff, bool) {
+		return analytics.Staff{Role: analytics.RoleDistrictAdmin}, roles["administrator"]
+	})
+}
+
+// staffOf is the change to the staff of a school or a district (the orgs
+// ofOrg accepts) that a bundle with users.csv makes: each user whose
+// roles there (roles.csv in OneRoster 1.2; users.csv's role and orgs in
+// 1.1) member makes a member of, by their email; a user without one is
+// left out (sign-in could not find them). A user a delta deletes goes,
+// whatever their role was; a bulk users.csv names every member.
+func staffOf(b *roster.Bundle, ofOrg func(string) bool, member func(roster.User, map[string]bool) (analytics.Staff, bool)) analytics.StaffChange {
+	var c analytics.StaffChange
+	if b.Modes["users.csv"] == roster.Absent {
+		return c
+	}
+	c.Replace = b.Modes["users.csv"] == roster.Bulk
 	roles := map[string]map[string]bool{}
 	give := func(user, role string) {
 		if roles[user] == nil {
@@ -31,40 +75,31 @@ func (im *importer) readStaff(before []analytics.Staff) {
 		}
 		roles[user][role] = true
 	}
-	for _, r := range im.b.Roles {
-		if !r.Deleted() && im.ofSchool(r.OrgSourcedID) {
+	for _, r := range b.Roles {
+		if !r.Deleted() && ofOrg(r.OrgSourcedID) {
 			give(r.UserSourcedID, r.Role)
 		}
 	}
-	for _, u := range im.b.Users {
-		if u.Role != "" && (len(u.Orgs) == 0 || slices.ContainsFunc(u.Orgs, im.ofSchool)) {
+	for _, u := range b.Users {
+		if u.Role != "" && (len(u.Orgs) == 0 || slices.ContainsFunc(u.Orgs, ofOrg)) {
 			give(u.SourcedID, u.Role)
 		}
 	}
-	classes := im.teachersClasses(before)
-	for _, u := range im.b.Users {
+	for _, u := range b.Users {
 		if u.Deleted() {
-			im.staffGone = append(im.staffGone, u.SourcedID) // whatever their role was
+			c.Gone = append(c.Gone, u.SourcedID)
 			continue
 		}
-		role := analytics.RoleTeacher
-		switch {
-		case roles[u.SourcedID]["administrator"]:
-			role = analytics.RoleSchoolAdmin
-		case !roles[u.SourcedID]["teacher"]:
-			continue
-		}
+		m, ok := member(u, roles[u.SourcedID])
 		email, err := CheckAddress(u.Email)
-		if err != nil {
-			continue // sign-in could not find them
+		if !ok || err != nil {
+			continue
 		}
-		email = strings.ToLower(email)
-		m := analytics.Staff{Email: email, Name: cmp.Or(u.Name(), email), Role: role, SourcedID: u.SourcedID}
-		if role == analytics.RoleTeacher {
-			m.ClassIDs = classes[u.SourcedID]
-		}
-		im.staff = append(im.staff, m)
+		m.Email = strings.ToLower(email)
+		m.Name, m.SourcedID = cmp.Or(u.Name(), m.Email), u.SourcedID
+		c.Staff = append(c.Staff, m)
 	}
+	return c
 }
 
 // teachersClasses are the classes of each teacher the enrollments name
@@ -106,8 +141,10 @@ func (im *importer) teachersClasses(before []analytics.Staff) map[string][]strin
 	return out
 }
 
-// countStaff fills in res's staff figures, from the staff before.
-func countStaff(c analytics.RosterChange, before []analytics.Staff, res *RosterResult) {
+// countStaff counts what c changes of the staff before, and gives each
+// member it names an id and a time for the store to use if they are new.
+func (p *Platform) countStaff(c analytics.StaffChange, before []analytics.Staff) StaffCounts {
+	var n StaffCounts
 	bySourced, byEmail := map[string]analytics.Staff{}, map[string]analytics.Staff{}
 	for _, m := range before {
 		byEmail[m.Email] = m
@@ -116,7 +153,8 @@ func countStaff(c analytics.RosterChange, before []analytics.Staff, res *RosterR
 		}
 	}
 	named := map[string]bool{}
-	for _, m := range c.Staff {
+	for i, m := range c.Staff {
+		c.Staff[i].ID, c.Staff[i].Created = newStaffID(), p.Now().UTC().Truncate(time.Millisecond)
 		named[m.SourcedID] = true
 		old, ok := bySourced[m.SourcedID]
 		if !ok {
@@ -124,15 +162,16 @@ func countStaff(c analytics.RosterChange, before []analytics.Staff, res *RosterR
 		}
 		switch {
 		case !ok:
-			res.StaffAdded++
+			n.StaffAdded++
 		case old.Email != m.Email || old.Name != m.Name || old.Role != m.Role || old.SourcedID != m.SourcedID ||
 			m.ClassIDs != nil && !slices.Equal(old.ClassIDs, m.ClassIDs):
-			res.StaffUpdated++
+			n.StaffUpdated++
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(bySourced)) {
-		if slices.Contains(c.StaffGone, id) || c.ReplaceStaff && !named[id] {
-			res.StaffRemoved++
+		if slices.Contains(c.Gone, id) || c.Replace && !named[id] {
+			n.StaffRemoved++
 		}
 	}
+	return n
 }

@@ -202,8 +202,8 @@ func (s *Store) ApplyRoster(ctx context.Context, groupID string, c analytics.Ros
 }
 
 // ApplyDistrictRoster makes the district's schools, puts them in it and
-// applies their rosters, in one transaction.
-func (s *Store) ApplyDistrictRoster(ctx context.Context, districtID string, schools []analytics.SchoolRoster) error {
+// applies their rosters, and its own staff's change, in one transaction.
+func (s *Store) ApplyDistrictRoster(ctx context.Context, districtID string, schools []analytics.SchoolRoster, staff analytics.StaffChange) error {
 	return s.transact(ctx, "ApplyDistrictRoster", func(tx *txn) error {
 		if err := s.lockDistrict(ctx, tx, districtID); err != nil {
 			return err
@@ -228,7 +228,7 @@ func (s *Store) ApplyDistrictRoster(ctx context.Context, districtID string, scho
 				return err
 			}
 		}
-		return nil
+		return s.applyStaffChange(ctx, tx, "", districtID, staff)
 	})
 }
 
@@ -257,5 +257,5 @@ func (s *Store) applyRoster(ctx context.Context, tx *txn, groupID string, c anal
 			return err
 		}
 	}
-	return s.applyRosterStaff(ctx, tx, groupID, c)
+	return s.applyStaffChange(ctx, tx, groupID, "", c.Staff)
 }

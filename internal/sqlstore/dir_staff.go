@@ -107,23 +107,25 @@ func ownerColumn(groupID, districtID string) (string, string) {
 	return "group_id", groupID
 }
 
-// applyRosterStaff applies a roster import's staff with tx: the members
-// it deletes, and with ReplaceStaff those it brought before and does not
-// name, leave (their sessions with them); each it names is updated,
-// found by its roster id or else its email, or added; a teacher's
-// classes are set when the import says them.
-func (s *Store) applyRosterStaff(ctx context.Context, tx *txn, groupID string, c analytics.RosterChange) error {
+// applyStaffChange applies a roster import's change to a school's staff
+// (groupID) or a district's (districtID) with tx: the members it deletes,
+// and with Replace those it brought before and does not name, leave
+// (their sessions with them); each it names is updated, found by its
+// roster id or else its email, or added; a teacher's classes are set when
+// the import says them.
+func (s *Store) applyStaffChange(ctx context.Context, tx *txn, groupID, districtID string, c analytics.StaffChange) error {
+	column, owner := ownerColumn(groupID, districtID)
 	named := make(map[string]bool, len(c.Staff))
 	for _, m := range c.Staff {
 		named[m.SourcedID] = true
 	}
 	var gone []string
-	err := s.query(ctx, tx, `SELECT sourced_id FROM staff WHERE group_id = ? AND sourced_id IS NOT NULL`, []any{groupID}, func(rows *sql.Rows) error {
+	err := s.query(ctx, tx, `SELECT sourced_id FROM staff WHERE `+column+` = ? AND sourced_id IS NOT NULL`, []any{owner}, func(rows *sql.Rows) error {
 		var id string
 		if err := rows.Scan(&id); err != nil {
 			return err
 		}
-		if slices.Contains(c.StaffGone, id) || c.ReplaceStaff && !named[id] {
+		if slices.Contains(c.Gone, id) || c.Replace && !named[id] {
 			gone = append(gone, id)
 		}
 		return nil
@@ -132,12 +134,13 @@ func (s *Store) applyRosterStaff(ctx context.Context, tx *txn, groupID string, c
 		return err
 	}
 	for _, id := range gone {
-		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM staff WHERE group_id = ? AND sourced_id = ?`), groupID, id); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM staff WHERE `+column+` = ? AND sourced_id = ?`), owner, id); err != nil {
 			return err
 		}
 	}
 	for _, m := range c.Staff {
-		if err := s.saveRosterStaff(ctx, tx, groupID, m); err != nil {
+		m.GroupID, m.DistrictID = groupID, districtID
+		if err := s.saveRosterStaff(ctx, tx, m); err != nil {
 			return err
 		}
 	}
@@ -146,15 +149,16 @@ func (s *Store) applyRosterStaff(ctx context.Context, tx *txn, groupID string, c
 
 // saveRosterStaff updates the member of the roster's id, or else of the
 // email, or adds them (with m's ID and Created).
-func (s *Store) saveRosterStaff(ctx context.Context, tx *txn, groupID string, m analytics.Staff) error {
+func (s *Store) saveRosterStaff(ctx context.Context, tx *txn, m analytics.Staff) error {
+	column, owner := ownerColumn(m.GroupID, m.DistrictID)
 	var id string
-	err := tx.QueryRowContext(ctx, s.q(`SELECT staff_id FROM staff WHERE group_id = ? AND (sourced_id = ? OR email = ?)
-		ORDER BY CASE WHEN sourced_id = ? THEN 0 ELSE 1 END LIMIT 1`), groupID, m.SourcedID, m.Email, m.SourcedID).Scan(&id)
+	err := tx.QueryRowContext(ctx, s.q(`SELECT staff_id FROM staff WHERE `+column+` = ? AND (sourced_id = ? OR email = ?)
+		ORDER BY CASE WHEN sourced_id = ? THEN 0 ELSE 1 END LIMIT 1`), owner, m.SourcedID, m.Email, m.SourcedID).Scan(&id)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		id = m.ID
-		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO staff (staff_id, email, name, role, group_id, sourced_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
-			id, m.Email, m.Name, string(m.Role), groupID, m.SourcedID, millis(m.Created))
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO staff (staff_id, email, name, role, group_id, district_id, sourced_id, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), id, m.Email, m.Name, string(m.Role), nullable(m.GroupID), nullable(m.DistrictID), m.SourcedID, millis(m.Created))
 	case err == nil:
 		_, err = tx.ExecContext(ctx, s.q(`UPDATE staff SET email = ?, name = ?, role = ?, sourced_id = ? WHERE staff_id = ?`),
 			m.Email, m.Name, string(m.Role), m.SourcedID, id)
@@ -166,7 +170,7 @@ func (s *Store) saveRosterStaff(ctx context.Context, tx *txn, groupID string, m 
 		return err
 	}
 	for _, class := range m.ClassIDs {
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO staff_classes (staff_id, group_id, class_id) VALUES (?, ?, ?)`), id, groupID, class); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO staff_classes (staff_id, group_id, class_id) VALUES (?, ?, ?)`), id, m.GroupID, class); err != nil {
 			return err
 		}
 	}
