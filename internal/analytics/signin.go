@@ -19,7 +19,14 @@ type Provider struct {
 	// EmailDomains are the domains of the emails it may sign in, in
 	// lower case and byte order.
 	EmailDomains []string
-	Created      time.Time
+	// MatchClaim, when set, names the claim that holds the person's
+	// roster id (ClassLink's SourcedId, say): they are matched to the
+	// staff a roster import brought by it, rather than by their verified
+	// email. RequiredClaims are claims the provider must send with these
+	// values (a tenant's id, where the issuer serves many), by name.
+	MatchClaim     string
+	RequiredClaims map[string]string
+	Created        time.Time
 }
 
 // SignInAttempt is a sign-in begun and not yet finished: what the browser

@@ -91,10 +91,11 @@ type Directory interface {
 	// Providers, every provider, by id.
 	Provider(ctx context.Context, providerID string) (Provider, error)
 	Providers(ctx context.Context) ([]Provider, error)
-	// StaffOfProvider returns the staff with this email whom p may sign
-	// in: a school's provider its staff, a district's its own and its
+	// StaffOfProvider returns the staff whom p may sign in with this
+	// email, or with this roster id when it is given (Provider.MatchClaim):
+	// a school's provider its staff, a district's its own and its
 	// schools' staff.
-	StaffOfProvider(ctx context.Context, p Provider, email string) ([]Staff, error)
+	StaffOfProvider(ctx context.Context, p Provider, email, sourcedID string) ([]Staff, error)
 
 	// Sign-in: StartSignIn keeps an attempt (and forgets those older
 	// than maxAge); TakeSignIn returns the attempt of this state hash

@@ -21,6 +21,9 @@ func providerAdd(e *env, args []string) error {
 	secretFile := fs.String("client-secret-file", "", "a file holding the client's secret (- for standard input), so that it is not in the shell's history")
 	var domains flagList
 	fs.Var(&domains, "domain", "an email domain it may sign in, such as lakeland.k12.example; repeat it for each")
+	matchClaim := fs.String("match-claim", "", "match people by this claim, which holds their roster id (ClassLink: SourcedId), rather than by their verified email; needs --require-claim")
+	var required flagList
+	fs.Var(&required, "require-claim", "NAME=VALUE: a claim the provider must send with this value, such as TenantId=1234; repeat it for each")
 	return withPlatform(e, fs, db, args, false, []string{"id", "issuer", "client-id", "client-secret-file"}, func(p *platform.Platform) error {
 		if err := oneOwner("provider add", "staff", *group, *district); err != nil {
 			return err
@@ -29,8 +32,16 @@ func providerAdd(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
+		claims := map[string]string{}
+		for _, c := range required {
+			name, value, ok := strings.Cut(c, "=")
+			if !ok || name == "" {
+				return fmt.Errorf("invalid --require-claim %q: expected NAME=VALUE, such as TenantId=1234", c)
+			}
+			claims[name] = value
+		}
 		pr, err := p.AddProvider(e.ctx, analytics.Provider{GroupID: *group, DistrictID: *district, ID: *id, Name: *name,
-			Issuer: *issuer, ClientID: *clientID, ClientSecret: secret, EmailDomains: domains})
+			Issuer: *issuer, ClientID: *clientID, ClientSecret: secret, EmailDomains: domains, MatchClaim: *matchClaim, RequiredClaims: claims})
 		if err == nil {
 			fmt.Fprintf(e.stdout, "added sign-in provider %s (%s) for %s: emails of %s\n", pr.ID, pr.Issuer, ownerName(pr.GroupID, pr.DistrictID),
 				strings.Join(pr.EmailDomains, ", "))

@@ -254,7 +254,7 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 		s.signInFailed(w, r, err)
 		return
 	}
-	staff, err := s.engine.Directory.StaffOfProvider(r.Context(), p, id.Email)
+	staff, err := s.engine.Directory.StaffOfProvider(r.Context(), p, id.Email, id.SourcedID)
 	if err != nil {
 		s.signInFailed(w, r, err)
 		return
@@ -263,7 +263,7 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 		s.failedAuth(w, s.limits.clientAddress(r), now)
 		s.log.InfoContext(r.Context(), "sign-in of someone not on the staff", "provider", p.ID)
 		s.writeSignInPage(w, http.StatusForbidden, "You are not on the staff here",
-			"You signed in as "+id.Email+", but no school or district here lists that address as its staff. Ask your school's administrator to add you.", nil)
+			"You signed in as "+cmp.Or(id.Email, id.SourcedID)+", but no school or district here lists you as its staff. Ask your school's administrator to add you.", nil)
 		return
 	}
 	token := randomToken()

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -379,5 +380,62 @@ func TestSignInRefusals(t *testing.T) {
 	}
 	if strings.Contains(e.logs.String(), "client-secret") || strings.Contains(e.logs.String(), "gas_") {
 		t.Errorf("the log holds a secret: %s", e.logs.String())
+	}
+}
+
+// TestSignInByRosterID: a provider that matches people by the claim of
+// their roster id finds the staff a roster import brought by it, only
+// with its tenant's claim; one without a tenant claim is refused when it
+// is set up.
+func TestSignInByRosterID(t *testing.T) {
+	e := newEnv(t, storetest.OpenKind(t, "sqlite"))
+	token := e.token()
+	e.school("sch-1", "UTC")
+	bulk := map[string]string{"orgs": "bulk", "academicSessions": "bulk", "classes": "bulk", "users": "bulk", "roles": "bulk", "enrollments": "bulk"}
+	if r := e.do("POST", "/v1/admin/groups/sch-1/roster", "", string(sisExport().zip(t, bulk)), "Authorization", "Bearer "+token,
+		"Content-Type", "application/zip"); r.status != http.StatusOK {
+		t.Fatalf("roster import: %d %s", r.status, r.body)
+	}
+	p := oidctest.Start(t, opUsers, "ga-roster-ids", e.server.URL+"/oidc/callback")
+	provider := `{"id": "lv-classlink", "issuer": "` + p.Issuer + `", "clientId": "ga-roster-ids", "clientSecret": "` + oidctest.ClientSecret +
+		`", "emailDomains": ["lakeview.example"], "matchClaim": "SourcedId"`
+	if r := e.call("POST", "/v1/admin/groups/sch-1/sign-in-providers", token, provider+`}`); r.status != http.StatusBadRequest ||
+		!strings.Contains(r.errorMessage(t), "Missing requiredClaims") {
+		t.Errorf("matching by a roster id without a tenant's claim: %d %s, want 400", r.status, r.body)
+	}
+	e.mustCall("POST", "/v1/admin/groups/sch-1/sign-in-providers", token, provider+`, "requiredClaims": {"TenantId": "t1"}}`, http.StatusCreated)
+
+	// The provider sends its person's roster id and tenant (as ClassLink
+	// does), whoever they are by email.
+	with := func(claims map[string]any) func(string) string {
+		return func(idToken string) string {
+			c := claimsOf(t, idToken)
+			maps.Copy(c, claims)
+			return p.Sign(t, c)
+		}
+	}
+	p.Tamper(with(map[string]any{"SourcedId": "tch-1", "TenantId": "t1"}))
+	b := newBrowser(t, e.server.URL)
+	if r := b.signIn(p, "lv-classlink", "ada"); r.status != http.StatusSeeOther {
+		t.Fatalf("sign-in by roster id: %d %s", r.status, r.body)
+	}
+	if me, _ := b.me(); me["kind"] != "teacher" || me["person"].(map[string]any)["email"] != "rortiz@lakeview.example" {
+		t.Errorf("signed in by roster id: %v, want the roster's teacher", me)
+	}
+	for _, c := range []struct {
+		claims map[string]any
+		status int
+		says   string
+	}{
+		{map[string]any{"SourcedId": "tch-1", "TenantId": "t2"}, http.StatusForbidden, "its TenantId is another"},
+		{map[string]any{"SourcedId": "tch-1"}, http.StatusForbidden, "its TenantId is another"},
+		{map[string]any{"TenantId": "t1"}, http.StatusForbidden, "sent no SourcedId"},
+		{map[string]any{"SourcedId": "stu-1", "TenantId": "t1"}, http.StatusForbidden, "not on the staff"},
+	} {
+		p.Tamper(with(c.claims))
+		r := newBrowser(t, e.server.URL).signIn(p, "lv-classlink", "ada")
+		if r.status != c.status || !strings.Contains(string(r.body), c.says) {
+			t.Errorf("claims %v: %d %s, want %d saying %q", c.claims, r.status, r.body, c.status, c.says)
+		}
 	}
 }

@@ -67,29 +67,43 @@ type providerJSON struct {
 	GroupID      *string  `json:"groupId"`
 	DistrictID   *string  `json:"districtId"`
 	EmailDomains []string `json:"emailDomains"`
-	CreatedAt    string   `json:"createdAt"`
+	// MatchClaim is null for a provider that matches by email.
+	MatchClaim     *string           `json:"matchClaim"`
+	RequiredClaims map[string]string `json:"requiredClaims"`
+	CreatedAt      string            `json:"createdAt"`
 }
 
 func toProvider(p analytics.Provider) providerJSON {
 	return providerJSON{p.ID, p.Name, p.Issuer, p.ClientID, orNull(p.GroupID), orNull(p.DistrictID),
-		append([]string{}, p.EmailDomains...), analytics.FormatTime(p.Created)}
+		append([]string{}, p.EmailDomains...), orNull(p.MatchClaim), orEmpty(p.RequiredClaims), analytics.FormatTime(p.Created)}
+}
+
+// orEmpty is m, or an empty map for none: an object, never null.
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }
 
 // addProvider serves POST …/sign-in-providers of a school or a district.
 func (s *Server) addProvider(r *http.Request) (int, any, error) {
 	var in struct {
-		ID           string   `json:"id"`
-		Name         string   `json:"name"`
-		Issuer       string   `json:"issuer"`
-		ClientID     string   `json:"clientId"`
-		ClientSecret string   `json:"clientSecret"`
-		EmailDomains []string `json:"emailDomains"`
+		ID             string            `json:"id"`
+		Name           string            `json:"name"`
+		Issuer         string            `json:"issuer"`
+		ClientID       string            `json:"clientId"`
+		ClientSecret   string            `json:"clientSecret"`
+		EmailDomains   []string          `json:"emailDomains"`
+		MatchClaim     string            `json:"matchClaim"`
+		RequiredClaims map[string]string `json:"requiredClaims"`
 	}
 	if err := decodeBody(r, &in); err != nil {
 		return 0, nil, err
 	}
 	p, err := s.platform.AddProvider(r.Context(), analytics.Provider{GroupID: r.PathValue("groupId"), DistrictID: r.PathValue("districtId"),
-		ID: in.ID, Name: in.Name, Issuer: in.Issuer, ClientID: in.ClientID, ClientSecret: in.ClientSecret, EmailDomains: in.EmailDomains})
+		ID: in.ID, Name: in.Name, Issuer: in.Issuer, ClientID: in.ClientID, ClientSecret: in.ClientSecret, EmailDomains: in.EmailDomains,
+		MatchClaim: in.MatchClaim, RequiredClaims: in.RequiredClaims})
 	return http.StatusCreated, toProvider(p), err
 }
 

@@ -37,6 +37,9 @@ func (p *Platform) AddProvider(ctx context.Context, pr analytics.Provider) (anal
 	if err != nil {
 		return pr, err
 	}
+	if err := checkMatching(pr); err != nil {
+		return pr, err
+	}
 	pr.EmailDomains, pr.Created = domains, p.Now().UTC().Truncate(time.Millisecond)
 	return pr, p.Directory.AddProvider(ctx, pr)
 }
@@ -66,6 +69,31 @@ func checkIssuer(issuer string) error {
 func loopback(host string) bool {
 	ip := net.ParseIP(host)
 	return host == "localhost" || ip != nil && ip.IsLoopback()
+}
+
+// checkMatching checks how a provider's people are matched: by a claim
+// holding their roster id only with a required claim beside it, since an
+// issuer such as ClassLink's or Clever's serves every school, and a roster
+// id is unique only within one.
+func checkMatching(pr analytics.Provider) error {
+	for name, value := range pr.RequiredClaims {
+		if err := checkText("requiredClaims", name, 100); err != nil {
+			return err
+		}
+		if err := checkText("requiredClaims."+name, value, 1000); err != nil {
+			return err
+		}
+	}
+	if pr.MatchClaim == "" {
+		return nil
+	}
+	if err := checkText("matchClaim", pr.MatchClaim, 100); err != nil {
+		return err
+	}
+	if len(pr.RequiredClaims) == 0 {
+		return invalid("Missing requiredClaims: matching by %s, the claim of a roster id, needs a claim that names the school's or district's own accounts, such as {\"TenantId\": \"…\"}: the issuer may serve others too", pr.MatchClaim)
+	}
+	return nil
 }
 
 // checkDomains checks the email domains a provider may sign in (at least

@@ -6,11 +6,14 @@
 package signin
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -119,21 +122,15 @@ type Identity struct {
 	Subject string
 	Email   string // in lower case
 	Name    string
-}
-
-// claims are the ID token's or userinfo's claims that sign-in reads.
-type claims struct {
-	Subject       string `json:"sub"`
-	Email         string `json:"email"`
-	EmailVerified *bool  `json:"email_verified"`
-	Name          string `json:"name"`
+	// SourcedID is their roster id, for a provider that matches by it.
+	SourcedID string
 }
 
 // Finish redeems the code with the attempt's verifier, checks the ID
-// token (issuer, audience, expiry, signature, and the attempt's nonce)
-// and returns who signed in: a verified email of one of the provider's
-// domains. The email is the ID token's or, when it has none, userinfo's
-// for the same subject.
+// token (issuer, audience, expiry, signature, and the attempt's nonce),
+// and returns who signed in as the provider's rules take them (Match).
+// The claims are the ID token's and, for those it lacks, userinfo's for
+// the same subject.
 func (rp *RelyingParty) Finish(ctx context.Context, p analytics.Provider, redirectURL string, a analytics.SignInAttempt, code string) (Identity, error) {
 	op, err := rp.provider(ctx, p.Issuer)
 	if err != nil {
@@ -155,32 +152,80 @@ func (rp *RelyingParty) Finish(ctx context.Context, p analytics.Provider, redire
 	if idToken.Nonce != a.Nonce {
 		return Identity{}, fail("The sign-in provider's ID token is not this sign-in's (its nonce differs)", nil)
 	}
-	var c claims
-	if err := idToken.Claims(&c); err != nil {
+	claims := map[string]any{}
+	if err := idToken.Claims(&claims); err != nil {
 		return Identity{}, fail("The sign-in provider's ID token could not be read", err)
 	}
-	if c.Email == "" {
+	if lacks(p, claims) {
 		info, err := op.UserInfo(ctx, oauth2.StaticTokenSource(token))
 		if err != nil {
 			return Identity{}, fail("The sign-in provider's user info could not be read", err)
 		}
-		if err := info.Claims(&c); err != nil || c.Subject != idToken.Subject {
+		more := map[string]any{}
+		if err := info.Claims(&more); err != nil || info.Subject != idToken.Subject {
 			return Identity{}, fail("The sign-in provider's user info is not the ID token's person", err)
 		}
+		for name, v := range more {
+			if _, ok := claims[name]; !ok {
+				claims[name] = v
+			}
+		}
 	}
-	return checkEmail(p, Identity{Subject: idToken.Subject, Email: strings.ToLower(c.Email), Name: c.Name}, c.EmailVerified)
+	return Match(p, idToken.Subject, claims)
 }
 
-// checkEmail lets in a verified email of one of the provider's domains.
-func checkEmail(p analytics.Provider, id Identity, verified *bool) (Identity, error) {
+// lacks tells whether claims lack one that p's rules read.
+func lacks(p analytics.Provider, claims map[string]any) bool {
+	needed := []string{cmp.Or(p.MatchClaim, "email")}
+	for name := range p.RequiredClaims {
+		needed = append(needed, name)
+	}
+	for _, name := range needed {
+		if _, ok := claims[name]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Match is who claims say signed in, as p takes them: every required
+// claim with its value; then the roster id of p's MatchClaim, or else a
+// verified email of one of p's domains.
+func Match(p analytics.Provider, subject string, claims map[string]any) (Identity, error) {
+	for _, name := range slices.Sorted(maps.Keys(p.RequiredClaims)) {
+		if claimText(claims[name]) != p.RequiredClaims[name] {
+			return Identity{}, fail("This account is not one this sign-in takes: its "+name+" is another's", nil)
+		}
+	}
+	id := Identity{Subject: subject, Email: strings.ToLower(claimText(claims["email"])), Name: claimText(claims["name"])}
+	if p.MatchClaim != "" {
+		if id.SourcedID = claimText(claims[p.MatchClaim]); id.SourcedID == "" {
+			return id, fail("The sign-in provider sent no "+p.MatchClaim+", which finds you on the staff", nil)
+		}
+		return id, nil
+	}
 	_, domain, ok := strings.Cut(id.Email, "@")
 	switch {
 	case !ok:
 		return id, fail("The sign-in provider gave no email address", nil)
-	case verified == nil || !*verified:
+	case claimText(claims["email_verified"]) != "true":
 		return id, fail(fmt.Sprintf("The sign-in provider has not verified %s", id.Email), nil)
 	case !slices.Contains(p.EmailDomains, domain):
 		return id, fail(fmt.Sprintf("%s is not an address this sign-in takes: sign in with your school account", id.Email), nil)
 	}
 	return id, nil
+}
+
+// claimText is a claim's value as text: a string as it is, a number
+// without exponent, a boolean as true or false; "" for none.
+func claimText(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
 }

@@ -9,16 +9,17 @@ import (
 	"groupanalytics/internal/analytics"
 )
 
-// StaffOfProvider returns the staff with this email whom p may sign in:
-// a school's provider that school's; a district's the district's own
-// and its schools'.
-func (s *Store) StaffOfProvider(ctx context.Context, p analytics.Provider, email string) ([]analytics.Staff, error) {
+// StaffOfProvider returns the staff whom p may sign in with this email,
+// or with this roster id when it is given: a school's provider that
+// school's; a district's the district's own and its schools'.
+func (s *Store) StaffOfProvider(ctx context.Context, p analytics.Provider, email, sourcedID string) ([]analytics.Staff, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	rows, err := s.read.QueryContext(ctx, s.q(`SELECT `+staffColumns+`
 		FROM staff m LEFT JOIN staff_classes c ON c.staff_id = m.staff_id
-		WHERE m.email = ? AND (m.group_id = ? OR m.district_id = ? OR m.group_id IN (SELECT group_id FROM groups WHERE district_id = ?))
-		ORDER BY m.staff_id, c.class_id`), email, p.GroupID, p.DistrictID, p.DistrictID)
+		WHERE (CASE WHEN ? = '' THEN m.email = ? ELSE m.sourced_id = ? END)
+			AND (m.group_id = ? OR m.district_id = ? OR m.group_id IN (SELECT group_id FROM groups WHERE district_id = ?))
+		ORDER BY m.staff_id, c.class_id`), sourcedID, email, sourcedID, p.GroupID, p.DistrictID, p.DistrictID)
 	if err != nil {
 		return nil, s.wrap("StaffOfProvider", err)
 	}

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"strings"
 
@@ -20,10 +21,19 @@ func (s *Store) AddProvider(ctx context.Context, p analytics.Provider) error {
 		} else if err := s.lockGroup(ctx, tx, p.GroupID); err != nil {
 			return err
 		}
+		claims := p.RequiredClaims
+		if claims == nil {
+			claims = map[string]string{}
+		}
+		required, err := json.Marshal(claims)
+		if err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO sign_in_providers (provider_id, name, issuer, client_id, client_secret,
-				group_id, district_id, email_domains, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider_id) DO NOTHING`),
+				group_id, district_id, email_domains, match_claim, required_claims, created_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider_id) DO NOTHING`),
 			p.ID, p.Name, p.Issuer, p.ClientID, p.ClientSecret, nullable(p.GroupID), nullable(p.DistrictID),
-			strings.Join(p.EmailDomains, " "), millis(p.Created))
+			strings.Join(p.EmailDomains, " "), p.MatchClaim, string(required), millis(p.Created))
 		if err != nil {
 			return err
 		}
@@ -44,15 +54,18 @@ func (s *Store) ProvidersOf(ctx context.Context, groupID, districtID string) ([]
 // providerColumns are a sign-in provider's columns, as scanProvider reads
 // them.
 const providerColumns = `provider_id, name, issuer, client_id, client_secret, COALESCE(group_id, ''), COALESCE(district_id, ''),
-	email_domains, created_at`
+	email_domains, match_claim, required_claims, created_at`
 
 func scanProvider(row interface{ Scan(...any) error }) (analytics.Provider, error) {
 	var p analytics.Provider
-	var domains string
+	var domains, required string
 	var created int64
-	err := row.Scan(&p.ID, &p.Name, &p.Issuer, &p.ClientID, &p.ClientSecret, &p.GroupID, &p.DistrictID, &domains, &created)
+	if err := row.Scan(&p.ID, &p.Name, &p.Issuer, &p.ClientID, &p.ClientSecret, &p.GroupID, &p.DistrictID, &domains, &p.MatchClaim,
+		&required, &created); err != nil {
+		return p, err
+	}
 	p.EmailDomains, p.Created = strings.Fields(domains), fromMillis(created)
-	return p, err
+	return p, json.Unmarshal([]byte(required), &p.RequiredClaims)
 }
 
 // Provider returns one sign-in provider, or answers NotFound.
