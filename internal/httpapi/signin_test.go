@@ -359,6 +359,7 @@ func TestSignInRefusals(t *testing.T) {
 		{"another audience", resign(func(c map[string]any) { c["aud"] = []string{"someone-else"} })},
 		{"expired", resign(func(c map[string]any) { c["iat"], c["exp"] = now.Add(-2*time.Hour).Unix(), now.Add(-time.Hour).Unix() })},
 		{"another sign-in's nonce", resign(func(c map[string]any) { c["nonce"] = "replayed-nonce" })},
+		{"an email without email_verified or Entra's xms_edov", resign(func(c map[string]any) { c["email"] = "ada@north.example" })},
 		{"a bad signature", func(idToken string) string {
 			parts := strings.Split(idToken, ".")
 			claims := claimsOf(t, idToken)
@@ -374,6 +375,16 @@ func TestSignInRefusals(t *testing.T) {
 		p.Tamper(c.tamper)
 		refused("an ID token of "+c.name, newBrowser(t, e.server.URL).signIn(p, "lakeland-idp", "ada"), http.StatusForbidden, "Sign-in failed")
 	}
+	// Entra ID sends no email_verified for an organisation's accounts,
+	// but its xms_edov when asked: the tenant owns the domain.
+	p.Tamper(resign(func(c map[string]any) { c["email"], c["xms_edov"] = "ada@north.example", true }))
+	if r := newBrowser(t, e.server.URL).signIn(p, "lakeland-idp", "ada"); r.status != http.StatusSeeOther {
+		t.Errorf("an email vouched for by xms_edov: %d %s", r.status, r.body)
+	}
+	p.Tamper(resign(func(c map[string]any) {
+		c["email"], c["email_verified"], c["xms_edov"] = "ada@north.example", false, true
+	}))
+	refused("an email_verified false beside xms_edov", newBrowser(t, e.server.URL).signIn(p, "lakeland-idp", "ada"), http.StatusForbidden, "has not verified")
 	p.Tamper(nil)
 	if r := newBrowser(t, e.server.URL).signIn(p, "lakeland-idp", "ada"); r.status != http.StatusSeeOther {
 		t.Errorf("an honest sign-in after them: %d %s", r.status, r.body)

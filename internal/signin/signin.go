@@ -208,12 +208,23 @@ func Match(p analytics.Provider, subject string, claims map[string]any) (Identit
 	switch {
 	case !ok:
 		return id, fail("The sign-in provider gave no email address", nil)
-	case claimText(claims["email_verified"]) != "true":
+	case !emailVerified(claims):
 		return id, fail(fmt.Sprintf("The sign-in provider has not verified %s", id.Email), nil)
 	case !slices.Contains(p.EmailDomains, domain):
 		return id, fail(fmt.Sprintf("%s is not an address this sign-in takes: sign in with your school account", id.Email), nil)
 	}
 	return id, nil
+}
+
+// emailVerified tells whether the provider vouches for the email: its
+// email_verified, or, where it sends none (Microsoft Entra ID, for an
+// organisation's accounts), Entra's xms_edov, which says that the tenant
+// owns the email's domain.
+func emailVerified(claims map[string]any) bool {
+	if v, ok := claims["email_verified"]; ok {
+		return claimText(v) == "true"
+	}
+	return claimText(claims["xms_edov"]) == "true"
 }
 
 // claimText is a claim's value as text: a string as it is, a number
