@@ -136,7 +136,9 @@ func TestRollupsBehindFoldedByTheWriter(t *testing.T) {
 	if _, err := s.AppendEvents(ctx, []analytics.Event{{GroupID: "g0", ID: "e1", StudentID: "s", OccurredAt: at}}); err != nil {
 		t.Fatal(err)
 	}
-	if events, _ := s.BehindStats(); events != 1 {
+	// One share behind, unless the writer's tick came between the append
+	// and this look (a clean-clone CI run of 29fb9ea saw it so).
+	if events, _ := s.BehindStats(); events > 1 {
 		t.Fatalf("%d shares behind after one small append; want 1", events)
 	}
 	deadline := time.Now().Add(10 * foldBehindEvery)
