@@ -82,6 +82,17 @@ func TestSignInDashboardInBrowser(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(shots, "dashboard-signed-in.png"), buf, 0o644); err != nil {
 				t.Fatal(err)
 			}
+			// On a phone, after a reload (the session is the cookie's): the
+			// header's name and sign-out in view, nothing wider than it.
+			var fits bool
+			run("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile), chromedp.Reload(),
+				chromedp.WaitVisible("#person"), chromedp.Poll(`document.getElementById("dashboard").dataset.loaded !== undefined`, nil),
+				chromedp.Evaluate(`document.documentElement.scrollWidth <= window.innerWidth &&
+					[document.getElementById("person"), document.getElementById("sign-out")].every((e) => e.getBoundingClientRect().right <= window.innerWidth)`, &fits),
+				chromedp.EmulateViewport(1280, 1000))
+			if !fits {
+				t.Errorf("signed in, on a phone: the header's name or sign-out out of view, or the page wider than the screen")
+			}
 		case "head":
 			// The teacher's students, just shown, are in the school's
 			// access log under her name.
