@@ -19,11 +19,7 @@ func TestRosterStaff(t *testing.T) {
 		token := e.token()
 		post := func(b bundle, modes map[string]string) map[string]any {
 			t.Helper()
-			r := e.do("POST", "/v1/admin/groups/north/roster", "", string(b.zip(t, modes)), "Authorization", "Bearer "+token, "Content-Type", "application/zip")
-			if r.status != http.StatusOK {
-				t.Fatalf("roster import: %d %s", r.status, r.body)
-			}
-			return r.json(t)
+			return e.importRoster("/v1/admin/groups/north/roster", token, b, modes)
 		}
 		staff := func() string {
 			t.Helper()
@@ -110,11 +106,7 @@ func TestDistrictRosterStaff(t *testing.T) {
 		token := e.token()
 		post := func(b bundle, modes map[string]string) map[string]any {
 			t.Helper()
-			r := e.do("POST", "/v1/admin/districts/lv/roster", "", string(b.zip(t, modes)), "Authorization", "Bearer "+token, "Content-Type", "application/zip")
-			if r.status != http.StatusOK {
-				t.Fatalf("district roster import: %d %s", r.status, r.body)
-			}
-			return r.json(t)
+			return e.importRoster("/v1/admin/districts/lv/roster", token, b, modes)
 		}
 		staffOf := func(group, district string) string {
 			t.Helper()
@@ -150,4 +142,15 @@ func TestDistrictRosterStaff(t *testing.T) {
 			t.Errorf("staff left after the delta: %q", got)
 		}
 	})
+}
+
+// importRoster posts a bundle to a roster endpoint (a school's or a
+// district's), and returns its answer, which must be a 200.
+func (e *testEnv) importRoster(path, token string, b bundle, modes map[string]string) map[string]any {
+	e.t.Helper()
+	r := e.do("POST", path, "", string(b.zip(e.t, modes)), "Authorization", "Bearer "+token, "Content-Type", "application/zip")
+	if r.status != http.StatusOK {
+		e.t.Fatalf("roster import: %d %s", r.status, r.body)
+	}
+	return r.json(e.t)
 }

@@ -403,10 +403,7 @@ func TestSignInByRosterID(t *testing.T) {
 	token := e.token()
 	e.school("sch-1", "UTC")
 	bulk := map[string]string{"orgs": "bulk", "academicSessions": "bulk", "classes": "bulk", "users": "bulk", "roles": "bulk", "enrollments": "bulk"}
-	if r := e.do("POST", "/v1/admin/groups/sch-1/roster", "", string(sisExport().zip(t, bulk)), "Authorization", "Bearer "+token,
-		"Content-Type", "application/zip"); r.status != http.StatusOK {
-		t.Fatalf("roster import: %d %s", r.status, r.body)
-	}
+	e.importRoster("/v1/admin/groups/sch-1/roster", token, sisExport(), bulk)
 	p := oidctest.Start(t, opUsers, "ga-roster-ids", e.server.URL+"/oidc/callback")
 	provider := `{"id": "lv-classlink", "issuer": "` + p.Issuer + `", "clientId": "ga-roster-ids", "clientSecret": "` + oidctest.ClientSecret +
 		`", "emailDomains": ["lakeview.example"], "matchClaim": "SourcedId"`
