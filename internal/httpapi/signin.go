@@ -52,6 +52,12 @@ func csrfToken(sessionToken string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
+// carriesCSRF tells whether the request carries the CSRF token of the
+// session whose token this is.
+func carriesCSRF(r *http.Request, sessionToken string) bool {
+	return subtle.ConstantTimeCompare([]byte(r.Header.Get(csrfHeader)), []byte(csrfToken(sessionToken))) == 1
+}
+
 // sessionAccess opens what the session of the request's cookie opens: as
 // much as the key of its staff member's role, and only while that member
 // is on the staff, their school (or a school of their district) has a
@@ -63,8 +69,7 @@ func (s *Server) sessionAccess(r *http.Request, token string, now time.Time) (an
 	if err != nil {
 		return analytics.Access{}, err
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead &&
-		subtle.ConstantTimeCompare([]byte(r.Header.Get(csrfHeader)), []byte(csrfToken(token))) != 1 {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !carriesCSRF(r, token) {
 		return analytics.Access{}, errCSRF
 	}
 	person := &analytics.Person{StaffID: m.Staff.ID, Email: m.Staff.Email, Name: m.Staff.Name, Role: m.Staff.Role, ProviderID: m.ProviderID}
@@ -311,7 +316,7 @@ func (s *Server) signInFailed(w http.ResponseWriter, r *http.Request, err error)
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 	c, err := r.Cookie(sessionCookie)
 	if err == nil && c.Value != "" {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get(csrfHeader)), []byte(csrfToken(c.Value))) != 1 {
+		if !carriesCSRF(r, c.Value) {
 			s.writeError(w, r, errCSRF)
 			return
 		}
