@@ -230,6 +230,14 @@ type UsageStore interface {
 	// group's under its id (one without rows may be missing), in one read
 	// of each database: of each shard, not of each group.
 	GroupsRollups(ctx context.Context, groupIDs []string, seg Segment) (map[string][]GroupRollup, error)
+	// UsageVersions returns a version of each group's rollups (in the
+	// order of groupIDs) as the reads that follow see them: it changes
+	// with every write of them (appends, erasures, rebuilds, retention
+	// cuts, moves), in any process, so that what was made of a group's
+	// rollups under one version holds while it is current. A group
+	// holding no usage has a version too; one that does not exist, "".
+	// Call SettleGroups first and pass its context.
+	UsageVersions(ctx context.Context, groupIDs []string) ([]string, error)
 	// Ordinals returns the ordinal of each student of the group the store
 	// has numbered: their place in StudentTotals' counts. A student keeps
 	// their ordinal until erased, and an ordinal is never given to another

@@ -2,6 +2,7 @@ package chstore
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -60,6 +61,32 @@ func (s *Store) SettleGroups(ctx context.Context, groupIDs []string) (context.Co
 		}
 	}
 	return context.WithValue(ctx, settledGroupsKey{}, settled), nil
+}
+
+// UsageVersions tells each group's version by the placement SettleGroups
+// read (settling them when ctx carries none): its shard, epoch and write
+// number, which every write of its usage moves on. A group with a write
+// unfinished has none (""), nor one SettleGroups did not read.
+func (s *Store) UsageVersions(ctx context.Context, groupIDs []string) ([]string, error) {
+	settled, ok := ctx.Value(settledGroupsKey{}).(settledGroups)
+	if !ok {
+		settledCtx, err := s.SettleGroups(ctx, groupIDs)
+		if err != nil {
+			return nil, err
+		}
+		settled, _ = settledCtx.Value(settledGroupsKey{}).(settledGroups)
+	}
+	versions := make([]string, len(groupIDs))
+	for i, id := range groupIDs {
+		switch v, ok := settled[id]; {
+		case !ok || v.p.Intent != nil:
+		case !v.placed:
+			versions[i] = "unplaced"
+		default:
+			versions[i] = v.p.Shard + "." + strconv.FormatInt(v.p.Epoch, 10) + "." + strconv.FormatInt(v.p.Seq, 10)
+		}
+	}
+	return versions, nil
 }
 
 // GroupsRollups reads the groups' rows of seg from their states: those

@@ -182,17 +182,29 @@ func TestDistrictsAgainstBruteForce(t *testing.T) {
 				sent = append(sent, in)
 			}
 		}
-		for len(sent) > 0 {
-			n := min(len(sent), 1+rng.IntN(300))
-			e.send(sent[:n]...)
-			for _, in := range sent[:n] {
-				m.apply(in)
-			}
-			sent = sent[n:]
+		// The last events of each school come after the first answers.
+		var later []platform.EventInput
+		for i := len(sent) - 1; i >= 0; i -= 37 {
+			later = append(later, sent[i])
+			sent = slices.Delete(sent, i, i+1)
 		}
+		sendAll := func(sent []platform.EventInput) {
+			for len(sent) > 0 {
+				n := min(len(sent), 1+rng.IntN(300))
+				e.send(sent[:n]...)
+				for _, in := range sent[:n] {
+					m.apply(in)
+				}
+				sent = sent[n:]
+			}
+		}
+		sendAll(sent)
 		earliest := time.Date(2024, 12, 15, 0, 0, 0, 0, time.UTC)
+		// Every check asks the same questions first: the engine keeps each
+		// school's figures of a period, and a change must reach them.
 		check := func(label string, attached []string) {
 			t.Helper()
+			rng := rand.New(rand.NewPCG(7, 60))
 			for i := range 40 {
 				q := refDistrictQuery{endpoint: []string{"live-lecture", "chat"}[rng.IntN(2)], interval: []string{"", "day", "week", "month"}[rng.IntN(4)],
 					perSchool: rng.IntN(2) == 0, schools: attached}
@@ -228,6 +240,14 @@ func TestDistrictsAgainstBruteForce(t *testing.T) {
 			}
 		}
 		check("", schools)
+		sendAll(later)
+		check("after more events", schools)
+		// A school's zone changed: its days are cut anew.
+		if _, err := e.platform.SetTimeZone(ctx, "s-b", "Pacific/Auckland"); err != nil {
+			t.Fatal(err)
+		}
+		m.zones["s-b"], _ = time.LoadLocation("Pacific/Auckland")
+		check("after a zone change", schools)
 		// A student erased in one school leaves the others' of that id.
 		e.mustCall("DELETE", "/v1/admin/groups/s-a/students/s03", e.token(), "", http.StatusNoContent)
 		m.events["s-a"] = slices.DeleteFunc(m.events["s-a"], func(ev refEvent) bool { return ev.student == "s03" })
@@ -595,53 +615,73 @@ func TestAdoptionAgainstBruteForce(t *testing.T) {
 			e.send(batch...)
 		}
 		key := e.district("d", "UTC", "p", "q", "r")
-		for i := range 30 {
-			first := time.Date(2024, 12, 15, 0, 0, 0, 0, time.UTC).AddDate(0, 0, rng.IntN(700))
-			last := first.AddDate(0, 0, rng.IntN(200))
-			query := "startDate=" + first.Format(time.DateOnly) + "&endDate=" + last.Format(time.DateOnly)
-			resp := e.do("GET", "/api/adoption?"+query, key, "")
-			if resp.status != http.StatusOK {
-				t.Fatalf("?%s: %d %s", query, resp.status, resp.body)
-			}
-			var got struct {
-				Total   map[string]any   `json:"total"`
-				Schools []map[string]any `json:"schools"`
-			}
-			json.Unmarshal(resp.body, &got)
-			var sumEnrolled, sumEither int
-			for j, g := range []string{"p", "q", "r"} {
-				ll, chat, either := map[string]bool{}, map[string]bool{}, map[string]bool{}
-				for _, ev := range m.events[g] {
-					day, _ := time.Parse(time.DateOnly, ev.at.In(m.zones[g]).Format(time.DateOnly))
-					if day.Before(first) || day.After(last) {
-						continue
+		// Each check asks the same ranges: what the engine keeps of them
+		// must follow the changes between.
+		check := func(label string) {
+			t.Helper()
+			rng := rand.New(rand.NewPCG(3, 12))
+			for i := range 30 {
+				first := time.Date(2024, 12, 15, 0, 0, 0, 0, time.UTC).AddDate(0, 0, rng.IntN(700))
+				last := first.AddDate(0, 0, rng.IntN(200))
+				query := "startDate=" + first.Format(time.DateOnly) + "&endDate=" + last.Format(time.DateOnly)
+				resp := e.do("GET", "/api/adoption?"+query, key, "")
+				if resp.status != http.StatusOK {
+					t.Fatalf("?%s: %d %s", query, resp.status, resp.body)
+				}
+				var got struct {
+					Total   map[string]any   `json:"total"`
+					Schools []map[string]any `json:"schools"`
+				}
+				json.Unmarshal(resp.body, &got)
+				var sumEnrolled, sumEither int
+				for j, g := range []string{"p", "q", "r"} {
+					ll, chat, either := map[string]bool{}, map[string]bool{}, map[string]bool{}
+					for _, ev := range m.events[g] {
+						day, _ := time.Parse(time.DateOnly, ev.at.In(m.zones[g]).Format(time.DateOnly))
+						if day.Before(first) || day.After(last) {
+							continue
+						}
+						either[ev.student] = true
+						if ev.kind == "live_lecture.session_created" || ev.chatType == "live_lecture" {
+							ll[ev.student] = true
+						}
+						if ev.kind == "chat.message_sent" {
+							chat[ev.student] = true
+						}
 					}
-					either[ev.student] = true
-					if ev.kind == "live_lecture.session_created" || ev.chatType == "live_lecture" {
-						ll[ev.student] = true
+					s := got.Schools[j]
+					want := fmt.Sprint(g, len(m.names[g]), len(ll), len(chat), len(either))
+					if have := fmt.Sprint(s["schoolId"], s["enrolled"], s["usedLiveLecture"], s["usedChat"], s["usedEither"]); have != want {
+						t.Fatalf("%s query %d ?%s school %s: %s, want %s", label, i, query, g, have, want)
 					}
-					if ev.kind == "chat.message_sent" {
-						chat[ev.student] = true
+					if seats[g] > 0 && (s["seats"] != float64(seats[g]) || s["overSeats"] != (len(either) > seats[g])) {
+						t.Fatalf("school %s seats: %v", g, s)
 					}
+					if seats[g] == 0 && (s["seats"] != nil || s["overSeats"] != nil || s["seatsUsedShare"] != nil) {
+						t.Fatalf("school %s without seats: %v", g, s)
+					}
+					sumEnrolled += len(m.names[g])
+					sumEither += len(either)
 				}
-				s := got.Schools[j]
-				want := fmt.Sprint(g, len(m.names[g]), len(ll), len(chat), len(either))
-				if have := fmt.Sprint(s["schoolId"], s["enrolled"], s["usedLiveLecture"], s["usedChat"], s["usedEither"]); have != want {
-					t.Fatalf("query %d ?%s school %s: %s, want %s", i, query, g, have, want)
+				if got.Total["enrolled"] != float64(sumEnrolled) || got.Total["usedEither"] != float64(sumEither) || got.Total["seats"] != nil {
+					t.Fatalf("total: %v, want enrolled %d, used %d, no seats (q says none)", got.Total, sumEnrolled, sumEither)
 				}
-				if seats[g] > 0 && (s["seats"] != float64(seats[g]) || s["overSeats"] != (len(either) > seats[g])) {
-					t.Fatalf("school %s seats: %v", g, s)
-				}
-				if seats[g] == 0 && (s["seats"] != nil || s["overSeats"] != nil || s["seatsUsedShare"] != nil) {
-					t.Fatalf("school %s without seats: %v", g, s)
-				}
-				sumEnrolled += len(m.names[g])
-				sumEither += len(either)
-			}
-			if got.Total["enrolled"] != float64(sumEnrolled) || got.Total["usedEither"] != float64(sumEither) || got.Total["seats"] != nil {
-				t.Fatalf("total: %v, want enrolled %d, used %d, no seats (q says none)", got.Total, sumEnrolled, sumEither)
 			}
 		}
+		check("")
+		// A student erased and new events: the same ranges again.
+		e.mustCall("DELETE", "/v1/admin/groups/p/students/s03", e.token(), "", http.StatusNoContent)
+		m.events["p"] = slices.DeleteFunc(m.events["p"], func(ev refEvent) bool { return ev.student == "s03" })
+		delete(m.names["p"], "s03")
+		var more []platform.EventInput
+		for i := range 50 {
+			in := platform.EventInput{ID: fmt.Sprint("q-more", i), GroupID: "q", StudentID: fmt.Sprintf("s%02d", 20+rng.IntN(10)),
+				OccurredAt: randomTime(rng, m.zones["q"]).Format(time.RFC3339Nano), Kind: "live_lecture.session_created"}
+			more = append(more, in)
+			m.apply(in)
+		}
+		e.send(more...)
+		check("after an erasure and more events")
 		// A school's own key: its school alone; CSV; a teacher's key refused.
 		resp := e.do("GET", "/api/adoption?startDate=2025-01-01&format=csv", e.key("p"), "")
 		if lines := strings.Split(strings.TrimSpace(string(resp.body)), "\r\n"); resp.status != http.StatusOK || len(lines) != 3 ||

@@ -63,7 +63,7 @@ func (e *Engine) Adoption(ctx context.Context, asked, planned []analytics.Group,
 		ids[i] = g.ID
 	}
 	// Settled first: the students its events enrol are then on the roster.
-	figures, err := e.usedFigures(ctx, ids, r)
+	figures, err := e.usedFigures(ctx, schools, r)
 	if err != nil {
 		return AdoptionReport{}, err
 	}
@@ -109,35 +109,19 @@ func (e *Engine) Adoption(ctx context.Context, asked, planned []analytics.Group,
 	return rep, nil
 }
 
-// usedFigures reads the schools' rollups of range r and returns, for each,
-// its students who used live lectures, chat and either.
-func (e *Engine) usedFigures(ctx context.Context, ids []string, r analytics.DayRange) ([][]int64, error) {
-	ctx, err := e.Usage.SettleGroups(ctx, ids)
+// usedFigures returns, for each of the schools, its students who used
+// live lectures, chat and either over range r.
+func (e *Engine) usedFigures(ctx context.Context, schools []analytics.Group, r analytics.DayRange) ([][]int64, error) {
+	kept, err := e.schoolPeriods(ctx, schools, []analytics.DayRange{r})
 	if err != nil {
 		return nil, err
 	}
-	reads := analytics.Runs(analytics.GroupSegments(r))
-	results := make([]map[string][]analytics.GroupRollup, len(reads))
-	err = inParallel(len(reads), func(i int) (err error) {
-		results[i], err = e.Usage.GroupsRollups(ctx, ids, reads[i])
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	figures := make([][]int64, len(ids))
-	for si, id := range ids {
-		var ll, chat analytics.StudentSet
-		for _, rows := range results {
-			for j := range rows[id] {
-				ll.Union(rows[id][j].LiveLectureUsers)
-				chat.Union(rows[id][j].ChatUsers)
-			}
+	figures := make([][]int64, len(schools))
+	for si := range schools {
+		figures[si] = make([]int64, usedFigures)
+		for f, v := range kept[si][0].used {
+			figures[si][f] = int64(v)
 		}
-		either := analytics.StudentSet{}
-		either.Union(ll)
-		either.Union(chat)
-		figures[si] = []int64{int64(ll.Len()), int64(chat.Len()), int64(either.Len())}
 	}
 	return figures, nil
 }

@@ -10,9 +10,10 @@ import (
 )
 
 // A district's reports are made of its schools' group rollups, read
-// together (UsageStore.GroupsRollups): the district's sums them, school
-// by school, each school's days cut in its own zone, so that its figures
-// are those the schools' own reports give, added up. A student counts in
+// together (UsageStore.GroupsRollups) and kept (schoolperiods.go): the
+// district's sums them, school by school, each school's days cut in its
+// own zone, so that its figures are those the schools' own reports give,
+// added up. A student counts in
 // each school they are enrolled in: ids are a school's own
 // (docs/decisions.md, districts).
 
@@ -109,44 +110,21 @@ func shownOver(planned, asked []analytics.Group, first analytics.Day, now time.T
 	return schools
 }
 
-// schoolFigures reads the schools' rollups of the periods and returns each
-// school's figures: per period, the endpoint's values, then
-// numStudentsUsed.
+// schoolFigures returns each school's figures: per period, the
+// endpoint's values, then numStudentsUsed.
 func (e *Engine) schoolFigures(ctx context.Context, schools []analytics.Group, ep *Endpoint, periods []analytics.DayRange) ([][]int64, error) {
-	ids := make([]string, len(schools))
-	for i, g := range schools {
-		ids[i] = g.ID
-	}
-	ctx, err := e.Usage.SettleGroups(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	var segs []analytics.Segment
-	for _, p := range periods {
-		segs = append(segs, analytics.GroupSegments(p)...)
-	}
-	reads := analytics.Runs(segs)
-	results := make([]map[string][]analytics.GroupRollup, len(reads))
-	err = inParallel(len(reads), func(i int) (err error) {
-		results[i], err = e.Usage.GroupsRollups(ctx, ids, reads[i])
-		return err
-	})
+	kept, err := e.schoolPeriods(ctx, schools, periods)
 	if err != nil {
 		return nil, err
 	}
 	n := len(ep.Titles) + 1
 	figures := make([][]int64, len(schools))
-	for si, g := range schools {
-		rollups := rollupIndex{}
-		for i, rows := range results {
-			rollups.add(reads[i].Span, rows[g.ID])
-		}
+	for si := range schools {
 		figures[si] = make([]int64, len(periods)*n)
-		for pi, p := range periods {
-			counts, used := sumPeriod(rollups, p, ep)
+		for pi := range periods {
 			out := figures[si][pi*n : (pi+1)*n]
-			ep.values(&counts, out[:n-1])
-			out[n-1] = int64(used)
+			ep.values(&kept[si][pi].counts, out[:n-1])
+			out[n-1] = int64(kept[si][pi].used[ep.used])
 		}
 	}
 	return figures, nil

@@ -24,6 +24,7 @@ type Endpoint struct {
 	total  bool // the first value adds up the others
 	values func(c *analytics.Counts, into []int64)
 	users  func(r *analytics.GroupRollup) analytics.StudentSet
+	used   int // its figure of a school's period (schoolperiods.go)
 }
 
 // LiveLecture is POST /api/groups/live-lecture.
@@ -34,6 +35,7 @@ var LiveLecture = &Endpoint{
 		into[0], into[1] = c[analytics.SessionsCreated], c[analytics.LiveLectureMessages]
 	},
 	users: func(r *analytics.GroupRollup) analytics.StudentSet { return r.LiveLectureUsers },
+	used:  usedLiveLecture,
 }
 
 // Chat is POST /api/groups/chat.
@@ -50,6 +52,7 @@ var Chat = &Endpoint{
 		}
 	},
 	users: func(r *analytics.GroupRollup) analytics.StudentSet { return r.ChatUsers },
+	used:  usedChat,
 }
 
 // chatMetrics are the chat endpoint's metrics after its total, in title
@@ -92,6 +95,9 @@ type Engine struct {
 	// classCounts keeps classes' counts of the group's rollup rows
 	// (classcounts.go).
 	classCounts *cache.Versioned[*classCounts]
+	// keptPeriods keeps the figures of schools' periods that districts'
+	// answers add up (schoolperiods.go).
+	keptPeriods *cache.Versioned[schoolPeriod]
 }
 
 // maxKeptRosters bounds the bytes of the students an engine keeps: 2,000
@@ -109,7 +115,7 @@ const DefaultMaxReports = 200_000
 func NewEngine(dir analytics.Directory, usage analytics.UsageStore) *Engine {
 	return &Engine{Directory: dir, Usage: usage, MaxReports: DefaultMaxReports, KeepSumsFrom: DefaultKeepSumsFrom, rosters: cache.New[[]analytics.Student](maxKeptRosters),
 		classes: cache.New[[]analytics.Class](maxKeptClasses), classCounts: cache.New[*classCounts](maxKeptClassCounts),
-		sums: cache.New[[]analytics.Counts](maxKeptSums)}
+		sums: cache.New[[]analytics.Counts](maxKeptSums), keptPeriods: cache.New[schoolPeriod](maxKeptSchoolPeriods)}
 }
 
 // Run computes the reports q asks of group at time now and passes them to

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"strconv"
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
@@ -55,6 +56,37 @@ func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, seg analyt
 		rollups[groupID] = append(rollups[groupID], r)
 	}
 	return rollups, s.wrap("GroupsRollups", rows.Err())
+}
+
+// UsageVersions reads each group's creation and the count of writes of
+// its rollups that the triggers of usage_versions keep.
+func (s *Store) UsageVersions(ctx context.Context, groupIDs []string) ([]string, error) {
+	versions := make([]string, len(groupIDs))
+	if len(groupIDs) == 0 {
+		return versions, nil
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	in, args := inList(s.dialect, groupIDs, "text")
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT g.group_id, g.created_at, COALESCE(v.version, 0) FROM groups g
+		LEFT JOIN usage_versions v ON v.group_id = g.group_id WHERE g.group_id `+in), args...)
+	if err != nil {
+		return nil, s.wrap("UsageVersions", err)
+	}
+	defer rows.Close()
+	found := make(map[string]string, len(groupIDs))
+	for rows.Next() {
+		var groupID string
+		var created, version int64
+		if err := rows.Scan(&groupID, &created, &version); err != nil {
+			return nil, s.wrap("UsageVersions", err)
+		}
+		found[groupID] = strconv.FormatInt(created, 10) + "." + strconv.FormatInt(version, 10)
+	}
+	for i, id := range groupIDs {
+		versions[i] = found[id]
+	}
+	return versions, s.wrap("UsageVersions", rows.Err())
 }
 
 // scanGroupRollup reads a row of the lead columns, then the counts and
