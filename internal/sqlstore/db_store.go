@@ -77,7 +77,10 @@ type Store struct {
 	folding chan struct{}    // closed to stop the folds of the access log's entries
 
 	keptOrdinals *cache.Versioned[map[string]int] // by group, under its roster version
-	behind       behindStats                      // SQLite only: of rollups_behind
+	// keptDistricts holds districts' schools, by district, under its
+	// version (districtSchools).
+	keptDistricts *cache.Versioned[[]districtSchool]
+	behind        behindStats // SQLite only: of rollups_behind
 
 	leadMu  sync.Mutex
 	lead    *pgx.Conn // PostgreSQL only: the connection of LeadApplier
@@ -148,6 +151,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	s.timeout, s.observer = opts.CallTimeout, opts.Observer
 	s.touches = make(chan keyRow, 1024)
 	s.keptOrdinals = cache.New[map[string]int](maxKeptOrdinals)
+	s.keptDistricts = cache.New[[]districtSchool](maxKeptDistricts)
 	s.writers.Add(1)
 	go s.writeTouches()
 	if s.dialect.name == "sqlite" {

@@ -157,7 +157,8 @@ func (s *Store) DetachSchool(ctx context.Context, districtID, groupID string) er
 	})
 }
 
-// Enrolment reads the groups' students and valid plans' seats in one query.
+// Enrolment reads the groups' students (counted in roster_versions by the
+// triggers on students, migration 31) and valid plans' seats in one query.
 func (s *Store) Enrolment(ctx context.Context, groupIDs []string, now time.Time) (map[string]analytics.Enrolment, error) {
 	if len(groupIDs) == 0 {
 		return map[string]analytics.Enrolment{}, nil
@@ -166,9 +167,9 @@ func (s *Store) Enrolment(ctx context.Context, groupIDs []string, now time.Time)
 	defer cancel()
 	at := millis(now)
 	in, args := inList(s.dialect, groupIDs, "text")
-	rows, err := s.read.QueryContext(ctx, s.q(`SELECT g.group_id, (SELECT COUNT(*) FROM students st WHERE st.group_id = g.group_id),
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT g.group_id, COALESCE(v.students, 0),
 			(SELECT COALESCE(MAX(p.seats), 0) FROM plans p WHERE p.group_id = g.group_id AND `+validPlan+`)
-		FROM groups g WHERE g.group_id `+in), append([]any{at, at, at}, args...)...)
+		FROM groups g LEFT JOIN roster_versions v ON v.group_id = g.group_id WHERE g.group_id `+in), append([]any{at, at, at}, args...)...)
 	if err != nil {
 		return nil, s.wrap("Enrolment", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
+	"strconv"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -156,14 +157,16 @@ func (s *Store) authorizeDistrictKey(ctx context.Context, keyHash []byte, now ti
 		districtID, keyID, name, zone sql.NullString
 		revoked, used, created        sql.NullInt64
 		planned                       bool
+		version                       int64
 	)
 	at := millis(now)
 	err := s.read.QueryRowContext(ctx, s.q(`SELECT dk.district_id, dk.key_id, dk.revoked_at, dk.last_used_at, d.name, d.time_zone, d.created_at,
-			EXISTS (SELECT 1 FROM groups dg JOIN plans p ON p.group_id = dg.group_id WHERE dg.district_id = dk.district_id AND `+validPlan+`)
+			EXISTS (SELECT 1 FROM groups dg JOIN plans p ON p.group_id = dg.group_id WHERE dg.district_id = dk.district_id AND `+validPlan+`),
+			COALESCE((SELECT v.version FROM district_versions v WHERE v.district_id = dk.district_id), 0)
 		FROM (SELECT 1 AS one) AS probe
 		LEFT JOIN district_keys dk ON dk.key_hash = ?
 		LEFT JOIN districts d ON d.district_id = dk.district_id`), at, at, at, keyHash).
-		Scan(&districtID, &keyID, &revoked, &used, &name, &zone, &created, &planned)
+		Scan(&districtID, &keyID, &revoked, &used, &name, &zone, &created, &planned, &version)
 	if err != nil {
 		return analytics.Access{}, s.wrap("Authorize", err)
 	}
@@ -171,13 +174,13 @@ func (s *Store) authorizeDistrictKey(ctx context.Context, keyHash []byte, now ti
 		return analytics.Access{}, errUnauthorized
 	}
 	d := analytics.District{ID: districtID.String, Name: name.String, TimeZone: zone.String, Created: fromMillis(created.Int64)}
-	return s.authorizeDistrict(ctx, d, keyID.String, used, now)
+	return s.authorizeDistrict(ctx, d, version, keyID.String, used, now)
 }
 
 // authorizeDistrict reads what a valid key of district d opens: the
 // district's schools, those with a plan valid at now apart.
-func (s *Store) authorizeDistrict(ctx context.Context, d analytics.District, keyID string, used sql.NullInt64, now time.Time) (analytics.Access, error) {
-	da, err := s.districtSchools(ctx, d, now)
+func (s *Store) authorizeDistrict(ctx context.Context, d analytics.District, version int64, keyID string, used sql.NullInt64, now time.Time) (analytics.Access, error) {
+	da, err := s.districtSchools(ctx, d, version, now)
 	if err != nil {
 		return analytics.Access{}, s.wrap("Authorize", err)
 	}
@@ -193,51 +196,99 @@ func (s *Store) authorizeDistrict(ctx context.Context, d analytics.District, key
 func (s *Store) DistrictAccess(ctx context.Context, districtID string, now time.Time) (*analytics.DistrictAccess, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	var version int64
+	err := s.read.QueryRowContext(ctx, s.q(`SELECT COALESCE((SELECT version FROM district_versions WHERE district_id = ?), 0)`), districtID).Scan(&version)
+	if err != nil {
+		return nil, s.wrap("DistrictAccess", err)
+	}
 	d, err := s.District(ctx, districtID)
 	if err != nil {
 		return nil, err
 	}
-	da, err := s.districtSchools(ctx, d, now)
+	da, err := s.districtSchools(ctx, d, version, now)
 	return da, s.wrap("DistrictAccess", err)
 }
 
-// districtSchools reads district d's schools, those with a plan valid at
-// now apart.
-func (s *Store) districtSchools(ctx context.Context, d analytics.District, now time.Time) (*analytics.DistrictAccess, error) {
-	at := millis(now)
-	rows, err := s.read.QueryContext(ctx, s.q(`SELECT `+groupColumns+`,
-			EXISTS (SELECT 1 FROM plans p WHERE p.group_id = groups.group_id AND `+validPlan+`)
-		FROM groups WHERE district_id = ? ORDER BY group_id`), at, at, at, d.ID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	d.Schools = nil
-	da := &analytics.DistrictAccess{District: d}
-	for rows.Next() {
-		var valid bool
-		g, err := scanGroup(withExtra{rows, &valid})
-		if err != nil {
+// districtSchool is a school of a district as the process keeps it: the
+// group, and its plans.
+type districtSchool struct {
+	group analytics.Group
+	plans []analytics.Plan
+}
+
+// maxKeptDistricts bounds the bytes of the districts' schools a process
+// keeps: a district of 1,000 schools takes about 0.3 MB.
+const maxKeptDistricts = 8 << 20
+
+// districtSchools returns district d's schools, those with a plan valid at
+// now apart, from what the process keeps of them under the district's
+// version (district_versions, read before), read again when a write in
+// any process changed its schools or their plans since.
+func (s *Store) districtSchools(ctx context.Context, d analytics.District, version int64, now time.Time) (*analytics.DistrictAccess, error) {
+	v := strconv.FormatInt(version, 10)
+	schools, ok := s.keptDistricts.Get(d.ID, v)
+	if !ok {
+		var cost int
+		var err error
+		if schools, cost, err = s.readDistrictSchools(ctx, d.ID); err != nil {
 			return nil, err
 		}
-		da.District.Schools = append(da.District.Schools, g.ID)
-		if valid {
-			da.Schools = append(da.Schools, g)
+		s.keptDistricts.Put(d.ID, v, schools, cost)
+	}
+	d.Schools = make([]string, len(schools))
+	da := &analytics.DistrictAccess{District: d}
+	for i, sc := range schools {
+		da.District.Schools[i] = sc.group.ID
+		if slices.ContainsFunc(sc.plans, func(p analytics.Plan) bool { return p.ValidAt(now) }) {
+			da.Schools = append(da.Schools, sc.group)
 		} else {
-			da.Unplanned = append(da.Unplanned, g)
+			da.Unplanned = append(da.Unplanned, sc.group)
 		}
 	}
-	return da, rows.Err()
+	return da, nil
 }
 
-// withExtra scans a row into the destinations its caller gives, then
-// into extra: the columns a query adds after a shared list.
-type withExtra struct {
-	rows  *sql.Rows
-	extra *bool
+// readDistrictSchools reads the district's schools with their plans, by
+// id, and about what they cost kept.
+func (s *Store) readDistrictSchools(ctx context.Context, districtID string) ([]districtSchool, int, error) {
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT `+groupColumns+` FROM groups WHERE district_id = ? ORDER BY group_id`), districtID)
+	if err != nil {
+		return nil, 0, err
+	}
+	var schools []districtSchool
+	index := map[string]int{}
+	cost := 0
+	for rows.Next() {
+		g, err := scanGroup(rows)
+		if err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+		index[g.ID] = len(schools)
+		schools = append(schools, districtSchool{group: g})
+		cost += 200 + len(g.ID) + len(g.Name) + len(g.TimeZone) + len(g.DistrictID)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	rows, err = s.read.QueryContext(ctx, s.q(`SELECT `+planColumns+` FROM plans
+		WHERE group_id IN (SELECT group_id FROM groups WHERE district_id = ?)`), districtID)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		p, err := scanPlan(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		if i, ok := index[p.GroupID]; ok {
+			schools[i].plans = append(schools[i].plans, p)
+			cost += 100
+		}
+	}
+	return schools, cost, rows.Err()
 }
-
-func (w withExtra) Scan(dest ...any) error { return w.rows.Scan(append(dest, w.extra)...) }
 
 // noteUse queues a note of a key's use when its last use was noted before
 // today: last_used_at is written at most once a day per key.
