@@ -506,11 +506,13 @@ func toInt64(v any) int64 {
 	panic(fmt.Sprintf("sqlstore: %T is not an integer column", v))
 }
 
-// inList returns "IN (?, ?, …)" for SQLite, "= ANY(CAST(? AS pgType[]))"
-// for PostgreSQL, and the arguments that fill it.
+// inList returns "IN (?, ?, …)" for SQLite, "IN (SELECT unnest(CAST(? AS
+// pgType[])))" for PostgreSQL, and the arguments that fill it. Not "=
+// ANY(?)": a generic plan filters a scan with it by a search of the
+// array for each row (12 ms for 1,000 groups of 1,000, against 1.9 ms).
 func inList[T any](d dialect, values []T, pgType string) (string, []any) {
 	if d.numbered {
-		return "= ANY(CAST(? AS " + pgType + "[]))", []any{values}
+		return "IN (SELECT unnest(CAST(? AS " + pgType + "[])))", []any{values}
 	}
 	return "IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(values)), ", ") + ")", anySlice(values)
 }
