@@ -235,8 +235,10 @@ type UsageStore interface {
 	// with every write of them (appends, erasures, rebuilds, retention
 	// cuts, moves), in any process, so that what was made of a group's
 	// rollups under one version holds while it is current. A group
-	// holding no usage has a version too; one that does not exist, "".
-	// Call SettleGroups first and pass its context.
+	// holding no usage has a version too. "" is no version: the store
+	// cannot tell it now (a write unfinished), and nothing made of the
+	// group's rollups is to be kept. Call SettleGroups first and pass its
+	// context.
 	UsageVersions(ctx context.Context, groupIDs []string) ([]string, error)
 	// Ordinals returns the ordinal of each student of the group the store
 	// has numbered: their place in StudentTotals' counts. A student keeps

@@ -58,8 +58,10 @@ func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, seg analyt
 	return rollups, s.wrap("GroupsRollups", rows.Err())
 }
 
-// UsageVersions reads each group's creation and the count of writes of
-// its rollups that the triggers of usage_versions keep.
+// UsageVersions reads the count of writes of each group's rollups that
+// the triggers of usage_versions keep: 0 for a group never written. A
+// group's count outlives it, so a group made again under its id goes on
+// from there.
 func (s *Store) UsageVersions(ctx context.Context, groupIDs []string) ([]string, error) {
 	versions := make([]string, len(groupIDs))
 	if len(groupIDs) == 0 {
@@ -68,23 +70,22 @@ func (s *Store) UsageVersions(ctx context.Context, groupIDs []string) ([]string,
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	in, args := inList(s.dialect, groupIDs, "text")
-	rows, err := s.read.QueryContext(ctx, s.q(`SELECT g.group_id, g.created_at, COALESCE(v.version, 0) FROM groups g
-		LEFT JOIN usage_versions v ON v.group_id = g.group_id WHERE g.group_id `+in), args...)
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT group_id, version FROM usage_versions WHERE group_id `+in), args...)
 	if err != nil {
 		return nil, s.wrap("UsageVersions", err)
 	}
 	defer rows.Close()
-	found := make(map[string]string, len(groupIDs))
+	found := make(map[string]int64, len(groupIDs))
 	for rows.Next() {
 		var groupID string
-		var created, version int64
-		if err := rows.Scan(&groupID, &created, &version); err != nil {
+		var version int64
+		if err := rows.Scan(&groupID, &version); err != nil {
 			return nil, s.wrap("UsageVersions", err)
 		}
-		found[groupID] = strconv.FormatInt(created, 10) + "." + strconv.FormatInt(version, 10)
+		found[groupID] = version
 	}
 	for i, id := range groupIDs {
-		versions[i] = found[id]
+		versions[i] = strconv.FormatInt(found[id], 10)
 	}
 	return versions, s.wrap("UsageVersions", rows.Err())
 }
