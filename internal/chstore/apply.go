@@ -80,7 +80,9 @@ func (s *Store) applyLoop() {
 		s.sinceApply.Store(0)
 		switch lead, err := s.dir.LeadApplier(ctx); {
 		case err != nil:
-			s.log.Warn("write-behind log: no leader", "error", err)
+			now := time.Now()
+			s.outage.failed(now, fmt.Errorf("leading the appliers: %w", err))
+			s.outage.roundDone(now, true)
 		case lead:
 			s.applyLogged(ctx)
 		default:
@@ -93,32 +95,36 @@ func (s *Store) applyLoop() {
 // applyLogged applies the log of every group that has events in it, in
 // batches, then reads the log's figures again. A group whose apply failed
 // (its shard is down) waits applyEvery before the next try, so that it
-// does not hold up the others.
+// does not hold up the others. Failures are logged as an outage's.
 func (s *Store) applyLogged(ctx context.Context) {
+	now := time.Now()
 	groups, err := s.dir.LoggedGroups(ctx, 10*maxAppliedGroups)
 	if err != nil {
-		s.log.Warn("write-behind log unread", "error", err)
+		s.outage.failed(now, fmt.Errorf("reading the log: %w", err))
+		s.outage.roundDone(now, true)
 		return
 	}
-	now := time.Now()
 	groups = slices.DeleteFunc(groups, func(g string) bool { return now.Before(s.retryAt[g]) })
 	maps.DeleteFunc(s.retryAt, func(_ string, at time.Time) bool { return !now.Before(at) })
+	batchFailed := false
 	for len(groups) > 0 && ctx.Err() == nil {
 		batch := groups[:min(len(groups), maxAppliedGroups)]
 		groups = groups[len(batch):]
 		res, err := s.apply(ctx, batch, SkipHeld, nil)
 		if err != nil {
-			s.log.Warn("write-behind log not applied", "groups", len(batch), "error", err)
+			s.outage.failed(now, err, batch...)
+			batchFailed = true
 			break
 		}
 		for g, err := range res.failed {
 			s.retryAt[g] = now.Add(applyEvery)
-			s.log.Warn("write-behind log not applied", "group", g, "error", err)
+			s.outage.failed(now, err, g)
 		}
 		if res.logged >= maxApplied {
 			groups = append(batch, groups...) // more waits: again
 		}
 	}
+	s.outage.roundDone(now, batchFailed || len(s.retryAt) > 0)
 	s.readLogStats(ctx)
 }
 

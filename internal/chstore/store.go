@@ -76,6 +76,7 @@ type Store struct {
 	sinceApply  atomic.Int64
 	loggedAny   atomic.Bool // the process has logged events
 	retryAt     map[string]time.Time
+	outage      outageLog // the applier's failures, logged as an outage's
 }
 
 var turnstileSeed = maphash.MakeSeed()
@@ -180,6 +181,7 @@ func Open(ctx context.Context, raw string, dir Coordinator, opts Options) (*Stor
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.outage.log = s.log
 	for i := range s.turnstiles {
 		s.turnstiles[i] = make(chan struct{}, 1)
 	}
