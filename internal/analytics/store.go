@@ -235,7 +235,9 @@ type UsageStore interface {
 	// with every write of them (appends, erasures, rebuilds, retention
 	// cuts, moves), in any process, so that what was made of a group's
 	// rollups under one version holds while it is current. A group
-	// holding no usage has a version too. "" is no version: the store
+	// holding no usage has a version too; a group deleted and made again
+	// under its id may count anew, and is told apart by its creation. ""
+	// is no version: the store
 	// cannot tell it now (a write unfinished), and nothing made of the
 	// group's rollups is to be kept. Call SettleGroups first and pass its
 	// context.

@@ -297,6 +297,26 @@ func TestDistrictsAgainstBruteForce(t *testing.T) {
 		}
 		earliest = firstKept
 		check("after a retention cut", []string{"s-b", "s-a", "s-d"})
+		// A school deleted and made again under its id is another school,
+		// whatever was kept of the old one.
+		e.mustCall("DELETE", "/v1/admin/groups/s-d", e.token(), "", http.StatusNoContent)
+		if _, err := e.platform.CreateGroup(ctx, "s-d", names["s-d"], "UTC"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.platform.AddPlan(ctx, "s-d", "2024-01-01", "", 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.platform.AttachSchool(ctx, "d1", "s-d"); err != nil {
+			t.Fatal(err)
+		}
+		m.zones["s-d"], m.events["s-d"], m.names["s-d"] = time.UTC, nil, nil
+		var again []platform.EventInput
+		for i := range 30 {
+			again = append(again, platform.EventInput{ID: fmt.Sprintf("again-%02d", i), GroupID: "s-d", StudentID: fmt.Sprintf("s%02d", rng.IntN(25)),
+				OccurredAt: randomTime(rng, time.UTC).Format(time.RFC3339Nano), Kind: "live_lecture.session_created"})
+		}
+		sendAll(again)
+		check("after a school made again", []string{"s-b", "s-a", "s-d"})
 	})
 }
 

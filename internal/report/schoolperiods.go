@@ -15,7 +15,9 @@ import (
 // write of its rollups changes in any process (UsageStore.UsageVersions),
 // read for all the schools at once: only the schools written since are
 // read again. A school's figures of a period are cut in its own zone: a
-// change of zone rebuilds its rollups, and so changes its version.
+// change of zone rebuilds its rollups, and so changes its version. A
+// school deleted and made again under its id is another school, told
+// apart by its creation.
 
 // schoolPeriod is what a district's answers take of a school's rollups of
 // one period: its counts, and how many of its students used live
@@ -61,7 +63,7 @@ func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, p
 	for si, id := range ids {
 		figures[si] = make([]schoolPeriod, len(periods))
 		for pi, p := range periods {
-			f, ok := e.keptPeriods.Get(schoolPeriodKey(id, p), versions[si])
+			f, ok := e.keptPeriods.Get(schoolPeriodKey(schools[si], p), versions[si])
 			if !ok {
 				stale, staleAt = append(stale, id), append(staleAt, si)
 				break
@@ -94,7 +96,7 @@ func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, p
 		for pi, p := range periods {
 			figures[si][pi] = periodOf(rollups, p)
 			if versions[si] != "" {
-				e.keptPeriods.Put(schoolPeriodKey(id, p), versions[si], figures[si][pi], schoolPeriodCost)
+				e.keptPeriods.Put(schoolPeriodKey(schools[si], p), versions[si], figures[si][pi], schoolPeriodCost)
 			}
 		}
 	}
@@ -102,9 +104,11 @@ func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, p
 }
 
 // schoolPeriodKey names a school's period in the engine's cache.
-func schoolPeriodKey(groupID string, p analytics.DayRange) string {
-	b := make([]byte, 0, len(groupID)+24)
-	b = append(b, groupID...)
+func schoolPeriodKey(school analytics.Group, p analytics.DayRange) string {
+	b := make([]byte, 0, len(school.ID)+40)
+	b = append(b, school.ID...)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, school.Created.UnixMilli(), 10)
 	b = append(b, 0)
 	b = strconv.AppendInt(b, int64(p.First), 10)
 	b = append(b, '-')

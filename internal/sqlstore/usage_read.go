@@ -59,9 +59,7 @@ func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, seg analyt
 }
 
 // UsageVersions reads the count of writes of each group's rollups that
-// the triggers of usage_versions keep: 0 for a group never written. A
-// group's count outlives it, so a group made again under its id goes on
-// from there.
+// the triggers of usage_versions keep: 0 for a group never written.
 func (s *Store) UsageVersions(ctx context.Context, groupIDs []string) ([]string, error) {
 	versions := make([]string, len(groupIDs))
 	if len(groupIDs) == 0 {

@@ -3,9 +3,9 @@
 -- writes them (appends and folds, erasures, rebuilds, retention cuts:
 -- the triggers below), so that a process may keep what it made of a
 -- school's rollups (a district's figures) and learn with one small read
--- of many schools which were written since. A group's row stays when the
--- group is deleted: one made again under its id goes on counting, and
--- never meets what was kept of the old one.
+-- of many schools which were written since. A group's row goes with the
+-- group: one made again under its id counts anew, and is told apart from
+-- the old one by its creation.
 CREATE TABLE usage_versions (
     group_id TEXT PRIMARY KEY,
     version  INTEGER NOT NULL
