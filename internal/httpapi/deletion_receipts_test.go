@@ -21,11 +21,17 @@ func TestDeletionReceipts(t *testing.T) {
 			message("north", "s2", "main", "2026-01-06T10:00:00Z"), message("south", "t1", "main", "2026-01-06T10:00:00Z"))
 		e.reports("chat", key, "startDate=2026-01-01&endDate=2026-01-31") // stored where reports read (ClickHouse: applied)
 		e.mustCall("DELETE", "/v1/admin/groups/north/students/s1", token, "", http.StatusNoContent)
+		// Asked again (its answer lost on the way), the erasure answers as it
+		// did, and its receipt stands alone; a student never held is a 404.
+		e.mustCall("DELETE", "/v1/admin/groups/north/students/s1", token, "", http.StatusNoContent)
+		if resp := e.call("DELETE", "/v1/admin/groups/north/students/nobody", token, ""); resp.status != http.StatusNotFound {
+			t.Errorf("erasing a student never held: %d, want 404", resp.status)
+		}
 		e.mustCall("DELETE", "/v1/admin/groups/north", token, "", http.StatusNoContent)
 
 		receipts := e.mustCall("GET", "/v1/admin/receipts?groupId=north", token, "", http.StatusOK)["receipts"].([]any)
 		if len(receipts) != 2 {
-			t.Fatalf("north's receipts: %v, want 2", receipts)
+			t.Fatalf("north's receipts: %v, want 2 (the erasure asked twice has one)", receipts)
 		}
 		group, student := receipts[0].(map[string]any), receipts[1].(map[string]any)
 		rows := func(r map[string]any) map[string]string {

@@ -70,11 +70,30 @@ func (p *Platform) DeleteStudent(ctx context.Context, groupID, studentID string)
 	}
 	began := p.Now()
 	deleted, err := p.Usage.EraseStudent(ctx, groupID, studentID)
+	if analytics.ErrorCode(err) == analytics.NotFound {
+		// Asked again once done (its answer lost on the way), the erasure
+		// answers as it did: its receipt stands, and no second is written.
+		if erased, rerr := p.erasedBefore(ctx, groupID, studentID); rerr != nil || erased {
+			return rerr
+		}
+	}
 	if err != nil {
 		return err
 	}
 	return p.addReceipt(ctx, &analytics.Receipt{GroupID: groupID, StudentID: studentID, Action: analytics.ActionStudentErased,
 		Began: began, Deleted: deleted})
+}
+
+// erasedBefore reports whether a receipt says the group's student was
+// erased.
+func (p *Platform) erasedBefore(ctx context.Context, groupID, studentID string) (bool, error) {
+	receipts, err := p.Directory.Receipts(ctx, groupID)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(receipts, func(r analytics.Receipt) bool {
+		return r.Action == analytics.ActionStudentErased && r.StudentID == studentID
+	}), nil
 }
 
 // Rebuild recomputes the rollups of one group, or of all groups when
