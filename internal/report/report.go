@@ -307,15 +307,23 @@ type rollupIndex map[analytics.Span]map[analytics.Day]*analytics.GroupRollup
 func sumPeriod(rollups rollupIndex, p analytics.DayRange, ep *Endpoint) (analytics.Counts, int) {
 	var counts analytics.Counts
 	var users analytics.StudentSet
+	rollups.each(p, func(r *analytics.GroupRollup) {
+		counts.Add(&r.Counts)
+		users.Union(ep.users(r))
+	})
+	return counts, users.Len()
+}
+
+// each calls fn with each rollup that period p is made of, where it has
+// usage.
+func (x rollupIndex) each(p analytics.DayRange, fn func(r *analytics.GroupRollup)) {
 	for _, seg := range analytics.GroupSegments(p) {
 		for key := seg.Keys.First; key <= seg.Keys.Last; key = seg.Span.Next(key) {
-			if r := rollups[seg.Span][key]; r != nil {
-				counts.Add(&r.Counts)
-				users.Union(ep.users(r))
+			if r := x[seg.Span][key]; r != nil {
+				fn(r)
 			}
 		}
 	}
-	return counts, users.Len()
 }
 
 // add indexes the rows of span.

@@ -121,15 +121,11 @@ func schoolPeriodKey(school analytics.Group, p analytics.DayRange) string {
 func periodOf(rollups rollupIndex, p analytics.DayRange) schoolPeriod {
 	var f schoolPeriod
 	var liveLecture, chat analytics.StudentSet
-	for _, seg := range analytics.GroupSegments(p) {
-		for key := seg.Keys.First; key <= seg.Keys.Last; key = seg.Span.Next(key) {
-			if r := rollups[seg.Span][key]; r != nil {
-				f.counts.Add(&r.Counts)
-				liveLecture.Union(r.LiveLectureUsers)
-				chat.Union(r.ChatUsers)
-			}
-		}
-	}
+	rollups.each(p, func(r *analytics.GroupRollup) {
+		f.counts.Add(&r.Counts)
+		liveLecture.Union(r.LiveLectureUsers)
+		chat.Union(r.ChatUsers)
+	})
 	f.used[usedLiveLecture], f.used[usedChat] = liveLecture.Len(), chat.Len()
 	liveLecture.Union(chat)
 	f.used[usedEither] = liveLecture.Len()
