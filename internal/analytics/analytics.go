@@ -27,6 +27,9 @@ type Group struct {
 	Retention Days
 	// DistrictID is the district the group is in; empty: none.
 	DistrictID string
+	// InactiveAfter is the days without use after which a student who
+	// used the service counts as stopped (LastUse.Status).
+	InactiveAfter int
 }
 
 // FirstKeptDay returns the first day of usage the group keeps at now, in

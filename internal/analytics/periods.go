@@ -105,6 +105,10 @@ const (
 	// them (GroupSegments): a week's distinct students are not a sum of
 	// its days', while a student's counts of a week are.
 	SpanWeek Span = 2
+	// SpanLast rows are no period's: only student counts have them, one
+	// row of key 0 per chunk of a group's students, holding each
+	// student's last day of use of each metric (LastUse).
+	SpanLast Span = 3
 )
 
 // Segment is a run of rollup keys of one span: days First..Last, or the

@@ -14,6 +14,8 @@ type Directory interface {
 	Groups(ctx context.Context) ([]Group, error)
 	RenameGroup(ctx context.Context, groupID, name string) error
 	SetMinCellSize(ctx context.Context, groupID string, size int) error
+	// SetInactiveAfter sets the group's inactiveAfter (Group.InactiveAfter).
+	SetInactiveAfter(ctx context.Context, groupID string, days int) error
 	// SetRetention sets how many days of usage the group keeps (0: all).
 	SetRetention(ctx context.Context, groupID string, days Days) error
 

@@ -24,7 +24,7 @@ func newCountsRows(st *state, delta *rollup.Delta, ordinals map[string]int) ([]c
 	keys, add := delta.CountsRows(func(_, studentID string) int { return ordinals[studentID] })
 	rows := make([]countsRow, len(keys))
 	for i, k := range keys {
-		b, err := rollup.AddToRow(st.chunk(k.Span, k.Key, k.Chunk), add[k])
+		b, err := rollup.MergeToRow(k.Span, st.chunk(k.Span, k.Key, k.Chunk), add[k])
 		if err != nil {
 			return nil, fmt.Errorf("student counts of %s %s: %w", k.GroupID, k.Key, err)
 		}

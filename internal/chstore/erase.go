@@ -195,9 +195,11 @@ func studentShares(st *state, groupID string, ordinals []uint32) (map[period]ana
 			if i < 0 {
 				continue
 			}
-			share := shares[p]
-			share.Add(&students[i].Counts)
-			shares[p] = share
+			if p.span != analytics.SpanLast { // last days are no share of a group row
+				share := shares[p]
+				share.Add(&students[i].Counts)
+				shares[p] = share
+			}
 			counts = append(counts, countsRow{rollup.CountsKey{GroupID: groupID, Span: p.span, Key: p.key, Chunk: rollup.ChunkOf(int(n))},
 				rollup.AppendCounts(nil, slices.Delete(students, i, i+1))})
 		}

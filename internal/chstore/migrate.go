@@ -26,6 +26,7 @@ var migrations embed.FS
 // to run again.
 var goSteps = map[string]func(s *Store, ctx context.Context, sh *shard) error{
 	"00002_student_counts.sql": (*Store).convertStudentRollups,
+	"00003_last_days.sql":      (*Store).addLastDays,
 }
 
 // migration is one numbered file of migrations.

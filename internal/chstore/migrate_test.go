@@ -54,21 +54,21 @@ func TestMigrationsAdoptAnOldStoreAndRunOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer old.Close()
-	if applied, err := old.Migrate(ctx, quiet); err != nil || applied != 2*len(cfg.Shards) {
-		t.Fatalf("Migrate: %d applied (%v), want migrations 1 and 2 on each shard", applied, err)
+	if applied, err := old.Migrate(ctx, quiet); err != nil || applied != 3*len(cfg.Shards) {
+		t.Fatalf("Migrate: %d applied (%v), want migrations 1 to 3 on each shard", applied, err)
 	}
 	if raw, err := old.RawEvents(ctx, "old"); err != nil || len(raw) != len(cfg.Shards) {
 		t.Errorf("the old store's events after migrating: %v (%v), want one per shard", raw, err)
 	}
 	later := fstest.MapFS{}
-	for _, name := range []string{"00001_schema.sql", "00002_student_counts.sql"} {
+	for _, name := range []string{"00001_schema.sql", "00002_student_counts.sql", "00003_last_days.sql"} {
 		text, err := os.ReadFile("migrations/" + name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		later["migrations/"+name] = &fstest.MapFile{Data: text}
 	}
-	later["migrations/00003_audit.sql"] = &fstest.MapFile{Data: []byte(`-- a later change
+	later["migrations/00004_audit.sql"] = &fstest.MapFile{Data: []byte(`-- a later change
 CREATE TABLE IF NOT EXISTS {database}.audit (at Int64) ENGINE = MergeTree() ORDER BY at;
 CREATE TABLE IF NOT EXISTS {database}.audit_copy (at Int64) ENGINE = MergeTree() ORDER BY at;
 `)}
@@ -80,15 +80,15 @@ CREATE TABLE IF NOT EXISTS {database}.audit_copy (at Int64) ENGINE = MergeTree()
 	}
 	for _, shard := range cfg.Shards {
 		v, err := old.SchemaVersion(ctx, shard)
-		if err != nil || v != 3 {
-			t.Errorf("shard %s at version %d (%v), want 3", shard, v, err)
+		if err != nil || v != 4 {
+			t.Errorf("shard %s at version %d (%v), want 4", shard, v, err)
 		}
 		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{shard}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var applied uint64
-		if err := conn.QueryRow(ctx, "SELECT count() FROM "+cfg.Database+".schema_migrations WHERE version = 3").Scan(&applied); err != nil || applied != 1 {
+		if err := conn.QueryRow(ctx, "SELECT count() FROM "+cfg.Database+".schema_migrations WHERE version = 4").Scan(&applied); err != nil || applied != 1 {
 			t.Errorf("shard %s: the later migration recorded %d times (%v), want once", shard, applied, err)
 		}
 		var tables uint64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -103,7 +104,7 @@ func (s *Store) Rebuild(ctx context.Context, groupID, zone string) error {
 		if err != nil {
 			return err
 		}
-		return s.recompute(ctx, sh, groupID, intent{All: true}, loc, seq)
+		return s.recompute(ctx, sh, p, intent{All: true}, loc, seq)
 	}))
 }
 
@@ -156,13 +157,14 @@ func (s *Store) repair(ctx context.Context, tx GroupLock, sh *shard, p Placement
 			return err
 		}
 	}
-	return s.recompute(ctx, sh, p.GroupID, in, loc, seq)
+	return s.recompute(ctx, sh, p, in, loc, seq)
 }
 
 // recompute sets the rollups of the months in (every month, for in.All)
-// to what the raw events say, month by month.
-func (s *Store) recompute(ctx context.Context, sh *shard, groupID string, in intent, loc *time.Location, seq int64) error {
-	months := in.Months
+// to what the raw events say, month by month, and the rows of last days
+// to what the days then say, as write seq of the group placed as p.
+func (s *Store) recompute(ctx context.Context, sh *shard, p Placement, in intent, loc *time.Location, seq int64) error {
+	groupID, months := p.GroupID, in.Months
 	if in.All {
 		var err error
 		if months, err = s.allMonths(ctx, sh, groupID, loc); err != nil {
@@ -174,7 +176,7 @@ func (s *Store) recompute(ctx context.Context, sh *shard, groupID string, in int
 			return fmt.Errorf("month %s: %w", m, err)
 		}
 	}
-	return nil
+	return s.recomputeLastDays(ctx, sh, p, seq)
 }
 
 // allMonths returns every month that holds the group's events (cut in
@@ -253,6 +255,8 @@ func (s *Store) recomputeMonth(ctx context.Context, sh *shard, groupID string, m
 	if err != nil {
 		return err
 	}
+	// The rows of last days are not a month's: recompute sets them last.
+	maps.DeleteFunc(target.Students, func(k rollup.StudentKey, _ *analytics.Counts) bool { return k.Span == analytics.SpanLast })
 	counts, err := newCountsRows(&state{}, target, ordinals)
 	if err != nil {
 		return err

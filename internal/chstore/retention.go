@@ -80,7 +80,7 @@ func (s *Store) expireUsage(ctx context.Context, tx GroupLock, sh *shard, p Plac
 	if err != nil {
 		return nil, err
 	}
-	if err := s.recompute(ctx, sh, p.GroupID, in, loc, seq); err != nil {
+	if err := s.recompute(ctx, sh, p, in, loc, seq); err != nil {
 		return nil, err
 	}
 	deleted := nonZero(append([]analytics.Deleted{{Store: "clickhouse", Table: "events", Rows: int64(events)}}, emptied...))

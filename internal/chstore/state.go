@@ -81,6 +81,18 @@ func (c *stateCache) size() int {
 	return c.bytes
 }
 
+// replace keeps st in place of the group's kept state, which a write
+// that added rows of its own number after it was kept has outdated.
+func (c *stateCache) replace(groupID string, st *state) {
+	c.mu.Lock()
+	if old := c.states[groupID]; old != nil {
+		c.bytes -= old.bytes
+		delete(c.states, groupID)
+	}
+	c.mu.Unlock()
+	c.put(groupID, st)
+}
+
 // put keeps st unless a newer state of the group is kept already, or
 // one as new with the counts st lacks.
 func (c *stateCache) put(groupID string, st *state) {

@@ -179,6 +179,20 @@ func (d *Delta) CountsRows(ordinal func(groupID, studentID string) int) ([]Count
 // name are copied as they are, not decoded: a write of a few students
 // costs the row's bytes and one allocation.
 func AddToRow(row []byte, add []StudentCounts) ([]byte, error) {
+	return mergeToRow(row, add, (*analytics.Counts).Add)
+}
+
+// MergeToRow is how a write changes a row of span: AddToRow, or for the
+// students' last days (SpanLast), each metric's later day kept.
+func MergeToRow(span analytics.Span, row []byte, add []StudentCounts) ([]byte, error) {
+	if span == analytics.SpanLast {
+		return mergeToRow(row, add, laterDays)
+	}
+	return AddToRow(row, add)
+}
+
+// mergeToRow is AddToRow with merge in place of the sum.
+func mergeToRow(row []byte, add []StudentCounts, merge func(c, add *analytics.Counts)) ([]byte, error) {
 	if row == nil {
 		return AppendCounts(nil, add), nil
 	}
@@ -205,7 +219,7 @@ func AddToRow(row []byte, add []StudentCounts) ([]byte, error) {
 		}
 		if len(add) > 0 && add[0].Ordinal == ordinal {
 			c := decodeEntry(body)
-			c.Add(&add[0].Counts)
+			merge(&c, &add[0].Counts)
 			out, outNext = appendStudent(out, outNext, ordinal, &c)
 			add = add[1:]
 			continue

@@ -53,8 +53,16 @@ func KeysOf(e analytics.Event) [2]GroupKey {
 	return [...]GroupKey{{e.GroupID, analytics.SpanDay, e.Day}, {e.GroupID, analytics.SpanMonth, e.Day.MonthStart()}}
 }
 
-// Add counts e in its day's and its month's rollups.
+// Add counts e in its day's and its month's rollups, and in its student's
+// last days of use.
 func (d *Delta) Add(e analytics.Event) {
+	lk := StudentKey{e.GroupID, analytics.SpanLast, 0, e.StudentID}
+	last := d.Students[lk]
+	if last == nil {
+		last = new(analytics.Counts)
+		d.Students[lk] = last
+	}
+	last[e.Metric] = max(last[e.Metric], analytics.LastDayCode(e.Day))
 	for _, k := range KeysOf(e) {
 		sk := StudentKey{k.GroupID, k.Span, k.Key, e.StudentID}
 		sc := d.Students[sk]

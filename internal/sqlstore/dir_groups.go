@@ -24,12 +24,12 @@ func (s *Store) CreateGroup(ctx context.Context, g analytics.Group) error {
 	})
 }
 
-const groupColumns = `group_id, name, time_zone, created_at, min_cell_size, retention_days, COALESCE(district_id, '')`
+const groupColumns = `group_id, name, time_zone, created_at, min_cell_size, retention_days, COALESCE(district_id, ''), inactive_after`
 
 func scanGroup(row interface{ Scan(...any) error }) (analytics.Group, error) {
 	var g analytics.Group
 	var created int64
-	err := row.Scan(&g.ID, &g.Name, &g.TimeZone, &created, &g.MinCellSize, &g.Retention, &g.DistrictID)
+	err := row.Scan(&g.ID, &g.Name, &g.TimeZone, &created, &g.MinCellSize, &g.Retention, &g.DistrictID, &g.InactiveAfter)
 	g.Created = fromMillis(created)
 	return g, err
 }
@@ -73,6 +73,11 @@ func (s *Store) RenameGroup(ctx context.Context, groupID, name string) error {
 // SetMinCellSize sets a group's minCellSize (0: off), or answers NotFound.
 func (s *Store) SetMinCellSize(ctx context.Context, groupID string, size int) error {
 	return s.updateGroup(ctx, "SetMinCellSize", `min_cell_size`, groupID, size)
+}
+
+// SetInactiveAfter sets a group's inactiveAfter, or answers NotFound.
+func (s *Store) SetInactiveAfter(ctx context.Context, groupID string, days int) error {
+	return s.updateGroup(ctx, "SetInactiveAfter", `inactive_after`, groupID, days)
 }
 
 // SetRetention sets how many days of usage a group keeps (0: all), or

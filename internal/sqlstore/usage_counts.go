@@ -20,32 +20,40 @@ import (
 
 // addCounts adds the delta's student counts to their rows: merged into
 // them by the upsert where the database can (mergesRollups), or else read
-// first and written back.
+// first and written back. The rows of last days (SpanLast) are always read
+// first: their merge keeps days, it adds nothing.
 func (s *Store) addCounts(ctx context.Context, tx *txn, delta *rollup.Delta, ordinals map[[2]string]int) error {
 	keys, add := delta.CountsRows(func(groupID, studentID string) int { return ordinals[[2]string{groupID, studentID}] })
 	if len(keys) == 0 {
 		return nil
 	}
-	onConflict := replaceCounts
-	var current map[rollup.CountsKey][]byte
+	read := keys
 	if s.dialect.mergesRollups {
-		onConflict = addToCounts
-	} else {
-		var err error
-		if current, err = s.countsRows(ctx, tx, keys); err != nil {
-			return err
-		}
+		read = slices.DeleteFunc(slices.Clone(keys), func(k rollup.CountsKey) bool { return k.Span != analytics.SpanLast })
 	}
-	rows := make([][]any, len(keys))
-	for i, k := range keys {
-		b, err := rollup.AddToRow(current[k], add[k])
+	current, err := s.countsRows(ctx, tx, read)
+	if err != nil {
+		return err
+	}
+	var merged, replaced [][]any
+	for _, k := range keys {
+		b, err := rollup.MergeToRow(k.Span, current[k], add[k])
 		if err != nil {
 			return fmt.Errorf("student counts of %s %d %d: %w", k.GroupID, k.Key, k.Chunk, err)
 		}
-		rows[i] = []any{k.GroupID, int(k.Span), int(k.Key), k.Chunk, b}
+		row := []any{k.GroupID, int(k.Span), int(k.Key), k.Chunk, b}
+		if s.dialect.mergesRollups && k.Span != analytics.SpanLast {
+			merged = append(merged, row)
+		} else {
+			replaced = append(replaced, row)
+		}
+	}
+	if err := s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
+		countsRowTypes, merged, addToCounts, nil); err != nil {
+		return err
 	}
 	return s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
-		countsRowTypes, rows, onConflict, nil)
+		countsRowTypes, replaced, replaceCounts, nil)
 }
 
 // What becomes of a row of students' counts stored already: replaced by
@@ -187,7 +195,9 @@ func (s *Store) eraseCounts(ctx context.Context, tx *txn, groupID string, ordina
 		if i < 0 {
 			continue
 		}
-		shares[k] = students[i].Counts
+		if k.Span != analytics.SpanLast { // last days are no share of a group row
+			shares[k] = students[i].Counts
+		}
 		if students = slices.Delete(students, i, i+1); len(students) == 0 {
 			emptied = append(emptied, k)
 		} else {

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -65,6 +66,9 @@ func (s *Store) expireUsage(ctx context.Context, tx *txn, groupID string, first 
 	}
 	if deleted, err = s.execDeleting(ctx, tx, deleted, "student_counts", `DELETE FROM student_counts WHERE group_id = ?
 		AND (span = 0 AND period < ? OR span = 1 AND period < ?)`, groupID, int(first), int(month)); err != nil {
+		return deleted, err
+	}
+	if deleted, err = s.forgetLastDays(ctx, tx, deleted, groupID, first); err != nil {
 		return deleted, err
 	}
 	// The week and month that first cuts: their rows become the sums of
@@ -180,4 +184,44 @@ func (g *GroupTx) ExpireBefore(ctx context.Context, first analytics.Day, before 
 	deleted, err = g.s.execDeleting(ctx, g.tx, nil, "usage_log", `DELETE FROM usage_log WHERE group_id = ? AND occurred_at < ?`,
 		g.groupID, millis(before))
 	return true, deleted, err
+}
+
+// forgetLastDays forgets in the group's rows of last days (SpanLast) every
+// day before first, deleting the rows left empty.
+func (s *Store) forgetLastDays(ctx context.Context, tx *txn, deleted []analytics.Deleted, groupID string, first analytics.Day) ([]analytics.Deleted, error) {
+	var rows [][]any
+	var emptied []int
+	err := s.query(ctx, tx, `SELECT chunk, counts FROM student_counts WHERE group_id = ? AND span = ? AND period = 0`,
+		[]any{groupID, int(analytics.SpanLast)}, func(r *sql.Rows) error {
+			var chunk int
+			var b []byte
+			if err := r.Scan(&chunk, &b); err != nil {
+				return err
+			}
+			students, err := rollup.DecodeCounts(b)
+			if err != nil {
+				return fmt.Errorf("last days of %s: %w", groupID, err)
+			}
+			for i := range students {
+				students[i].Counts = rollup.ForgetBefore(students[i].Counts, first)
+			}
+			if b = rollup.AppendCounts(nil, students); len(b) == 1 {
+				emptied = append(emptied, chunk)
+			} else {
+				rows = append(rows, []any{groupID, int(analytics.SpanLast), 0, chunk, b})
+			}
+			return nil
+		})
+	if err != nil {
+		return deleted, err
+	}
+	for _, chunk := range emptied {
+		if deleted, err = s.execDeleting(ctx, tx, deleted, "student_counts", `DELETE FROM student_counts
+			WHERE group_id = ? AND span = ? AND period = 0 AND chunk = ?`, groupID, int(analytics.SpanLast), chunk); err != nil {
+			return deleted, err
+		}
+	}
+	deleted = s.deleted(deleted, "student_counts (rewritten)", int64(len(rows)))
+	return deleted, s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
+		countsRowTypes, rows, replaceCounts, nil)
 }

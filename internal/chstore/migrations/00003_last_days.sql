@@ -1,0 +1,5 @@
+-- The students' last days of use: rows of student_counts of span 3
+-- (analytics.SpanLast), one per chunk of a group's students, kept by every
+-- write. After this file (which has no statement), a step in Go
+-- (addLastDays) makes them for the groups of earlier releases from their
+-- rows of each day.
