@@ -99,6 +99,19 @@ func groupSetMinCellSize(e *env, args []string) error {
 	})
 }
 
+func groupSetInactiveAfter(e *env, args []string) error {
+	fs, db := flags(e, "group set-inactive-after")
+	group := fs.String("group", "", "group id")
+	days := fs.Int("days", 0, fmt.Sprintf("the days without use after which a student who used the service counts as stopped: 1 to %d", analytics.MaxInactiveAfter))
+	return withPlatform(e, fs, db, args, false, []string{"group", "days"}, func(p *platform.Platform) error {
+		g, err := p.SetInactiveAfter(e.ctx, *group, *days)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "group %s counts a student as stopped after %d days without use\n", g.ID, g.InactiveAfter)
+		}
+		return err
+	})
+}
+
 func groupSetRetention(e *env, args []string) error {
 	fs, db := flags(e, "group set-retention")
 	group := fs.String("group", "", "group id")

@@ -48,6 +48,7 @@ func init() {
 		{"group rename", "--group ID --name NAME", "change a group's display name", groupRename},
 		{"group set-timezone", "--group ID --tz ZONE", "change a group's time zone, rebuilding its rollups in it", groupSetTimeZone},
 		{"group set-min-cell-size", "--group ID --size N", "hide report figures that fewer than N students make up (0: off; see docs/api.md, small cells)", groupSetMinCellSize},
+		{"group set-inactive-after", "--group ID --days N", "count a student who used the service as stopped after N days without use (default 7; see docs/api.md, students who stopped)", groupSetInactiveAfter},
 		{"group set-retention", "--group ID --keep 400d|off", "keep this many days of a group's usage, deleting older days' every hour (see docs/api.md, retention)", groupSetRetention},
 		{"group delete", "--group ID --yes", "erase a group for good: its usage on every store, students, keys, plans and digests", groupDelete},
 		{"group move", "--group ID --shard HOST:PORT", "move a group's usage to another ClickHouse shard (needs --usage)", groupMove},

@@ -86,7 +86,64 @@ func TestMigratedStoreAnswersAsBefore(t *testing.T) {
 					t.Errorf("%s: answer %s, before the migration %s; body:\n%.600s", line, got, answers[i], body)
 				}
 			}
+			for group, key := range keys {
+				checkLastDaysMigrated(t, e, stores, group, key)
+			}
 		})
+	}
+}
+
+// checkLastDaysMigrated checks the students' last days that the
+// migrations made of a store written before they were kept: each
+// student's, as GET /api/last-use tells them, is the last day of their
+// stored events of each endpoint.
+func checkLastDaysMigrated(t *testing.T, e *testEnv, stores storetest.Stores, group, key string) {
+	t.Helper()
+	g, err := stores.Directory.Group(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, _ := time.LoadLocation(g.TimeZone)
+	list := e.lastUse(key, "")
+	if len(list.Students) == 0 {
+		t.Fatalf("group %s lists no student", group)
+	}
+	settled, err := stores.Usage.Settle(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := 0
+	for _, u := range list.Students {
+		events, err := stores.Usage.StudentEvents(settled, group, u.StudentID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var live, chat string
+		for _, ev := range events {
+			day := ev.OccurredAt.In(loc).Format(time.DateOnly)
+			if ev.Metric.IsLiveLecture() {
+				live = max(live, day)
+			}
+			if ev.Metric.IsChat() {
+				chat = max(chat, day)
+			}
+		}
+		str := func(p *string) string {
+			if p == nil {
+				return ""
+			}
+			return *p
+		}
+		if str(u.LastLiveLecture) != live || str(u.LastChat) != chat {
+			t.Errorf("group %s student %s: last days %q and %q, their events say %q and %q", group, u.StudentID,
+				str(u.LastLiveLecture), str(u.LastChat), live, chat)
+		}
+		if len(events) > 0 {
+			used++
+		}
+	}
+	if used == 0 {
+		t.Errorf("group %s: no student with events", group)
 	}
 }
 

@@ -163,6 +163,9 @@ type (
 		Retention string `json:"retention"`
 		// DistrictID is the district the group is in; null: none.
 		DistrictID *string `json:"districtId"`
+		// InactiveAfter: the days without use after which a student who
+		// used the service counts as stopped.
+		InactiveAfter int `json:"inactiveAfter"`
 	}
 	planJSON struct {
 		ID          int64   `json:"id"`
@@ -206,7 +209,7 @@ func optionalTime(t *time.Time) *string {
 }
 
 func toGroup(g analytics.Group) groupJSON {
-	return groupJSON{g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created), g.MinCellSize, g.Retention.String(), orNull(g.DistrictID)}
+	return groupJSON{g.ID, g.Name, g.TimeZone, analytics.FormatTime(g.Created), g.MinCellSize, g.Retention.String(), orNull(g.DistrictID), g.InactiveAfter}
 }
 
 // plansOf returns a group's plan converter, which tells the plans' days
@@ -281,16 +284,17 @@ func (s *Server) getGroup(r *http.Request) (int, any, error) {
 // rollups), or both.
 func (s *Server) updateGroup(r *http.Request) (int, any, error) {
 	var in struct {
-		Name        *string `json:"name"`
-		TimeZone    *string `json:"timeZone"`
-		MinCellSize *int    `json:"minCellSize"`
-		Retention   *string `json:"retention"`
+		Name          *string `json:"name"`
+		TimeZone      *string `json:"timeZone"`
+		MinCellSize   *int    `json:"minCellSize"`
+		Retention     *string `json:"retention"`
+		InactiveAfter *int    `json:"inactiveAfter"`
 	}
 	if err := decodeBody(r, &in); err != nil {
 		return 0, nil, err
 	}
-	if in.Name == nil && in.TimeZone == nil && in.MinCellSize == nil && in.Retention == nil {
-		return 0, nil, analytics.Errorf(analytics.Invalid, "Invalid body: give one or more of name, timeZone, minCellSize and retention")
+	if in.Name == nil && in.TimeZone == nil && in.MinCellSize == nil && in.Retention == nil && in.InactiveAfter == nil {
+		return 0, nil, analytics.Errorf(analytics.Invalid, "Invalid body: give one or more of name, timeZone, minCellSize, retention and inactiveAfter")
 	}
 	g, err := s.platform.Group(r.Context(), r.PathValue("groupId"))
 	if err == nil && in.Name != nil {
@@ -304,6 +308,9 @@ func (s *Server) updateGroup(r *http.Request) (int, any, error) {
 	}
 	if err == nil && in.Retention != nil {
 		g, err = s.platform.SetRetention(r.Context(), g.ID, *in.Retention)
+	}
+	if err == nil && in.InactiveAfter != nil {
+		g, err = s.platform.SetInactiveAfter(r.Context(), g.ID, *in.InactiveAfter)
 	}
 	return http.StatusOK, toGroup(g), err
 }

@@ -28,6 +28,7 @@ func (s *Server) routes() []route {
 		{"GET /api/classes", 0, s.withKey(s.keyClasses)},
 		{"GET /api/access-log", 0, s.withKey(s.keyAccessLog)},
 		{"GET /api/adoption", 0, s.withKey(s.keyAdoption)},
+		{"GET /api/last-use", 0, s.withKey(s.keyLastUse)},
 
 		// Staff sign-in (OpenID Connect) and sign-out.
 		{"GET /signin", 0, s.signInByEmail},

@@ -83,7 +83,7 @@ func TestTimeZoneChangeRacingIngestion(t *testing.T) {
 		if resp := e.call("PATCH", "/v1/admin/groups/north", token, `{"timeZone": "Mars/Olympus"}`); resp.status != 400 {
 			t.Errorf("an unknown zone: %d %s", resp.status, resp.body)
 		}
-		if resp := e.call("PATCH", "/v1/admin/groups/north", token, `{}`); resp.status != 400 || resp.errorMessage(t) != "Invalid body: give one or more of name, timeZone, minCellSize and retention" {
+		if resp := e.call("PATCH", "/v1/admin/groups/north", token, `{}`); resp.status != 400 || resp.errorMessage(t) != "Invalid body: give one or more of name, timeZone, minCellSize, retention and inactiveAfter" {
 			t.Errorf("an empty change: %d %s", resp.status, resp.body)
 		}
 	})

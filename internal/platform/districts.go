@@ -219,7 +219,8 @@ func (p *Platform) bundleSchools(ctx context.Context, d analytics.District, b *r
 			if err := checkText("name", name, 200); err != nil {
 				return nil, invalid("Invalid roster: orgs.csv line %d: school %q: %s", o.Line, o.SourcedID, analytics.ErrorMessage(err))
 			}
-			g = analytics.Group{ID: o.SourcedID, Name: name, TimeZone: d.TimeZone, Created: p.Now().UTC().Truncate(time.Millisecond)}
+			g = analytics.Group{ID: o.SourcedID, Name: name, TimeZone: d.TimeZone, Created: p.Now().UTC().Truncate(time.Millisecond),
+				InactiveAfter: analytics.DefaultInactiveAfter}
 			schools = append(schools, analytics.SchoolRoster{Group: g, New: true})
 		case err != nil:
 			return nil, err

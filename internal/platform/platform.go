@@ -77,7 +77,8 @@ func (p *Platform) CreateGroup(ctx context.Context, id, name, timeZone string) (
 	if _, err := analytics.LoadZone(timeZone); err != nil {
 		return analytics.Group{}, invalid("Invalid timeZone %q: expected an IANA time zone such as Europe/Berlin", timeZone)
 	}
-	g := analytics.Group{ID: id, Name: name, TimeZone: timeZone, Created: p.Now().UTC().Truncate(time.Millisecond)}
+	g := analytics.Group{ID: id, Name: name, TimeZone: timeZone, Created: p.Now().UTC().Truncate(time.Millisecond),
+		InactiveAfter: analytics.DefaultInactiveAfter}
 	return g, p.Directory.CreateGroup(ctx, g)
 }
 
@@ -237,6 +238,21 @@ func (p *Platform) SetMinCellSize(ctx context.Context, groupID string, size int)
 	}
 	g.MinCellSize = size
 	return g, p.Directory.SetMinCellSize(ctx, groupID, size)
+}
+
+// SetInactiveAfter sets the group's inactiveAfter: after how many days
+// without use (1 to analytics.MaxInactiveAfter) a student who used the
+// service counts as stopped.
+func (p *Platform) SetInactiveAfter(ctx context.Context, groupID string, days int) (analytics.Group, error) {
+	g, err := p.Group(ctx, groupID)
+	if err != nil {
+		return g, err
+	}
+	if days < 1 || days > analytics.MaxInactiveAfter {
+		return g, invalid("Invalid inactiveAfter %d: expected a number of days from 1 to %d", days, analytics.MaxInactiveAfter)
+	}
+	g.InactiveAfter = days
+	return g, p.Directory.SetInactiveAfter(ctx, groupID, days)
 }
 
 // MinRetention is the shortest retention a group may keep: three weeks,

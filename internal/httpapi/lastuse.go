@@ -1,0 +1,152 @@
+package httpapi
+
+import (
+	"encoding/csv"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/report"
+)
+
+// lastUseParams are the parameters of GET /api/last-use; status may come
+// many times, or as a comma-separated list.
+var lastUseParams = []string{"classId", "status", "inactiveAfter", "format", "schoolId"}
+
+// studentUseJSON is one student's line of the list.
+type studentUseJSON struct {
+	StudentID       string  `json:"studentId"`
+	StudentName     string  `json:"studentName"`
+	Status          string  `json:"status"`
+	LastUsed        *string `json:"lastUsed"`
+	DaysSince       *int    `json:"daysSince"`
+	LastLiveLecture *string `json:"lastLiveLecture"`
+	LastChat        *string `json:"lastChat"`
+}
+
+func toStudentUse(u report.StudentUse) studentUseJSON {
+	day := func(d analytics.Day) *string {
+		if d == analytics.NoDay {
+			return nil
+		}
+		s := d.String()
+		return &s
+	}
+	j := studentUseJSON{StudentID: u.ID, StudentName: u.Name, Status: string(u.Status), LastUsed: day(u.Either()),
+		LastLiveLecture: day(u.LiveLecture), LastChat: day(u.Chat)}
+	if u.DaysSince >= 0 {
+		j.DaysSince = &u.DaysSince
+	}
+	return j
+}
+
+// keyLastUse serves GET /api/last-use: the students a key may see (a
+// school's, a teacher's classes', a district's school named by schoolId)
+// with their last day of use and whether they stopped. It names students,
+// so every answer is in the school's access log.
+func (s *Server) keyLastUse(w http.ResponseWriter, r *http.Request, access analytics.Access, now time.Time) {
+	values := r.URL.Query()
+	uq, format, err := readUseQuery(values)
+	if err == nil {
+		access, err = schoolOfKey(r, access)
+	}
+	var list report.UseList
+	if err == nil {
+		uq.Scoped, uq.Classes = access.ForClasses, access.Classes
+		// The key's group is read for its inactiveAfter, which the key's
+		// check does not read.
+		var g analytics.Group
+		if g, err = s.engine.Directory.Group(r.Context(), access.Group.ID); err == nil {
+			access.Group.InactiveAfter = g.InactiveAfter
+			list, err = s.engine.LastUses(r.Context(), access.Group, uq, now)
+		}
+	}
+	if err == nil && !s.accessLogOff {
+		err = s.recordAccess(r, access, uq.Query, format, now)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if format == formatCSV {
+		w.Header().Set("Content-Disposition", `attachment; filename="`+access.Group.ID+"-last-use-"+list.Today.String()+`.csv"`)
+		writeLastUseCSV(w, list)
+		return
+	}
+	type countsJSON struct {
+		Never   int `json:"never"`
+		Stopped int `json:"stopped"`
+		Active  int `json:"active"`
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Success       bool             `json:"success"`
+		Today         string           `json:"today"`
+		InactiveAfter int              `json:"inactiveAfter"`
+		Counts        countsJSON       `json:"counts"`
+		Students      []studentUseJSON `json:"students"`
+	}{true, list.Today.String(), list.InactiveAfter, countsJSON{list.Counts[analytics.StatusNever], list.Counts[analytics.StatusStopped],
+		list.Counts[analytics.StatusActive]}, listOf(list.Students, toStudentUse)})
+}
+
+// readUseQuery reads the parameters of a list of last use.
+func readUseQuery(values url.Values) (report.UseQuery, string, error) {
+	var uq report.UseQuery
+	for name, vs := range values {
+		switch {
+		case !slices.Contains(lastUseParams, name):
+			return uq, "", analytics.Errorf(analytics.Invalid, "Unknown parameter %q: expected %s", name, strings.Join(lastUseParams, ", "))
+		case slices.Contains(vs, ""):
+			return uq, "", analytics.Errorf(analytics.Invalid, "Missing params")
+		case len(vs) > 1 && name != "status" && name != "schoolId":
+			return uq, "", analytics.Errorf(analytics.Invalid, "Invalid %s: given %d times in the query string", name, len(vs))
+		}
+	}
+	uq.ClassID = values.Get("classId")
+	for _, v := range values["status"] {
+		for _, name := range strings.Split(v, ",") {
+			st := analytics.UseStatus(strings.ToLower(strings.TrimSpace(name)))
+			if !slices.Contains(analytics.UseStatuses, st) {
+				return uq, "", analytics.Errorf(analytics.Invalid, "Invalid status: expected never, stopped or active, got %q", name)
+			}
+			uq.Statuses = append(uq.Statuses, st)
+		}
+	}
+	if v := values.Get("inactiveAfter"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > analytics.MaxInactiveAfter {
+			return uq, "", analytics.Errorf(analytics.Invalid, "Invalid inactiveAfter: expected a number of days from 1 to %d, got %q", analytics.MaxInactiveAfter, v)
+		}
+		uq.InactiveAfter = n
+	}
+	format := strings.ToLower(values.Get("format"))
+	if format == "" {
+		format = formatJSON
+	} else if format != formatJSON && format != formatCSV {
+		return uq, "", analytics.Errorf(analytics.Invalid, "Invalid format: expected json or csv, got %q", values.Get("format"))
+	}
+	return uq, format, nil
+}
+
+// writeLastUseCSV writes the list, one row a student; days of no use are
+// empty.
+func writeLastUseCSV(w http.ResponseWriter, list report.UseList) {
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8; header=present")
+	out := csv.NewWriter(w)
+	out.UseCRLF = true
+	_ = out.Write([]string{"studentId", "studentName", "status", "lastUsed", "daysSince", "lastLiveLecture", "lastChat"})
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	for _, u := range list.Students {
+		j := toStudentUse(u)
+		_ = out.Write([]string{j.StudentID, j.StudentName, j.Status, str(j.LastUsed), optional(j.DaysSince), str(j.LastLiveLecture), str(j.LastChat)})
+	}
+	out.Flush()
+}
