@@ -231,3 +231,88 @@ func indented(v any) []byte {
 }
 
 func equalJSON(a, b any) bool { return string(mustJSON(a)) == string(mustJSON(b)) }
+
+// TestLastUseIsolation: a teacher's key lists its classes' students only,
+// a school's key never another school's, a district's key one of its own
+// schools named with schoolId; every answer leaves an access log entry
+// under its key, and refusals leave none.
+func TestLastUseIsolation(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		northKey := e.school("north", "UTC")
+		e.school("south", "UTC")
+		e.school("elsewhere", "UTC")
+		e.send(session("north", "n1", "2026-11-20T10:00:00Z"), session("north", "n2", "2026-11-01T10:00:00Z"),
+			message("north", "n3", "main", "2026-11-21T09:00:00Z"), session("south", "s1", "2026-11-20T10:00:00Z"),
+			session("elsewhere", "e1", "2026-11-20T10:00:00Z"))
+		e.enrol("north", "n4", "Never Used")
+		e.mustCall("POST", "/v1/admin/groups/north/classes", e.token(), `{"id": "c1", "name": "C1", "studentIds": ["n2", "n4"]}`, 201)
+		e.mustCall("POST", "/v1/admin/groups/north/classes", e.token(), `{"id": "c2", "name": "C2", "studentIds": ["n3"]}`, 201)
+		teacher := e.mustCall("POST", "/v1/admin/groups/north/keys", e.token(), `{"label": "Ms C1", "classIds": ["c1"]}`, 201)["key"].(string)
+		district := e.district("river", "UTC", "north", "south")
+		e.district("lake", "UTC", "elsewhere")
+		ids := func(l useList) string {
+			var out []string
+			for _, u := range l.Students {
+				out = append(out, u.StudentID+":"+u.Status)
+			}
+			return strings.Join(out, " ")
+		}
+		for _, tt := range []struct{ key, query, want string }{
+			{northKey, "", "n4:never n2:stopped n1:active n3:active"},
+			{northKey, "status=stopped&status=never", "n4:never n2:stopped"},
+			{northKey, "classId=c2", "n3:active"},
+			{teacher, "", "n4:never n2:stopped"},
+			{teacher, "classId=c1&status=active", ""},
+			{district, "schoolId=north&status=active", "n1:active n3:active"},
+			{district, "schoolId=south", "s1:active"},
+		} {
+			if got := ids(e.lastUse(tt.key, tt.query)); got != tt.want {
+				t.Errorf("?%s: %q, want %q", tt.query, got, tt.want)
+			}
+		}
+		for _, tt := range []struct{ key, query, want string }{
+			{teacher, "classId=c2", `Invalid classId: no class "c2" in this group`},
+			{northKey, "classId=c9", `Invalid classId: no class "c9" in this group`},
+			{northKey, "schoolId=south", "Invalid schoolId: it is for a district's key, and this key is a school's"},
+			{district, "", "Missing schoolId: a district's key names the school with one schoolId"},
+			{district, "schoolId=elsewhere", `Invalid schoolId: no school "elsewhere" in this district`},
+			{district, "schoolId=north&schoolId=south", "Missing schoolId: a district's key names the school with one schoolId"},
+			{northKey, "inactiveAfter=0", `Invalid inactiveAfter: expected a number of days from 1 to 366, got "0"`},
+			{northKey, "inactiveAfter=x", `Invalid inactiveAfter: expected a number of days from 1 to 366, got "x"`},
+			{northKey, "status=stopped,gone", `Invalid status: expected never, stopped or active, got "gone"`},
+			{northKey, "startDate=2026-11-01", `Unknown parameter "startDate": expected classId, status, inactiveAfter, format, schoolId`},
+			{northKey, "format=xml", `Invalid format: expected json or csv, got "xml"`},
+			{northKey, "classId=", "Missing params"},
+		} {
+			if resp := e.do("GET", "/api/last-use?"+tt.query, tt.key, ""); resp.status != http.StatusBadRequest || resp.errorMessage(t) != tt.want {
+				t.Errorf("?%s: %d %s, want 400 %s", tt.query, resp.status, resp.body, tt.want)
+			}
+		}
+		if resp := e.do("GET", "/api/last-use", "gak_NOTAKEYNOTAKEYNOTAKEYNOTA", ""); resp.status != http.StatusForbidden {
+			t.Errorf("a bad key: %d %s", resp.status, resp.body)
+		}
+		// CSV: a row a student, days of no use empty.
+		resp := e.do("GET", "/api/last-use?format=csv&status=never,stopped", northKey, "")
+		want := "studentId,studentName,status,lastUsed,daysSince,lastLiveLecture,lastChat\r\nn4,Never Used,never,,,,\r\nn2,n2,stopped,2026-11-01,20,2026-11-01,\r\n"
+		if resp.status != http.StatusOK || string(resp.body) != want || resp.header.Get("Content-Disposition") != `attachment; filename="north-last-use-2026-11-21.csv"` {
+			t.Errorf("CSV: %d %q %q", resp.status, resp.body, resp.header.Get("Content-Disposition"))
+		}
+		// Each answer above is in its school's log, under its key; the
+		// refusals are not.
+		entries, _ := e.accessLog("/api/access-log?limit=1000", northKey, "")
+		var north []string
+		for _, en := range entries {
+			if en["endpoint"] != "/api/last-use" {
+				t.Errorf("an entry of %v", en["endpoint"])
+			}
+			key, _ := en["key"].(map[string]any)
+			prefix, _ := key["prefix"].(string)
+			north = append(north, fmt.Sprintf("%.4s %v %v %v %v", prefix, key["label"], en["classIds"], en["allStudents"], en["format"]))
+		}
+		slices.Sort(north)
+		if got, want := strings.Join(north, "; "), "gad_ test [] true json; gak_ Ms C1 [c1] true json; gak_ Ms C1 [c1] true json; "+
+			"gak_ test [] true csv; gak_ test [] true json; gak_ test [] true json; gak_ test [c2] true json"; got != want {
+			t.Errorf("north's access log: %s, want %s", got, want)
+		}
+	})
+}
