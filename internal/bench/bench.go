@@ -55,6 +55,7 @@ type Result struct {
 	FloorBare        ReportResult     `json:"floorWithoutLimitsAndMetrics"`
 	Schools          SchoolsResult    `json:"everySchool"`
 	District         *DistrictResult  `json:"district,omitempty"`
+	LastUse          LastUseResult    `json:"lastUse"`
 	Ingest           IngestResult     `json:"ingest"`
 	IngestOne        IngestResult     `json:"ingestOneEventBatches"`
 	Firehose         *FirehoseResult  `json:"firehose,omitempty"`
@@ -191,6 +192,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Out, "measured a signed-in session's cost\n")
+	if res.LastUse, err = measureLastUse(ctx, cfg, store, srv, keys.main, bl); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "measured the list of who stopped\n")
 	if cfg.Scale.OtherGroups > 0 {
 		if err := measureOthers(ctx, cfg, store, srv, r, res); err != nil {
 			return nil, err
@@ -512,6 +517,7 @@ func printTable(w io.Writer, res *Result) {
 		}
 		fmt.Fprintf(w, "  server RSS after: %.0f MB\n", float64(sc.RSSBytes)/1e6)
 	}
+	res.LastUse.print(w)
 	if d := res.District; d != nil {
 		d.print(w)
 	}

@@ -77,19 +77,71 @@ func (s *Server) keyLastUse(w http.ResponseWriter, r *http.Request, access analy
 		writeLastUseCSV(w, list)
 		return
 	}
-	type countsJSON struct {
-		Never   int `json:"never"`
-		Stopped int `json:"stopped"`
-		Active  int `json:"active"`
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(appendUseList(make([]byte, 0, 256+len(list.Students)*180), list))
+}
+
+// appendUseList appends the list as JSON (the OpenAPI document's UseList),
+// written by hand: encoding/json's reflection was a third of a list of
+// 10,000 students.
+func appendUseList(b []byte, list report.UseList) []byte {
+	b = append(b, `{"success":true,"today":"`...)
+	b = appendDay(b, list.Today)
+	b = append(b, `","inactiveAfter":`...)
+	b = strconv.AppendInt(b, int64(list.InactiveAfter), 10)
+	b = append(b, `,"counts":{`...)
+	for i, st := range analytics.UseStatuses {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, st...)
+		b = append(b, `":`...)
+		b = strconv.AppendInt(b, int64(list.Counts[st]), 10)
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Success       bool             `json:"success"`
-		Today         string           `json:"today"`
-		InactiveAfter int              `json:"inactiveAfter"`
-		Counts        countsJSON       `json:"counts"`
-		Students      []studentUseJSON `json:"students"`
-	}{true, list.Today.String(), list.InactiveAfter, countsJSON{list.Counts[analytics.StatusNever], list.Counts[analytics.StatusStopped],
-		list.Counts[analytics.StatusActive]}, listOf(list.Students, toStudentUse)})
+	b = append(b, `},"students":[`...)
+	for i, u := range list.Students {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"studentId":`...)
+		b = appendString(b, u.ID)
+		b = append(b, `,"studentName":`...)
+		b = appendString(b, u.Name)
+		b = append(b, `,"status":"`...)
+		b = append(b, u.Status...)
+		b = append(b, `","lastUsed":`...)
+		b = appendOptionalDay(b, u.Either())
+		b = append(b, `,"daysSince":`...)
+		if u.DaysSince < 0 {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64(u.DaysSince), 10)
+		}
+		b = append(b, `,"lastLiveLecture":`...)
+		b = appendOptionalDay(b, u.LiveLecture)
+		b = append(b, `,"lastChat":`...)
+		b = appendOptionalDay(b, u.Chat)
+		b = append(b, '}')
+	}
+	return append(b, "]}\n"...)
+}
+
+// appendOptionalDay appends a day as a JSON string, or null for NoDay.
+func appendOptionalDay(b []byte, d analytics.Day) []byte {
+	if d == analytics.NoDay {
+		return append(b, "null"...)
+	}
+	b = append(b, '"')
+	return append(appendDay(b, d), '"')
+}
+
+// appendDay appends a day as YYYY-MM-DD.
+func appendDay(b []byte, d analytics.Day) []byte {
+	y, m, day := d.Date()
+	b = append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-')
+	b = append(b, byte('0'+m/10), byte('0'+m%10), '-')
+	return append(b, byte('0'+day/10), byte('0'+day%10))
 }
 
 // readUseQuery reads the parameters of a list of last use.

@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -66,22 +67,27 @@ func (e *Engine) LastUses(ctx context.Context, group analytics.Group, uq UseQuer
 	if err != nil {
 		return list, err
 	}
-	students, err := e.students(ctx, group.ID)
-	if err != nil {
-		return list, err
-	}
-	ordinals, err := e.Usage.Ordinals(ctx, group.ID)
-	if err != nil {
-		return list, err
-	}
+	var students []analytics.Student
+	var ordinals map[string]int
 	last := [][]analytics.Counts{nil}
-	if err := e.Usage.StudentTotals(ctx, group.ID, []analytics.Segment{analytics.LastDaysSegment}, last); err != nil {
+	err = inParallel(3, func(i int) (err error) {
+		switch i {
+		case 0:
+			students, err = e.students(ctx, group.ID)
+		case 1:
+			ordinals, err = e.Usage.Ordinals(ctx, group.ID)
+		default:
+			err = e.Usage.StudentTotals(ctx, group.ID, []analytics.Segment{analytics.LastDaysSegment}, last)
+		}
+		return err
+	})
+	if err != nil {
 		return list, err
+	}
+	if restricted {
+		students = pick(students, members)
 	}
 	for _, s := range students {
-		if _, in := slices.BinarySearch(members, s.ID); restricted && !in {
-			continue
-		}
 		u := StudentUse{Student: s, LastUse: analytics.NeverUsed, DaysSince: -1}
 		if o, ok := ordinals[s.ID]; ok && o < len(last[0]) {
 			u.LastUse = analytics.LastUseOf(&last[0][o])
@@ -95,16 +101,49 @@ func (e *Engine) LastUses(ctx context.Context, group analytics.Group, uq UseQuer
 			list.Students = append(list.Students, u)
 		}
 	}
-	slices.SortStableFunc(list.Students, func(a, b StudentUse) int {
-		return cmp.Compare(sinceOrder(b), sinceOrder(a))
-	})
+	list.Students = bySince(list.Students)
 	return list, nil
 }
 
-// sinceOrder is a student's days since their last use, never the most.
-func sinceOrder(u StudentUse) int {
-	if u.DaysSince < 0 {
-		return int(^uint(0) >> 1)
+// bySince sorts students (in report order) by days since their last use,
+// most first and those who never used it before all, keeping report order
+// among equals: a counting sort, since the days are few, where a
+// comparison sort of 10,000 students took a fifth of the list's time.
+func bySince(students []StudentUse) []StudentUse {
+	most := 0
+	for _, u := range students {
+		most = max(most, u.DaysSince)
 	}
-	return u.DaysSince
+	if most > 4*len(students)+1000 { // usage decades old: too many days to count
+		since := func(u StudentUse) int {
+			if u.DaysSince < 0 {
+				return math.MaxInt
+			}
+			return u.DaysSince
+		}
+		sorted := slices.Clone(students)
+		slices.SortStableFunc(sorted, func(a, b StudentUse) int { return cmp.Compare(since(b), since(a)) })
+		return sorted
+	}
+	// Bucket b holds the students b places from the front: never first.
+	bucket := func(u StudentUse) int {
+		if u.DaysSince < 0 {
+			return 0
+		}
+		return most - u.DaysSince + 1
+	}
+	starts := make([]int, most+3)
+	for _, u := range students {
+		starts[bucket(u)+1]++
+	}
+	for b := 1; b < len(starts); b++ {
+		starts[b] += starts[b-1]
+	}
+	sorted := make([]StudentUse, len(students))
+	for _, u := range students {
+		b := bucket(u)
+		sorted[starts[b]] = u
+		starts[b]++
+	}
+	return sorted
 }
