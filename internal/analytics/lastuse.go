@@ -90,3 +90,16 @@ func dayOfCode(code int64) Day {
 	}
 	return FirstDay + Day(code-1)
 }
+
+// StopAlert names the word to one of a class's digest recipients that
+// students of the class stopped.
+type StopAlert struct {
+	GroupID, ClassID, Address string
+}
+
+// Stop is a student's crossing into stopped, named by their last day of
+// use: a student who comes back and stops again makes another.
+type Stop struct {
+	StudentID string
+	LastDay   Day
+}

@@ -141,6 +141,18 @@ type Directory interface {
 	DigestSent(ctx context.Context, d DigestSend, at time.Time) error
 	DigestFailed(ctx context.Context, d DigestSend, reason string, retryAt time.Time) error
 
+	// The words that students stopped, to a class's recipients:
+	// ClaimStops records that stops are being told to a.Address until
+	// lease, and returns those this caller is to tell: neither told
+	// already nor claimed by another caller whose lease is current (of
+	// callers racing, in any processes, one at most gets each).
+	// StopsTold records them as told at at, or given up for failure;
+	// ReleaseStops lets them be claimed again from retryAt. A student's
+	// erasure, and their class's deletion, take theirs.
+	ClaimStops(ctx context.Context, a StopAlert, stops []Stop, now, lease time.Time) ([]Stop, error)
+	StopsTold(ctx context.Context, a StopAlert, stops []Stop, at time.Time, failure string) error
+	ReleaseStops(ctx context.Context, a StopAlert, stops []Stop, retryAt time.Time) error
+
 	// The access log: RecordAccess adds an entry (its ID and key's prefix
 	// and label are the store's); AccessLog lists a group's, as f picks;
 	// PruneAccessLog deletes every group's entries from before a time and

@@ -27,6 +27,11 @@ type Digest struct {
 	// who used neither endpoint all week, in report order (by name).
 	Students int
 	Inactive []analytics.Student
+	// Stopped are the students who stopped (as GET /api/last-use says
+	// when the digest is made), the longest stopped first, and
+	// InactiveAfter the days it takes.
+	Stopped       []report.StudentUse
+	InactiveAfter int
 }
 
 // Section is one endpoint's totals: its metrics, then its students who
@@ -94,7 +99,13 @@ func Compose(ctx context.Context, engine *report.Engine, group analytics.Group, 
 			d.Inactive = append(d.Inactive, s)
 		}
 	}
-	return d, nil
+	uq := report.UseQuery{Statuses: []analytics.UseStatus{analytics.StatusStopped}}
+	if class != nil {
+		uq.ClassID = class.ID
+	}
+	list, err := engine.LastUses(ctx, group, uq, now)
+	d.Stopped, d.InactiveAfter = list.Students, list.InactiveAfter
+	return d, err
 }
 
 // newSection is an endpoint's section, its rows not yet filled: each

@@ -159,6 +159,10 @@ func (d Digest) writeText(w *bytes.Buffer, links Links) {
 	if names := d.InactiveNames(); names != "" {
 		fmt.Fprintf(w, "  %s\n", names)
 	}
+	fmt.Fprintf(w, "\n%s\n", d.StoppedLine())
+	if len(d.Stopped) > 0 {
+		fmt.Fprintf(w, "  %s\n", stoppedNames(d.Stopped))
+	}
 	fmt.Fprintf(w, "\nThe dashboard on this week: %s\n", links.Dashboard)
 	if links.Unsubscribe != "" {
 		fmt.Fprintf(w, "\nYou receive this digest as a recipient of %s's. To stop it: %s\n", d.Audience(), links.Unsubscribe)
@@ -175,6 +179,19 @@ func (d Digest) InactiveLine() string {
 	}
 	return fmt.Sprintf("Inactive all week: %d of %s.", len(d.Inactive), analytics.Plural(d.Students, "student"))
 }
+
+// StoppedLine counts the students who stopped.
+func (d Digest) StoppedLine() string {
+	if len(d.Stopped) == 0 {
+		return fmt.Sprintf("Nobody stopped: no student who used it has gone %s without it.", analytics.Plural(d.InactiveAfter, "day"))
+	}
+	return fmt.Sprintf("Stopped (used it before, not in the last %s): %s, the longest first, with their last day.",
+		analytics.Plural(d.InactiveAfter, "day"), analytics.Plural(len(d.Stopped), "student"))
+}
+
+// StoppedNames names the first students who stopped and counts the
+// others.
+func (d Digest) StoppedNames() string { return stoppedNames(d.Stopped) }
 
 // InactiveNames names the first inactive students, by name, and counts
 // the others.
@@ -222,6 +239,8 @@ var htmlTemplate = template.Must(template.New("digest").Funcs(template.FuncMap{
 <p style="color:#57606a">{{.Span}} ({{.Group.TimeZone}})</p>
 {{template "sections" .Sections}}<h2 style="font-size:1.1em;margin-top:1.5em">Inactive students</h2>
 <p>{{.InactiveLine}}{{with .InactiveNames}}<br>{{.}}{{end}}</p>
+<h2 style="font-size:1.1em;margin-top:1.5em">Students who stopped</h2>
+<p>{{.StoppedLine}}{{with .StoppedNames}}<br>{{.}}{{end}}</p>
 <p style="margin-top:1.5em"><a href="{{.Links.Dashboard}}">Open the dashboard on this week</a></p>
 {{with .Links.Unsubscribe}}<p style="color:#57606a;font-size:0.9em">You receive this digest as a recipient of {{$.Audience}}'s. <a href="{{.}}">Unsubscribe</a></p>{{end}}
 </body></html>

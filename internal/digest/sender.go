@@ -57,13 +57,17 @@ func NewSender(dir analytics.Directory, engine *report.Engine, mailer *Mailer, p
 		Backoff: []time.Duration{2 * time.Second, 10 * time.Second}, RetryAfter: 5 * time.Minute}
 }
 
-// Run sends the digests due, now and every interval, until ctx ends.
+// Run sends the digests due, and the words of students who stopped, now
+// and every interval, until ctx ends.
 func (s *Sender) Run(ctx context.Context, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		if err := s.Round(ctx); err != nil && ctx.Err() == nil {
 			s.Log.Warn("digests", "error", err)
+		}
+		if err := s.StopRound(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Warn("stops", "error", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -107,18 +111,22 @@ func byOwner(recipients []analytics.Recipient) [][]analytics.Recipient {
 	return owners
 }
 
-func (s *Sender) sendGroup(ctx context.Context, recipients []analytics.Recipient) error {
-	now := s.Now()
-	group, err := s.Directory.Group(ctx, recipients[0].GroupID)
+// plannedGroup returns the group, and whether it has a plan valid at now:
+// without one, no digest, for its keys would not open the dashboard.
+func (s *Sender) plannedGroup(ctx context.Context, groupID string, now time.Time) (analytics.Group, bool, error) {
+	group, err := s.Directory.Group(ctx, groupID)
 	if err != nil {
-		return err
+		return group, false, err
 	}
 	plans, err := s.Directory.Plans(ctx, group.ID)
-	if err != nil {
+	return group, slices.ContainsFunc(plans, func(p analytics.Plan) bool { return p.ValidAt(now) }), err
+}
+
+func (s *Sender) sendGroup(ctx context.Context, recipients []analytics.Recipient) error {
+	now := s.Now()
+	group, ok, err := s.plannedGroup(ctx, recipients[0].GroupID, now)
+	if err != nil || !ok {
 		return err
-	}
-	if !slices.ContainsFunc(plans, func(p analytics.Plan) bool { return p.ValidAt(now) }) {
-		return nil // no plan, no digest: its keys would not open the dashboard
 	}
 	loc, err := group.Location()
 	if err != nil {
