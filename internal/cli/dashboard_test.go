@@ -371,10 +371,31 @@ func TestDashboardInBrowser(t *testing.T) {
 	wantRows := map[string][]string{}
 	var order []string
 	inactive := 0
+	// Each row's last day of use and status, as GET /api/last-use says.
+	var uses struct {
+		Students []struct {
+			StudentID, Status string
+			LastUsed          *string
+		}
+	}
+	if err := json.Unmarshal(apiRead(t, "GET", base+"/api/last-use", key), &uses); err != nil {
+		t.Fatal(err)
+	}
+	lastUse := map[string][]string{}
+	stopped := 0
+	for _, u := range uses.Students {
+		lastUse[u.StudentID] = []string{"never", u.Status}
+		if u.LastUsed != nil {
+			lastUse[u.StudentID][0] = usDay(*u.LastUsed)
+		}
+		if u.Status == "stopped" {
+			stopped++
+		}
+	}
 	for _, endpoint := range []string{"live-lecture", "chat"} {
 		for _, r := range apiReports(t, base, key, endpoint, period+"&students=true") {
 			if wantRows[r.StudentID] == nil {
-				wantRows[r.StudentID] = []string{r.StudentName, r.StudentID}
+				wantRows[r.StudentID] = append([]string{r.StudentName, r.StudentID}, lastUse[r.StudentID]...)
 				order = append(order, r.StudentID)
 			}
 			for _, m := range r.Data {
@@ -385,7 +406,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	var want [][]string
 	for _, id := range order {
 		want = append(want, wantRows[id])
-		if strings.Trim(strings.Join(wantRows[id][2:], ""), "0") == "" {
+		if strings.Trim(strings.Join(wantRows[id][4:], ""), "0") == "" {
 			inactive++
 		}
 	}
@@ -400,7 +421,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	if shown != inactive {
 		t.Errorf("inactive only: %d rows, want the %d inactive students", shown, inactive)
 	}
-	run("search", chromedp.Click("#inactive-only"), chromedp.SendKeys("#search", order[3]), chromedp.Evaluate(`document.querySelectorAll("#students tbody tr").length`, &shown))
+	// Stopped: the students who used it before and not lately, as the
+	// list of who stopped says.
+	var stoppedShown []string
+	run("stopped", chromedp.Click("#inactive-only"), chromedp.Click("#stopped-only"),
+		chromedp.Evaluate(`[...document.querySelectorAll("#students tbody tr")].map(tr => tr.cells[3].textContent)`, &stoppedShown))
+	if stopped == 0 || len(stoppedShown) != min(stopped, 200) || slices.ContainsFunc(stoppedShown, func(s string) bool { return s != "stopped" }) {
+		t.Errorf("stopped: %d rows %v, want the %d stopped students", len(stoppedShown), stoppedShown, stopped)
+	}
+	run("search", chromedp.Click("#stopped-only"), chromedp.SendKeys("#search", order[3]), chromedp.Evaluate(`document.querySelectorAll("#students tbody tr").length`, &shown))
 	if shown != 1 {
 		t.Errorf("searching for %s: %d rows", order[3], shown)
 	}
@@ -409,7 +438,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	run("sort", chromedp.Evaluate(`const s = document.getElementById("search"); s.value = ""; s.dispatchEvent(new Event("input")); true`, nil),
 		chromedp.Click(`//th/button[text()="Chat: Total Messages"]`, chromedp.BySearch),
 		chromedp.Click(`//th/button[text()="Chat: Total Messages"]`, chromedp.BySearch),
-		chromedp.Evaluate(`[...document.querySelectorAll("#students tbody tr")].map(tr => tr.cells[4].textContent)`, &totalsColumn))
+		chromedp.Evaluate(`[...document.querySelectorAll("#students tbody tr")].map(tr => tr.cells[6].textContent)`, &totalsColumn))
 	for i := 1; i < len(totalsColumn); i++ {
 		a, _ := strconv.Atoi(totalsColumn[i-1])
 		b, _ := strconv.Atoi(totalsColumn[i])

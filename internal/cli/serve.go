@@ -73,7 +73,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.Var(&sf.limits.FailedAuth, "failed-auth-limit", "failed key and token checks per client address: N/s, N/m or N/h, or off")
 	fs.StringVar(&sf.limits.ClientIPHeader, "client-ip-header", "", "header a trusted proxy sets to the client's address, e.g. X-Forwarded-For (empty: the connection's peer)")
 	sf.mail = addMailFlags(fs)
-	fs.DurationVar(&sf.digestEvery, "digest-interval", time.Minute, "how often to look for weekly digests due (with --smtp-url)")
+	fs.DurationVar(&sf.digestEvery, "digest-interval", time.Minute, "how often to look for weekly digests, and students who stopped, due (with --smtp-url)")
 	sf.accessLogKept = defaultAccessLogKept
 	fs.Var(&sf.accessLogKept, "access-log-retention", "how long the access log keeps an entry, in days (e.g. 730d), or off: for good")
 	fs.BoolVar(&sf.accessLog, "access-log", true, "record every answer that carries student-level data in the access log; false only to measure what the log costs")

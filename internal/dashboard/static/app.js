@@ -15,11 +15,12 @@ const colors = ["#2456a6", "#d9822b", "#3a9e5f", "#b8439a", "#7b61c9", "#c8a415"
 
 let charts = {};
 let running = null; // the AbortController of the load under way
-let students = []; // the table's rows: {id, name, values, inactive}
+let students = []; // the table's rows: {id, name, values, inactive, status, lastUsed, daysSince}
 let columns = []; // the table's value columns: {endpoint, title}
 let sort = { column: -1, ascending: true }; // -1: the API's order (by name)
 let loaded = null; // what the school view shows: {period, interval, labels, series by endpoint}
 let page = 0; // the page of the table shown, of pageSize rows
+let inactiveAfter = 7; // the school's days without use after which a student has stopped
 let minCellSize = 0; // the school's: its reports' figures of fewer students come as null
 let firstKeptDay = null; // the first day the school keeps usage of, when it keeps a number of days
 let forClasses = false; // the key is a teacher's: it sees its classes, not the school
@@ -429,9 +430,26 @@ function joinStudents(byEndpoint) {
   }
 }
 
+// statusRank orders the statuses as the list of who stopped does: those
+// most in need of a word first.
+const statusRank = { never: 0, stopped: 1, active: 2 };
+
+// joinLastUse adds to each row its student's last day of use and status,
+// from GET /api/last-use.
+function joinLastUse(list) {
+  const byId = new Map(list.students.map((u) => [u.studentId, u]));
+  for (const s of students) {
+    const u = byId.get(s.id);
+    s.status = u ? u.status : "never";
+    s.lastUsed = u ? u.lastUsed : null;
+    s.daysSince = u ? u.daysSince : null;
+  }
+  inactiveAfter = list.inactiveAfter;
+}
+
 function drawHeader() {
   const head = document.createElement("tr");
-  const titles = ["Student", "ID", ...columns.map((c) => `${names[c.endpoint]}: ${c.title}`)];
+  const titles = ["Student", "ID", "Last used", "Status", ...columns.map((c) => `${names[c.endpoint]}: ${c.title}`)];
   titles.forEach((title, i) => {
     const th = document.createElement("th");
     th.scope = "col";
@@ -451,11 +469,16 @@ function drawHeader() {
 function drawRows() {
   const query = $("search").value.trim().toLowerCase();
   const inactiveOnly = $("inactive-only").checked;
+  const stoppedOnly = $("stopped-only").checked;
   let rows = students.filter(
-    (s) => (!inactiveOnly || s.inactive) && (!query || s.name.toLowerCase().includes(query) || s.id.toLowerCase().includes(query)),
+    (s) =>
+      (!inactiveOnly || s.inactive) &&
+      (!stoppedOnly || s.status === "stopped") &&
+      (!query || s.name.toLowerCase().includes(query) || s.id.toLowerCase().includes(query)),
   );
   if (sort.column >= 0) {
-    const key = (s) => (sort.column === 0 ? s.name : sort.column === 1 ? s.id : s.values[sort.column - 2]);
+    const keys = [(s) => s.name, (s) => s.id, (s) => s.lastUsed || "", (s) => statusRank[s.status]];
+    const key = (s) => (sort.column < keys.length ? keys[sort.column](s) : s.values[sort.column - keys.length]);
     rows = [...rows].sort((a, b) => {
       const x = key(a);
       const y = key(b);
@@ -493,13 +516,22 @@ function drawRows() {
       name.append(Object.assign(document.createElement("span"), { className: "sid", textContent: s.id }));
       const id = document.createElement("td");
       id.textContent = s.id;
-      tr.append(name, id, ...s.values.map((v) => Object.assign(document.createElement("td"), { textContent: v })));
+      const lastUsed = Object.assign(document.createElement("td"), { className: "last-used", textContent: s.lastUsed ? showDay(s.lastUsed) : "never" });
+      if (s.daysSince !== null) {
+        lastUsed.title = s.daysSince === 0 ? "today" : `${s.daysSince.toLocaleString("en-US")} day${s.daysSince === 1 ? "" : "s"} ago`;
+      }
+      const status = Object.assign(document.createElement("td"), { className: `use-status ${s.status}`, textContent: s.status });
+      if (s.status === "stopped") {
+        status.title = `used it before, not in the last ${inactiveAfter} day${inactiveAfter === 1 ? "" : "s"}`;
+      }
+      tr.append(name, id, lastUsed, status, ...s.values.map((v) => Object.assign(document.createElement("td"), { textContent: v })));
       return tr;
     }),
   );
   const inactive = students.filter((s) => s.inactive).length;
+  const stopped = students.filter((s) => s.status === "stopped").length;
   const count = (n) => n.toLocaleString("en-US");
-  $("row-count").textContent = `Showing ${count(rows.length)} of ${count(students.length)} students (${count(inactive)} inactive)`;
+  $("row-count").textContent = `Showing ${count(rows.length)} of ${count(students.length)} students (${count(inactive)} inactive, ${count(stopped)} stopped)`;
 }
 
 // drawFirstPage shows the table from its first page, for a new order or
@@ -636,11 +668,13 @@ async function loadSchool(loading) {
   if (!compared) {
     loading.tick(endpoints.length); // the requests of the days before, not made
   }
-  const [totals, series, perStudent, before] = await Promise.all([
+  const classId = $("class").value;
+  const [totals, series, perStudent, before, uses] = await Promise.all([
     Promise.all(endpoints.map((e) => ask(e, {}))),
     Promise.all(endpoints.map((e) => ask(e, { interval }))),
     Promise.all(endpoints.map((e) => ask(e, { students: "true" }))),
     compared ? Promise.all(endpoints.map((e) => ask(e, previous))) : [[null], [null]],
+    call("GET", `/api/last-use${classId ? `?${new URLSearchParams({ classId })}` : ""}`, loading.signal).then((r) => r.json()),
   ]);
   const axis = drawSeries(period, interval, series);
   const schoolTotals = { "live-lecture": totals[0][0], chat: totals[1][0] };
@@ -649,6 +683,7 @@ async function loadSchool(loading) {
   drawTotals(schoolTotals, { "live-lecture": before[0][0], chat: before[1][0] }, period, previous, uncompared);
   $("table-note").textContent = rangeNote(period);
   joinStudents({ "live-lecture": perStudent[0], chat: perStudent[1] });
+  joinLastUse(uses);
   drawHeader();
   drawFirstPage();
   showPeriod(loaded);
@@ -888,6 +923,7 @@ async function init() {
   });
   $("search").addEventListener("input", drawFirstPage);
   $("inactive-only").addEventListener("change", drawFirstPage);
+  $("stopped-only").addEventListener("change", drawFirstPage);
   $("previous-page").addEventListener("click", () => {
     page--;
     drawRows();

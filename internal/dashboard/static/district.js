@@ -182,6 +182,7 @@ async function openSchool(school) {
   forgetSchool();
   $("search").value = "";
   $("inactive-only").checked = false;
+  $("stopped-only").checked = false;
   window.scrollTo(0, 0);
   await load();
   if (school) {
