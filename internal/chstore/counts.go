@@ -1,6 +1,7 @@
 package chstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -22,13 +23,17 @@ type countsRow struct {
 // delta changes, st holding their state before.
 func newCountsRows(st *state, delta *rollup.Delta, ordinals map[string]int) ([]countsRow, error) {
 	keys, add := delta.CountsRows(func(_, studentID string) int { return ordinals[studentID] })
-	rows := make([]countsRow, len(keys))
-	for i, k := range keys {
-		b, err := rollup.MergeToRow(k.Span, st.chunk(k.Span, k.Key, k.Chunk), add[k])
+	rows := make([]countsRow, 0, len(keys))
+	for _, k := range keys {
+		old := st.chunk(k.Span, k.Key, k.Chunk)
+		b, err := rollup.MergeToRow(k.Span, old, add[k])
 		if err != nil {
 			return nil, fmt.Errorf("student counts of %s %s: %w", k.GroupID, k.Key, err)
 		}
-		rows[i] = countsRow{k, b}
+		if k.Span == analytics.SpanLast && bytes.Equal(b, old) {
+			continue // no later day: most of a day's events after the first
+		}
+		rows = append(rows, countsRow{k, b})
 	}
 	return rows, nil
 }

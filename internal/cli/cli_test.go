@@ -807,6 +807,25 @@ func TestRetention(t *testing.T) {
 	}
 }
 
+// TestGroupSetInactiveAfter: set, and refused out of range or for a
+// group that does not exist.
+func TestGroupSetInactiveAfter(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "group", "create", "--db", db, "--id", "north")
+	if out := mustRun(t, "group", "set-inactive-after", "--db", db, "--group", "north", "--days", "14"); out != "group north counts a student as stopped after 14 days without use\n" {
+		t.Errorf("set-inactive-after 14: %q", out)
+	}
+	for _, days := range []string{"0", "367", "x"} {
+		if code, _, errOut := run(t, "", "group", "set-inactive-after", "--db", db, "--group", "north", "--days", days); code == 0 ||
+			days != "x" && !strings.Contains(errOut, "Invalid inactiveAfter") {
+			t.Errorf("--days %s: exit %d, %s", days, code, errOut)
+		}
+	}
+	if code, _, errOut := run(t, "", "group", "set-inactive-after", "--db", db, "--group", "south", "--days", "3"); code != 1 || !strings.Contains(errOut, `"south"`) {
+		t.Errorf("an unknown group: exit %d, %s", code, errOut)
+	}
+}
+
 // TestGroupSetMinCellSize: set, listed, turned off, and refused out of
 // range.
 func TestGroupSetMinCellSize(t *testing.T) {

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -40,6 +41,9 @@ func (s *Store) addCounts(ctx context.Context, tx *txn, delta *rollup.Delta, ord
 		b, err := rollup.MergeToRow(k.Span, current[k], add[k])
 		if err != nil {
 			return fmt.Errorf("student counts of %s %d %d: %w", k.GroupID, k.Key, k.Chunk, err)
+		}
+		if k.Span == analytics.SpanLast && bytes.Equal(b, current[k]) {
+			continue // no later day: most of a day's events after the first
 		}
 		row := []any{k.GroupID, int(k.Span), int(k.Key), k.Chunk, b}
 		if s.dialect.mergesRollups && k.Span != analytics.SpanLast {
