@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/csv"
 	"net/http"
 	"net/url"
@@ -142,21 +143,34 @@ func readAdoptionQuery(values url.Values) (report.Query, string, error) {
 		}
 	}
 	q, err := parseQuery(dates)
-	format := strings.ToLower(values.Get("format"))
-	if format == "" {
-		format = formatJSON
-	} else if format != formatJSON && format != formatCSV {
-		return q, "", analytics.Errorf(analytics.Invalid, "Invalid format: expected json or csv, got %q", values.Get("format"))
+	format, ferr := readFormat(values)
+	return q, format, cmp.Or(ferr, err)
+}
+
+// readFormat reads the format parameter of a GET answer: json (the
+// default) or csv, any case.
+func readFormat(values url.Values) (string, error) {
+	switch format := strings.ToLower(values.Get("format")); format {
+	case "":
+		return formatJSON, nil
+	case formatJSON, formatCSV:
+		return format, nil
 	}
-	return q, format, err
+	return "", analytics.Errorf(analytics.Invalid, "Invalid format: expected json or csv, got %q", values.Get("format"))
+}
+
+// newCSV starts a CSV answer: its header, and a writer of CRLF lines.
+func newCSV(w http.ResponseWriter) *csv.Writer {
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8; header=present")
+	out := csv.NewWriter(w)
+	out.UseCRLF = true
+	return out
 }
 
 // writeAdoptionCSV writes the schools' rows, then the total's (its
 // schoolId empty): hidden figures, and shares without a base, empty.
 func writeAdoptionCSV(w http.ResponseWriter, rep report.AdoptionReport) {
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8; header=present")
-	out := csv.NewWriter(w)
-	out.UseCRLF = true
+	out := newCSV(w)
 	_ = out.Write([]string{"startDate", "endDate", "schoolId", "schoolName", "enrolled", "usedLiveLecture", "usedChat", "usedEither",
 		"shareUsed", "seats", "seatsUsedShare", "overSeats"})
 	start, end := analytics.FormatTime(rep.Start), analytics.FormatTime(rep.End)

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/csv"
 	"net/http"
 	"net/url"
 	"slices"
@@ -174,21 +173,14 @@ func readUseQuery(values url.Values) (report.UseQuery, string, error) {
 		}
 		uq.InactiveAfter = n
 	}
-	format := strings.ToLower(values.Get("format"))
-	if format == "" {
-		format = formatJSON
-	} else if format != formatJSON && format != formatCSV {
-		return uq, "", analytics.Errorf(analytics.Invalid, "Invalid format: expected json or csv, got %q", values.Get("format"))
-	}
-	return uq, format, nil
+	format, err := readFormat(values)
+	return uq, format, err
 }
 
 // writeLastUseCSV writes the list, one row a student; days of no use are
 // empty.
 func writeLastUseCSV(w http.ResponseWriter, list report.UseList) {
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8; header=present")
-	out := csv.NewWriter(w)
-	out.UseCRLF = true
+	out := newCSV(w)
 	_ = out.Write([]string{"studentId", "studentName", "status", "lastUsed", "daysSince", "lastLiveLecture", "lastChat"})
 	str := func(p *string) string {
 		if p == nil {
