@@ -306,3 +306,48 @@ func TestParseURL(t *testing.T) {
 		}
 	}
 }
+
+// TestErasureRepairedLeavesItsReceipt: an erasure that dies after its
+// intent (a replica down answers 503, and its caller writes no receipt)
+// is finished by the group's next read, which writes the receipt the
+// caller could not: one, naming who asked and when; the student is gone
+// from the rollups and the directory, and a second repair writes none.
+func TestErasureRepairedLeavesItsReceipt(t *testing.T) {
+	f := newFixture(t)
+	f.group("north")
+	if _, err := f.appendEvents([]analytics.Event{event("north", "e1", "s1", day, analytics.TutorMeMessages),
+		event("north", "e2", "s2", day, analytics.SessionsCreated)}); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC)
+	died := errors.New("died")
+	err := f.locks.WithGroupLock(ctx, "north", func(tx chstore.GroupLock) error {
+		intent := fmt.Sprintf(`{"months":[%d],"erase":"s1","erasedBy":"token tok_1 (platform)","eraseBegan":%d}`,
+			analytics.DayOf(day, time.UTC).MonthStart(), began.UnixMilli())
+		if _, err := tx.MarkIntent(ctx, []byte(intent)); err != nil {
+			return err
+		}
+		return died
+	})
+	if !errors.Is(err, died) {
+		t.Fatal(err)
+	}
+	if r := f.dayRollup("north"); r.Counts[analytics.TutorMeMessages] != 0 || r.ChatUsers.Len() != 0 || r.LiveLectureUsers.Len() != 1 {
+		t.Errorf("after the repair: %+v, want s1's usage gone and s2's kept", r)
+	}
+	receipts, err := f.dir.Receipts(ctx, "north")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(receipts) != 1 || receipts[0].StudentID != "s1" || receipts[0].Action != analytics.ActionStudentErased ||
+		receipts[0].RequestedBy != "token tok_1 (platform)" || !receipts[0].Began.Equal(began) || receipts[0].Finished.Before(began) {
+		t.Fatalf("receipts %+v, want one of s1's erasure, asked by tok_1 at %s", receipts, began)
+	}
+	if students, err := f.dir.Students(ctx, "north"); err != nil || fmt.Sprint(students) != "[{north s2 s2}]" {
+		t.Errorf("students %v (%v), want s2 alone", students, err)
+	}
+	f.dayRollup("north")
+	if again, _ := f.dir.Receipts(ctx, "north"); len(again) != 1 {
+		t.Errorf("%d receipts after another read, want 1", len(again))
+	}
+}

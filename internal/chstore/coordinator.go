@@ -134,6 +134,9 @@ type GroupLock interface {
 	// DeleteStudent returns what it removed: nothing, when the student
 	// was neither enrolled nor logged.
 	DeleteStudent(ctx context.Context, studentID string) ([]analytics.Deleted, error)
+	// AddReceipt writes a deletion receipt with the transaction: an
+	// erasure finished by a repair has no caller left to write it.
+	AddReceipt(ctx context.Context, r analytics.Receipt) error
 	ClearIntent(ctx context.Context) error
 	// DeleteGroup deletes the group and all the directory holds of it,
 	// with the transaction, and returns what it removed.

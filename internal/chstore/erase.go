@@ -22,6 +22,7 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) ([]
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var deleted []analytics.Deleted
+	began := time.Now()
 	err := s.locked(ctx, groupID, func(tx GroupLock) error {
 		enrolled, err := tx.DeleteStudent(ctx, studentID)
 		if err != nil {
@@ -37,7 +38,7 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) ([]
 			if err != nil {
 				return err
 			}
-			usage, err := s.eraseUsage(ctx, tx, sh, p, studentID)
+			usage, err := s.eraseUsage(ctx, tx, sh, p, studentID, began)
 			if err != nil {
 				return err
 			}
@@ -55,7 +56,7 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) ([]
 // counts (one insert each of their new state), then deletes the
 // student's events and ordinal and waits for ClickHouse to have deleted
 // them. It returns what it removed, and rewrote without the student.
-func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Placement, studentID string) ([]analytics.Deleted, error) {
+func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Placement, studentID string, began time.Time) ([]analytics.Deleted, error) {
 	groupID := p.GroupID
 	var events uint64
 	if err := sh.queryRow(ctx, `SELECT count() FROM `+s.table("events")+` WHERE group_id = ? AND student_id = ?`,
@@ -78,7 +79,7 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Place
 		return nil, err
 	}
 	keys, in := sharedRows(groupID, shares)
-	in.Erase = studentID
+	in.Erase, in.ErasedBy, in.EraseBegan = studentID, analytics.RequesterOf(ctx), began.UnixMilli()
 	seq, err := markIntent(ctx, tx, in, p.Seq)
 	if err != nil {
 		return nil, err
@@ -98,6 +99,34 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Place
 		{Store: "clickhouse", Table: "student_counts (rewritten)", Rows: int64(len(counts))},
 		{Store: "clickhouse", Table: "group_rollups (rewritten)", Rows: int64(len(rows))}}
 	return nonZero(deleted), nil
+}
+
+// finishErasure finishes the erasure an unfinished write's intent names:
+// the student's rows deleted and their enrolment, with its receipt, for
+// the caller that asked for it saw the erasure fail and wrote none. The
+// rollups are recomputed after it, from the events left.
+func (s *Store) finishErasure(ctx context.Context, tx GroupLock, sh *shard, groupID string, in intent) error {
+	var events uint64
+	if err := sh.queryRow(ctx, `SELECT count() FROM `+s.table("events")+` WHERE group_id = ? AND student_id = ?`,
+		groupID, in.Erase).Scan(&events); err != nil {
+		return err
+	}
+	if err := s.deleteStudentRows(ctx, sh, groupID, in.Erase); err != nil {
+		return err
+	}
+	deleted, err := tx.DeleteStudent(ctx, in.Erase)
+	if err != nil {
+		return err
+	}
+	deleted = append(deleted, analytics.Deleted{Store: "clickhouse", Table: "events", Rows: int64(events)},
+		analytics.Deleted{Store: "clickhouse", Table: "rollup months (recomputed)", Rows: int64(len(in.Months))})
+	finished := time.Now().UTC()
+	began := finished // an intent of a release that did not record it
+	if in.EraseBegan > 0 {
+		began = time.UnixMilli(in.EraseBegan).UTC()
+	}
+	return tx.AddReceipt(ctx, analytics.Receipt{GroupID: groupID, StudentID: in.Erase, Action: analytics.ActionStudentErased,
+		RequestedBy: cmp.Or(in.ErasedBy, "unknown"), Began: began, Finished: finished, Deleted: nonZero(deleted)})
 }
 
 // studentOrdinals returns the ordinals the student holds (one, or none).

@@ -25,8 +25,12 @@ type intent struct {
 	Months []analytics.Day `json:"months,omitempty"`
 	// Students are the enrolments and names of its new events.
 	Students []analytics.StudentUpdate `json:"students,omitempty"`
-	// Erase is the student it erases.
-	Erase string `json:"erase,omitempty"`
+	// Erase is the student it erases; ErasedBy who asked, and EraseBegan
+	// when (Unix milliseconds): a repair that finishes the erasure writes
+	// its receipt.
+	Erase      string `json:"erase,omitempty"`
+	ErasedBy   string `json:"erasedBy,omitempty"`
+	EraseBegan int64  `json:"eraseBegan,omitempty"`
 	// Expire is the cut of a retention run: the usage before it goes.
 	Expire *expiry `json:"expire,omitempty"`
 	// All: it recomputes every rollup of the group (a rebuild).
@@ -131,10 +135,7 @@ func (s *Store) repair(ctx context.Context, tx GroupLock, sh *shard, p Placement
 		return err
 	}
 	if in.Erase != "" {
-		if err := s.deleteStudentRows(ctx, sh, p.GroupID, in.Erase); err != nil {
-			return err
-		}
-		if _, err := tx.DeleteStudent(ctx, in.Erase); err != nil {
+		if err := s.finishErasure(ctx, tx, sh, p.GroupID, in); err != nil {
 			return err
 		}
 	}

@@ -364,6 +364,12 @@ func (g *GroupTx) DeleteStudent(ctx context.Context, studentID string) ([]analyt
 	return g.s.deleteStudentFrom(ctx, g.tx, g.groupID, studentID, nil, "class_members", "students", "usage_log")
 }
 
+// AddReceipt writes a deletion receipt with the transaction: that of an
+// erasure a repair finished, committed with it.
+func (g *GroupTx) AddReceipt(ctx context.Context, r analytics.Receipt) error {
+	return g.s.insertReceipt(ctx, g.tx, r)
+}
+
 // querier is what placement reads through: the pool or a transaction.
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row

@@ -17,20 +17,23 @@ type deletedJSON struct {
 
 // AddReceipt records a deletion's receipt.
 func (s *Store) AddReceipt(ctx context.Context, r analytics.Receipt) error {
+	return s.transact(ctx, "AddReceipt", func(tx *txn) error { return s.insertReceipt(ctx, tx, r) })
+}
+
+// insertReceipt writes a receipt with tx.
+func (s *Store) insertReceipt(ctx context.Context, tx *txn, r analytics.Receipt) error {
 	deleted := make([]deletedJSON, len(r.Deleted))
 	for i, d := range r.Deleted {
 		deleted[i] = deletedJSON(d)
 	}
 	b, err := json.Marshal(deleted)
 	if err != nil {
-		return s.wrap("AddReceipt", err)
-	}
-	return s.transact(ctx, "AddReceipt", func(tx *txn) error {
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO deletion_receipts (group_id, student_id, action, requested_by, began_at, finished_at, deleted, kept_from)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), r.GroupID, r.StudentID, r.Action, r.RequestedBy, millis(r.Began), millis(r.Finished), string(b),
-			sql.NullInt64{Int64: int64(r.KeptFrom), Valid: r.Action == analytics.ActionUsageExpired})
 		return err
-	})
+	}
+	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO deletion_receipts (group_id, student_id, action, requested_by, began_at, finished_at, deleted, kept_from)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), r.GroupID, r.StudentID, r.Action, r.RequestedBy, millis(r.Began), millis(r.Finished), string(b),
+		sql.NullInt64{Int64: int64(r.KeptFrom), Valid: r.Action == analytics.ActionUsageExpired})
+	return err
 }
 
 // Receipts lists the receipts of a group, or of every group, newest first.
