@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"groupanalytics/internal/analytics"
 )
 
 // migrations are the schema's changes, numbered: NNNNN_name.sql, applied
@@ -48,7 +50,9 @@ type migration struct {
 // Each replica of a replicated shard is migrated by itself, its tables
 // made Replicated*MergeTree (ClickHouse replicates rows, not DDL), so
 // that an empty server that replaces a lost replica gets its tables, and
-// then its rows from its peers, from Migrate.
+// then its rows from its peers, from Migrate. A server that cannot be
+// reached is left for later, the others migrated: Migrate then answers an
+// *UnmigratedError naming it.
 func (s *Store) Migrate(ctx context.Context, log *slog.Logger) (applied int, err error) {
 	applied, err = s.migrate(ctx, log, migrations)
 	return applied, s.wrap("Migrate", err)
@@ -59,15 +63,38 @@ func (s *Store) migrate(ctx context.Context, log *slog.Logger, fsys fs.FS) (appl
 	if err != nil {
 		return 0, err
 	}
+	var unmigrated []string
 	for _, sh := range s.shards {
 		for _, r := range sh.replicas {
 			n, err := s.migrateServer(ctx, log, r.alone(sh.name), sh.replicated(), list)
-			if applied += n; err != nil {
+			applied += n
+			switch {
+			case err != nil && unreachable(err):
+				log.Warn("server not migrated: it cannot be reached; it is when a process starts with it up, or by groupanalytics migrate",
+					"server", r.addr, "error", err.Error())
+				unmigrated = append(unmigrated, r.addr)
+			case err != nil:
 				return applied, fmt.Errorf("server %s: %w", r.addr, err)
 			}
 		}
 	}
+	if len(unmigrated) > 0 {
+		return applied, &UnmigratedError{Servers: unmigrated}
+	}
 	return applied, nil
+}
+
+// UnmigratedError names the servers Migrate could not reach, having
+// migrated the others: a process may serve without them (their shards'
+// groups answer 503 while they are down, as they would anyway), and
+// `groupanalytics migrate` refuses to say the schema is done.
+type UnmigratedError struct {
+	Servers []string
+}
+
+func (e *UnmigratedError) Error() string {
+	return fmt.Sprintf("%s not migrated: cannot be reached (%s); migrate again once it is back",
+		analytics.Plural(len(e.Servers), "ClickHouse server"), strings.Join(e.Servers, ", "))
 }
 
 // migrateServer migrates sh, a shard of one server (one replica of a

@@ -276,6 +276,9 @@ type ShardLoad struct {
 	Groups []string // ids of the groups placed on it, sorted
 	Events uint64   // events stored on it
 	Err    error    // why it did not answer
+	// Down are the replicas of a replicated shard that do not answer,
+	// each with why, while another does.
+	Down []string
 }
 
 // Loads tells, shard by shard, which groups the directory places on it
@@ -295,6 +298,9 @@ func (s *Store) Loads(ctx context.Context) ([]ShardLoad, error) {
 	for i, sh := range s.shards {
 		loads[i] = ShardLoad{Shard: sh.name, Groups: groups[sh.name]}
 		loads[i].Events, loads[i].Err = s.eventCount(ctx, sh)
+		if sh.replicated() && loads[i].Err == nil {
+			loads[i].Down = downReplicas(ctx, sh)
+		}
 		delete(groups, sh.name)
 	}
 	for _, name := range slices.Sorted(maps.Keys(groups)) {
@@ -304,6 +310,18 @@ func (s *Store) Loads(ctx context.Context) ([]ShardLoad, error) {
 		slices.Sort(loads[i].Groups)
 	}
 	return loads, nil
+}
+
+// downReplicas returns the replicas of sh that do not answer, each as
+// "address (why)".
+func downReplicas(ctx context.Context, sh *shard) []string {
+	var down []string
+	for _, r := range sh.replicas {
+		if err := r.conn.Ping(ctx); err != nil {
+			down = append(down, fmt.Sprintf("%s (%v)", r.addr, err))
+		}
+	}
+	return down
 }
 
 // UnplacedEvents counts the events the shards hold of groups that the

@@ -238,8 +238,11 @@ func shardList(e *env, args []string) error {
 		table(e, "SHARD\tGROUPS\tEVENTS\tSTATE\tGROUP IDS", func(w io.Writer) {
 			for _, l := range loads {
 				state := "up"
-				if l.Err != nil {
+				switch {
+				case l.Err != nil:
 					state = "down: " + describe(l.Err)
+				case len(l.Down) > 0:
+					state = "up, replica down: " + strings.Join(l.Down, ", ")
 				}
 				fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", l.Shard, len(l.Groups), l.Events, state, strings.Join(l.Groups, " "))
 			}

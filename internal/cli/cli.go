@@ -389,7 +389,7 @@ func runMigrate(e *env, args []string) error {
 	if err := parse(e, fs, args, false); err != nil {
 		return err
 	}
-	s, err := db.open(e, stores.Config{Create: true, Log: slog.New(slog.NewTextHandler(e.stderr, nil))})
+	s, err := db.open(e, stores.Config{Create: true, MigrateAll: true, Log: slog.New(slog.NewTextHandler(e.stderr, nil))})
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,10 @@ type Config struct {
 	CallTimeout time.Duration
 	// Observer, if set, is told what the usage store's writer does.
 	Observer analytics.WriteObserver
+	// MigrateAll fails Open when a ClickHouse server cannot be reached to
+	// be migrated (the migrate command); otherwise Open goes on without
+	// it, logging which (chstore.UnmigratedError).
+	MigrateAll bool
 	// Log is told of the migrations applied, and of a replica joining
 	// its shard; nil: nobody.
 	Log *slog.Logger
@@ -116,7 +120,14 @@ func Open(ctx context.Context, cfg Config) (*Stores, error) {
 		}
 	}
 	applied, err = shards.Migrate(ctx, log)
-	if s.Migrations += applied; err != nil {
+	s.Migrations += applied
+	if unmigrated := (*chstore.UnmigratedError)(nil); errors.As(err, &unmigrated) && !cfg.MigrateAll {
+		// A replica down does not keep a process from serving what it
+		// can, nor a command from reading the directory.
+		log.Warn("starting with ClickHouse servers not migrated", "servers", strings.Join(unmigrated.Servers, ", "))
+		err = nil
+	}
+	if err != nil {
 		s.Close()
 		return nil, err
 	}
