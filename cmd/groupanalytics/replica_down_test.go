@@ -49,3 +49,43 @@ func TestStartWithAReplicaDown(t *testing.T) {
 		t.Errorf("migrate once the replica is back: %s", out)
 	}
 }
+
+// TestThreeReplicasOneDown: a shard of three replicas, whose writes need
+// two, takes and applies events and answers reports as before with one
+// of them killed, and the replica catches up when it is back.
+func TestThreeReplicasOneDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs server processes and kills a ClickHouse server")
+	}
+	cluster := storetest.NewReplicatedCluster(t, 19800, 1, 3)
+	stores := []string{"--db", storetest.NewPostgresDatabase(t), "--usage", cluster.URL("three_replicas")}
+	bin := buildBinary(t)
+	key, token := setupGroup(t, bin, stores, "crash")
+	srv := startServer(t, bin, stores)
+	send := func(b int) {
+		t.Helper()
+		if accepted, _, err := sendBatch(srv.Base, token, b); err != nil || accepted != batchSize {
+			t.Fatalf("batch %d: %d accepted, %v", b, accepted, err)
+		}
+	}
+	send(0)
+	perBatchCounts(t, srv.Base, key)
+	cluster.KillReplica(1, 3)
+	for b := 1; b <= 3; b++ {
+		send(b)
+	}
+	got := perBatchCounts(t, srv.Base, key)
+	for b := 0; b <= 3; b++ {
+		if got[batchStudent(b)] != batchSize {
+			t.Errorf("batch %d with a replica of three down: %d messages, want %d", b, got[batchStudent(b)], batchSize)
+		}
+	}
+	if out := runBinary(t, bin, append([]string{"shard", "list"}, stores...)...); !strings.Contains(out, "up, replica down: "+cluster.Replica(1, 3)) {
+		t.Errorf("shard list does not name the replica down:\n%s", out)
+	}
+	cluster.Start()
+	send(4)
+	if got := perBatchCounts(t, srv.Base, key); got[batchStudent(4)] != batchSize || len(got) != 5 {
+		t.Errorf("after the replica came back: %v", got)
+	}
+}
