@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"groupanalytics/internal/stores/storetest"
 )
@@ -47,6 +48,48 @@ func TestStartWithAReplicaDown(t *testing.T) {
 	cluster.Start()
 	if out := runBinary(t, bin, append([]string{"migrate"}, stores...)...); !strings.Contains(out, "nothing to migrate") {
 		t.Errorf("migrate once the replica is back: %s", out)
+	}
+
+	// The cluster grows a shard by the documented commands, keeping its
+	// replicas; a killed server of it comes back with cluster restart; the
+	// school moves there and counts as before.
+	if out, err := cluster.Script("start", "1", "--replicas", "1"); err == nil || !strings.Contains(out, "holds a cluster of 2 replica(s) a shard") {
+		t.Errorf("cluster start with another number of replicas: %v\n%s", err, out)
+	}
+	if out, err := cluster.Script("start", "2"); err != nil {
+		t.Fatalf("cluster start 2: %v\n%s", err, out)
+	}
+	cluster.KillReplica(2, 2)
+	if out, err := cluster.Script("restart", "2", "2"); err != nil {
+		t.Fatalf("cluster restart 2 2: %v\n%s", err, out)
+	}
+	srv.Cmd.Process.Kill()
+	srv.Cmd.Wait()
+	newShard := cluster.Replica(2, 1) + "|" + cluster.Replica(2, 2)
+	grown := []string{stores[0], stores[1], "--usage", "clickhouse://" + cluster.Replica(1, 1) + "|" + cluster.Replica(1, 2) + "," + newShard + "/replica_down"}
+	if out := runBinary(t, bin, append([]string{"migrate"}, grown...)...); !strings.Contains(out, "migrated") {
+		t.Errorf("migrate the new shard: %s", out)
+	}
+	// A replica started again takes a few seconds to count as alive in
+	// ZooKeeper: until then the shard's writes answer 503, and the move,
+	// which writes there, is tried again as an operator would.
+	var moved []byte
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if moved, err = runCommand(bin, append([]string{"group", "move", "--group", "crash", "--shard", newShard}, grown...)...); err == nil {
+			break
+		}
+	}
+	// A try cut short by the 503 left the group placed there, its move
+	// finished by the next write or read (an intent, as any write's).
+	if err != nil || !strings.Contains(string(moved), "moved group crash") && !strings.Contains(string(moved), "already on "+newShard) {
+		t.Fatalf("group move to the new shard: %v\n%s", err, moved)
+	}
+	srv = startServer(t, bin, grown)
+	if _, _, err := sendBatch(srv.Base, token, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := perBatchCounts(t, srv.Base, key); len(got) != 2 || got[batchStudent(0)] != want[batchStudent(0)] || got[batchStudent(1)] != batchSize {
+		t.Errorf("on the new shard: %v, want batches 0 and 1 of %d", got, batchSize)
 	}
 }
 

@@ -112,6 +112,14 @@ func (c *Cluster) Start() {
 
 func (c *Cluster) run(args ...string) {
 	c.t.Helper()
+	if out, err := c.Script(args...); err != nil {
+		c.t.Fatalf("cluster %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// Script runs the cluster script with args on the cluster's directory and
+// ports, and returns what it printed.
+func (c *Cluster) Script(args ...string) (string, error) {
 	_, file, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(file), "..", "..", "..", "deploy", "clickhouse", "cluster")
 	// The script bounds its own waits; this bounds what it runs, so that
@@ -121,7 +129,6 @@ func (c *Cluster) run(args ...string) {
 	cmd := exec.CommandContext(ctx, script, args...)
 	cmd.Env = append(os.Environ(), "GROUPANALYTICS_CLICKHOUSE_DIR="+c.dir, "BASE_PORT="+strconv.Itoa(c.base))
 	cmd.WaitDelay = 10 * time.Second // for a child that keeps the output open
-	if out, err := cmd.CombinedOutput(); err != nil {
-		c.t.Fatalf("cluster %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
