@@ -192,10 +192,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Out, "measured a signed-in session's cost\n")
-	if res.LastUse, err = measureLastUse(ctx, cfg, store, srv, keys.main, bl); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(cfg.Out, "measured the list of who stopped\n")
 	if cfg.Scale.OtherGroups > 0 {
 		if err := measureOthers(ctx, cfg, store, srv, r, res); err != nil {
 			return nil, err
@@ -345,7 +341,8 @@ func scenariosOf(cfg Config, now time.Time) ([]scenario, analytics.DayRange) {
 }
 
 // measureReports times each scenario and checks its answer against its
-// baseline's (or the scenario it must answer as), adding it to res.
+// baseline's (or the scenario it must answer as), adding it to res, then
+// the list of who stopped.
 func measureReports(ctx context.Context, cfg Config, srv *Server, store *sqlstore.Store, keys benchKeys, scenarios []scenario,
 	bl *baselines, res *Result) error {
 	answers := map[string]answer{}
@@ -391,7 +388,11 @@ func measureReports(ctx context.Context, cfg Config, srv *Server, store *sqlstor
 		res.Reports = append(res.Reports, rr)
 		fmt.Fprintf(cfg.Out, "measured %s\n", sc.name)
 	}
-	return nil
+	var err error
+	if res.LastUse, err = measureLastUse(ctx, cfg, store, srv, keys.main, bl); err == nil {
+		fmt.Fprintf(cfg.Out, "measured the list of who stopped\n")
+	}
+	return err
 }
 
 // measureWrites measures ingestion over HTTP, in batches of 1,000 and one
