@@ -126,15 +126,8 @@ func toLeftOut(g analytics.Group) leftOutJSON { return leftOutJSON{g.ID, g.Name,
 // readAdoptionQuery reads the range and the format of an adoption request.
 func readAdoptionQuery(values url.Values) (report.Query, string, error) {
 	var q report.Query
-	for name, vs := range values {
-		switch {
-		case !slices.Contains(adoptionParams, name):
-			return q, "", analytics.Errorf(analytics.Invalid, "Unknown parameter %q: expected %s", name, strings.Join(adoptionParams, ", "))
-		case slices.Contains(vs, ""):
-			return q, "", analytics.Errorf(analytics.Invalid, "Missing params")
-		case len(vs) > 1 && name != "schoolId":
-			return q, "", analytics.Errorf(analytics.Invalid, "Invalid %s: given %d times in the query string", name, len(vs))
-		}
+	if err := checkParams(values, adoptionParams, "schoolId"); err != nil {
+		return q, "", err
 	}
 	dates := map[string]string{}
 	for _, name := range []string{"startDate", "endDate"} {
@@ -145,6 +138,22 @@ func readAdoptionQuery(values url.Values) (report.Query, string, error) {
 	q, err := parseQuery(dates)
 	format, ferr := readFormat(values)
 	return q, format, cmp.Or(ferr, err)
+}
+
+// checkParams checks a GET answer's query string: only the parameters
+// allowed, none empty, and each once but those of lists.
+func checkParams(values url.Values, allowed []string, lists ...string) error {
+	for name, vs := range values {
+		switch {
+		case !slices.Contains(allowed, name):
+			return analytics.Errorf(analytics.Invalid, "Unknown parameter %q: expected %s", name, strings.Join(allowed, ", "))
+		case slices.Contains(vs, ""):
+			return analytics.Errorf(analytics.Invalid, "Missing params")
+		case len(vs) > 1 && !slices.Contains(lists, name):
+			return analytics.Errorf(analytics.Invalid, "Invalid %s: given %d times in the query string", name, len(vs))
+		}
+	}
+	return nil
 }
 
 // readFormat reads the format parameter of a GET answer: json (the

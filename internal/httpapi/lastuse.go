@@ -16,33 +16,6 @@ import (
 // many times, or as a comma-separated list.
 var lastUseParams = []string{"classId", "status", "inactiveAfter", "format", "schoolId"}
 
-// studentUseJSON is one student's line of the list.
-type studentUseJSON struct {
-	StudentID       string  `json:"studentId"`
-	StudentName     string  `json:"studentName"`
-	Status          string  `json:"status"`
-	LastUsed        *string `json:"lastUsed"`
-	DaysSince       *int    `json:"daysSince"`
-	LastLiveLecture *string `json:"lastLiveLecture"`
-	LastChat        *string `json:"lastChat"`
-}
-
-func toStudentUse(u report.StudentUse) studentUseJSON {
-	day := func(d analytics.Day) *string {
-		if d == analytics.NoDay {
-			return nil
-		}
-		s := d.String()
-		return &s
-	}
-	j := studentUseJSON{StudentID: u.ID, StudentName: u.Name, Status: string(u.Status), LastUsed: day(u.Either()),
-		LastLiveLecture: day(u.LiveLecture), LastChat: day(u.Chat)}
-	if u.DaysSince >= 0 {
-		j.DaysSince = &u.DaysSince
-	}
-	return j
-}
-
 // keyLastUse serves GET /api/last-use: the students a key may see (a
 // school's, a teacher's classes', a district's school named by schoolId)
 // with their last day of use and whether they stopped. It names students,
@@ -146,15 +119,8 @@ func appendDay(b []byte, d analytics.Day) []byte {
 // readUseQuery reads the parameters of a list of last use.
 func readUseQuery(values url.Values) (report.UseQuery, string, error) {
 	var uq report.UseQuery
-	for name, vs := range values {
-		switch {
-		case !slices.Contains(lastUseParams, name):
-			return uq, "", analytics.Errorf(analytics.Invalid, "Unknown parameter %q: expected %s", name, strings.Join(lastUseParams, ", "))
-		case slices.Contains(vs, ""):
-			return uq, "", analytics.Errorf(analytics.Invalid, "Missing params")
-		case len(vs) > 1 && name != "status" && name != "schoolId":
-			return uq, "", analytics.Errorf(analytics.Invalid, "Invalid %s: given %d times in the query string", name, len(vs))
-		}
+	if err := checkParams(values, lastUseParams, "status", "schoolId"); err != nil {
+		return uq, "", err
 	}
 	uq.ClassID = values.Get("classId")
 	for _, v := range values["status"] {
@@ -182,15 +148,18 @@ func readUseQuery(values url.Values) (report.UseQuery, string, error) {
 func writeLastUseCSV(w http.ResponseWriter, list report.UseList) {
 	out := newCSV(w)
 	_ = out.Write([]string{"studentId", "studentName", "status", "lastUsed", "daysSince", "lastLiveLecture", "lastChat"})
-	str := func(p *string) string {
-		if p == nil {
+	day := func(d analytics.Day) string {
+		if d == analytics.NoDay {
 			return ""
 		}
-		return *p
+		return d.String()
 	}
 	for _, u := range list.Students {
-		j := toStudentUse(u)
-		_ = out.Write([]string{j.StudentID, j.StudentName, j.Status, str(j.LastUsed), optional(j.DaysSince), str(j.LastLiveLecture), str(j.LastChat)})
+		since := ""
+		if u.DaysSince >= 0 {
+			since = strconv.Itoa(u.DaysSince)
+		}
+		_ = out.Write([]string{u.ID, u.Name, string(u.Status), day(u.Either()), since, day(u.LiveLecture), day(u.Chat)})
 	}
 	out.Flush()
 }
