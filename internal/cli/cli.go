@@ -379,6 +379,10 @@ func runVersion(e *env, args []string) error {
 			fmt.Fprint(e.stdout, ", modified")
 		}
 		fmt.Fprint(e.stdout, ")")
+	} else {
+		// Go records the commit only when it builds from a Git checkout
+		// with VCS stamping on: say so, rather than print nothing.
+		fmt.Fprint(e.stdout, " (commit unknown: not built from a Git checkout with -buildvcs)")
 	}
 	fmt.Fprintf(e.stdout, " %s\n", b.Go)
 	return nil
