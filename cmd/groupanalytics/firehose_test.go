@@ -81,52 +81,61 @@ func TestFirehoseThroughFaults(t *testing.T) {
 				t.Fatalf("%d acknowledged and %d not: the faults did not hit a running firehose", len(acked), len(unacked))
 			}
 
-			counts := eventCounts(t, *base.Load(), keys)
-			for id := range acked {
-				if counts[id] != 1 {
-					t.Errorf("acknowledged event %s counts %d, want 1", id, counts[id])
-				}
-			}
-			countedBefore := map[string]bool{}
-			for id := range unacked {
-				if counts[id] > 1 {
-					t.Errorf("unacknowledged event %s counts %d, want 0 or 1", id, counts[id])
-				}
-				countedBefore[id] = counts[id] == 1
-			}
-			for id, n := range counts {
-				if _, sent := acked[id]; !sent && unacked[id] == "" && n != 0 {
-					t.Errorf("event %s, never sent, counts %d", id, n)
-				}
-			}
-			// Sent again, as the platform would.
-			for id, group := range unacked {
-				var accepted, duplicates int
-				var err error
-				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-					if accepted, duplicates, err = postEvents(*base.Load(), token, firehoseEvent(id, group)); err == nil {
-						break
-					}
-				}
-				if err != nil || accepted+duplicates != 1 || (duplicates == 1) != countedBefore[id] {
-					t.Errorf("event %s sent again (counted before: %v): accepted %d, duplicates %d, %v", id, countedBefore[id], accepted, duplicates, err)
-				}
-			}
-			counts = eventCounts(t, *base.Load(), keys)
-			for id := range acked {
-				if counts[id] != 1 {
-					t.Errorf("after the resends, event %s counts %d, want 1", id, counts[id])
-				}
-			}
-			for id := range unacked {
-				if counts[id] != 1 {
-					t.Errorf("event %s, sent again, counts %d, want 1", id, counts[id])
-				}
-			}
+			checkFirehoseCounts(t, *base.Load(), token, keys, acked, unacked)
 			if cluster != nil {
 				storetest.CheckReplicasAlike(t, cluster.URL("firehose"))
 			}
 		})
+	}
+}
+
+// checkFirehoseCounts checks a firehose's events in the reports of the
+// service at base: every acknowledged event counts exactly once and every
+// other once or not at all; sent again, each counts once, and the answer
+// says it was a duplicate exactly when it counted before.
+func checkFirehoseCounts(t *testing.T, base, token string, keys, acked, unacked map[string]string) {
+	t.Helper()
+	counts := eventCounts(t, base, keys)
+	for id := range acked {
+		if counts[id] != 1 {
+			t.Errorf("acknowledged event %s counts %d, want 1", id, counts[id])
+		}
+	}
+	countedBefore := map[string]bool{}
+	for id := range unacked {
+		if counts[id] > 1 {
+			t.Errorf("unacknowledged event %s counts %d, want 0 or 1", id, counts[id])
+		}
+		countedBefore[id] = counts[id] == 1
+	}
+	for id, n := range counts {
+		if _, sent := acked[id]; !sent && unacked[id] == "" && n != 0 {
+			t.Errorf("event %s, never sent, counts %d", id, n)
+		}
+	}
+	// Sent again, as the platform would.
+	for id, group := range unacked {
+		var accepted, duplicates int
+		var err error
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if accepted, duplicates, err = postEvents(base, token, firehoseEvent(id, group)); err == nil {
+				break
+			}
+		}
+		if err != nil || accepted+duplicates != 1 || (duplicates == 1) != countedBefore[id] {
+			t.Errorf("event %s sent again (counted before: %v): accepted %d, duplicates %d, %v", id, countedBefore[id], accepted, duplicates, err)
+		}
+	}
+	counts = eventCounts(t, base, keys)
+	for id := range acked {
+		if counts[id] != 1 {
+			t.Errorf("after the resends, event %s counts %d, want 1", id, counts[id])
+		}
+	}
+	for id := range unacked {
+		if counts[id] != 1 {
+			t.Errorf("event %s, sent again, counts %d, want 1", id, counts[id])
+		}
 	}
 }
 
@@ -154,6 +163,8 @@ type firehose struct {
 	mu      sync.Mutex
 	acked   map[string]string // event id: group
 	unacked map[string]string
+	ackedAt []time.Time   // when each acknowledgement came
+	slowest time.Duration // the longest request
 }
 
 // startFirehose starts conns clients, each sending events of its own ids
@@ -174,10 +185,13 @@ func startFirehose(t *testing.T, base *atomic.Pointer[string], token string, key
 				default:
 				}
 				id, group := fmt.Sprintf("c%02d-%05d", c, n), groups[(c+n)%len(groups)]
+				sent := time.Now()
 				accepted, _, err := postEvents(*base.Load(), token, firehoseEvent(id, group))
 				f.mu.Lock()
+				f.slowest = max(f.slowest, time.Since(sent))
 				if err == nil && accepted == 1 {
 					f.acked[id] = group
+					f.ackedAt = append(f.ackedAt, time.Now())
 				} else {
 					f.unacked[id] = group
 				}
