@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -397,14 +396,20 @@ func runRebuild(e *env, args []string) error {
 
 func runBackup(e *env, args []string) error {
 	fs, db := flags(e, "backup")
-	to := fs.String("to", "", "file to write the copy to: replaced whole, or left as it was if the copy fails")
+	to := fs.String("to", "", "SQLite: the file to write the copy to, replaced whole, or left as it was if the copy fails; with --usage: a new directory")
 	if err := parse(e, fs, args, false, "to"); err != nil {
 		return err
 	}
-	if db.usage != "" {
-		return errors.New("backup copies the SQLite store of --db; a usage store on ClickHouse is backed up on its servers (see docs/operating.md, Backups)")
-	}
 	start := time.Now()
+	if db.usage != "" {
+		b, err := stores.BackupTier(e.ctx, stores.Config{DB: db.db, Usage: db.usage, Log: quietLog(e)}, *to)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "backed up %s as of %s in %s:\n", *to, b.Began.Format(time.RFC3339), time.Since(start).Round(time.Millisecond))
+		printTier(e, b)
+		return nil
+	}
 	if err := stores.Backup(e.ctx, db.db, *to); err != nil {
 		return err
 	}
@@ -414,4 +419,32 @@ func runBackup(e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "backed up %s to %s (%.1f MB) in %s\n", db.db, *to, float64(info.Size())/1e6, time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+func runRestore(e *env, args []string) error {
+	fs, db := flags(e, "restore")
+	from := fs.String("from", "", "the directory of a backup made with --usage")
+	if err := parse(e, fs, args, false, "from", "usage"); err != nil {
+		return err
+	}
+	start := time.Now()
+	b, err := stores.RestoreTier(e.ctx, stores.Config{DB: db.db, Usage: db.usage, Log: quietLog(e)}, *from)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "restored %s (as of %s) in %s, every replica checked:\n", *from, b.Began.Format(time.RFC3339), time.Since(start).Round(time.Millisecond))
+	printTier(e, b)
+	return nil
+}
+
+// printTier lists what a tier backup holds of each shard.
+func printTier(e *env, b *stores.TierBackup) {
+	fmt.Fprintf(e.stdout, "  directory: %s\n", b.Directory)
+	for _, sh := range b.Shards {
+		fmt.Fprintf(e.stdout, "  shard %s (from %s):", sh.Shard, sh.Replica)
+		for _, t := range sh.Tables {
+			fmt.Fprintf(e.stdout, " %s %d rows in %d parts;", t.Table, t.Rows(), len(t.Parts))
+		}
+		fmt.Fprintln(e.stdout)
+	}
 }

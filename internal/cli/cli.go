@@ -98,7 +98,8 @@ func init() {
 		{"token revoke", "--token TOKEN_ID", "revoke a platform token", tokenRevoke},
 		{"import", "[FILE|-]", "import NDJSON events, all or nothing (default: stdin)", runImport},
 		{"rebuild", "[--group ID]", "recompute rollups from raw events", runRebuild},
-		{"backup", "--to FILE [--db FILE]", "copy a SQLite store, consistent, while the service runs on it", runBackup},
+		{"backup", "--to FILE [--db FILE] | --to DIR --db URL --usage URL", "copy a SQLite store, or a usage store on ClickHouse and its directory, consistent, while the service runs on it", runBackup},
+		{"restore", "--from DIR --db URL --usage URL", "restore a backup of a usage store on ClickHouse and its directory onto an empty database and fresh servers", runRestore},
 		{"version", "", "print the build's version, commit and Go version", runVersion},
 		{"bench", "[--quick] [--db DB] [--json FILE] [scale flags]", "measure report and ingestion speed against a baseline", runBench},
 	}

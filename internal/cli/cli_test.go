@@ -96,7 +96,8 @@ func TestAdminErrorsExitOneWithAMessage(t *testing.T) {
 		{[]string{"key", "revoke", "--db", db, "--group", "north", "--key", "key_nope"}, `Key "key_nope" of group "north" not found`},
 		{[]string{"student", "rename", "--db", db, "--group", "north", "--id", "s9", "--name", "X"}, `Student "s9" not found in group "north"`},
 		{[]string{"backup", "--db", "postgres://u@127.0.0.1:1/x", "--to", "copy.db"}, "back up PostgreSQL with pg_dump"},
-		{[]string{"backup", "--db", db, "--usage", "clickhouse://127.0.0.1:1/x", "--to", "copy.db"}, "backup copies the SQLite store of --db"},
+		{[]string{"backup", "--db", db, "--usage", "clickhouse://127.0.0.1:1/x", "--to", "copy.db"}, "backed up with its directory, on PostgreSQL"},
+		{[]string{"restore", "--db", db, "--usage", "clickhouse://127.0.0.1:1/x", "--from", "nowhere"}, "holds no manifest.json"},
 		{[]string{"backup", "--db", db + ".typo", "--to", "copy.db"}, "no store at"},
 	}
 	for _, tt := range tests {

@@ -40,6 +40,9 @@ func (s *Store) WithGroupLock(ctx context.Context, groupID string, fn func(tx *G
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	return s.wrap("WithGroupLock", s.transactOnce(ctx, txDefault, func(tx *txn) error {
+		if err := holdUsageWrites(ctx, tx); err != nil {
+			return err
+		}
 		// FOR NO KEY UPDATE, which lets Place's foreign key check through.
 		zone, err := s.lockUsage(ctx, tx, groupID)
 		if err != nil {
@@ -115,6 +118,9 @@ func (s *Store) WithGroupsLock(ctx context.Context, groupIDs []string, mode Lock
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	return s.wrap("WithGroupsLock", s.transactOnce(ctx, txDefault, func(tx *txn) error {
+		if err := holdUsageWrites(ctx, tx); err != nil {
+			return err
+		}
 		zones, gone, err := s.lockUsages(ctx, tx, groupIDs, mode)
 		if err != nil {
 			return err
