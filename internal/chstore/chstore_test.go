@@ -309,55 +309,76 @@ func TestParseURL(t *testing.T) {
 
 // TestErasureRepairedLeavesItsReceipt: an erasure that dies after its
 // intent (a replica down answers 503, and its caller writes no receipt)
-// is finished by the group's next write, which writes the receipt the
-// caller could not: one, naming who asked and when; the student is gone
-// from the rollups and the directory, and later writes and reads write
-// none. (A read finishes it too when it can within its time; on a
-// replicated shard the deletion may take longer, and the read answers as
-// of the write before.)
+// is finished by the group's next write, or by the erasure asked again
+// (which then finds the student gone, as a retry of a finished erasure
+// does, and its caller writes no second receipt), and the finish writes
+// the receipt the caller could not: one, naming who asked and when; the
+// student is gone from the rollups and the directory, and later writes
+// and reads write none. (A read finishes it too when it can within its
+// time; on a replicated shard the deletion may take longer, and the read
+// answers as of the write before.)
 func TestErasureRepairedLeavesItsReceipt(t *testing.T) {
-	f := newFixture(t)
-	f.group("north")
-	if _, err := f.appendEvents([]analytics.Event{event("north", "e1", "s1", day, analytics.TutorMeMessages),
-		event("north", "e2", "s2", day, analytics.SessionsCreated)}); err != nil {
-		t.Fatal(err)
-	}
-	began := time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC)
-	died := errors.New("died")
-	err := f.locks.WithGroupLock(ctx, "north", func(tx chstore.GroupLock) error {
-		intent := fmt.Sprintf(`{"months":[%d],"erase":"s1","erasedBy":"token tok_1 (platform)","eraseBegan":%d}`,
-			analytics.DayOf(day, time.UTC).MonthStart(), began.UnixMilli())
-		if _, err := tx.MarkIntent(ctx, []byte(intent)); err != nil {
+	for _, finish := range []struct {
+		by       string
+		do       func(f *fixture) error
+		sessions int64 // s2's, after it
+	}{
+		{"the next write", func(f *fixture) error {
+			_, err := f.appendEvents([]analytics.Event{event("north", "e3", "s2", day, analytics.SessionsCreated)})
 			return err
-		}
-		return died
-	})
-	if !errors.Is(err, died) {
-		t.Fatal(err)
-	}
-	if _, err := f.appendEvents([]analytics.Event{event("north", "e3", "s2", day, analytics.SessionsCreated)}); err != nil {
-		t.Fatal(err)
-	}
-	if r := f.dayRollup("north"); r.Counts[analytics.TutorMeMessages] != 0 || r.Counts[analytics.SessionsCreated] != 2 ||
-		r.ChatUsers.Len() != 0 || r.LiveLectureUsers.Len() != 1 {
-		t.Errorf("after the repair: %+v, want s1's usage gone and s2's two sessions", r)
-	}
-	receipts, err := f.dir.Receipts(ctx, "north")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(receipts) != 1 || receipts[0].StudentID != "s1" || receipts[0].Action != analytics.ActionStudentErased ||
-		receipts[0].RequestedBy != "token tok_1 (platform)" || !receipts[0].Began.Equal(began) || receipts[0].Finished.Before(began) {
-		t.Fatalf("receipts %+v, want one of s1's erasure, asked by tok_1 at %s", receipts, began)
-	}
-	if students, err := f.dir.Students(ctx, "north"); err != nil || fmt.Sprint(students) != "[{north s2 s2}]" {
-		t.Errorf("students %v (%v), want s2 alone", students, err)
-	}
-	if _, err := f.appendEvents([]analytics.Event{event("north", "e4", "s2", day, analytics.SessionsCreated)}); err != nil {
-		t.Fatal(err)
-	}
-	f.dayRollup("north")
-	if again, _ := f.dir.Receipts(ctx, "north"); len(again) != 1 {
-		t.Errorf("%d receipts after another write and read, want 1", len(again))
+		}, 2},
+		{"the erasure asked again", func(f *fixture) error {
+			if _, err := f.usage.EraseStudent(ctx, "north", "s1"); analytics.ErrorCode(err) != analytics.NotFound {
+				return fmt.Errorf("the erasure asked again: %v, want not found", err)
+			}
+			return nil
+		}, 1},
+	} {
+		t.Run(finish.by, func(t *testing.T) {
+			f := newFixture(t)
+			f.group("north")
+			if _, err := f.appendEvents([]analytics.Event{event("north", "e1", "s1", day, analytics.TutorMeMessages),
+				event("north", "e2", "s2", day, analytics.SessionsCreated)}); err != nil {
+				t.Fatal(err)
+			}
+			began := time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC)
+			died := errors.New("died")
+			err := f.locks.WithGroupLock(ctx, "north", func(tx chstore.GroupLock) error {
+				intent := fmt.Sprintf(`{"months":[%d],"erase":"s1","erasedBy":"token tok_1 (platform)","eraseBegan":%d}`,
+					analytics.DayOf(day, time.UTC).MonthStart(), began.UnixMilli())
+				if _, err := tx.MarkIntent(ctx, []byte(intent)); err != nil {
+					return err
+				}
+				return died
+			})
+			if !errors.Is(err, died) {
+				t.Fatal(err)
+			}
+			if err := finish.do(f); err != nil {
+				t.Fatal(err)
+			}
+			if r := f.dayRollup("north"); r.Counts[analytics.TutorMeMessages] != 0 || r.Counts[analytics.SessionsCreated] != finish.sessions ||
+				r.ChatUsers.Len() != 0 || r.LiveLectureUsers.Len() != 1 {
+				t.Errorf("after the repair: %+v, want s1's usage gone and s2's %d sessions", r, finish.sessions)
+			}
+			receipts, err := f.dir.Receipts(ctx, "north")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(receipts) != 1 || receipts[0].StudentID != "s1" || receipts[0].Action != analytics.ActionStudentErased ||
+				receipts[0].RequestedBy != "token tok_1 (platform)" || !receipts[0].Began.Equal(began) || receipts[0].Finished.Before(began) {
+				t.Fatalf("receipts %+v, want one of s1's erasure, asked by tok_1 at %s", receipts, began)
+			}
+			if students, err := f.dir.Students(ctx, "north"); err != nil || fmt.Sprint(students) != "[{north s2 s2}]" {
+				t.Errorf("students %v (%v), want s2 alone", students, err)
+			}
+			if _, err := f.appendEvents([]analytics.Event{event("north", "e4", "s2", day, analytics.SessionsCreated)}); err != nil {
+				t.Fatal(err)
+			}
+			f.dayRollup("north")
+			if again, _ := f.dir.Receipts(ctx, "north"); len(again) != 1 {
+				t.Errorf("%d receipts after another write and read, want 1", len(again))
+			}
+		})
 	}
 }

@@ -24,31 +24,37 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) ([]
 	var deleted []analytics.Deleted
 	began := time.Now()
 	err := s.locked(ctx, groupID, func(tx GroupLock) error {
+		_, placed, err := tx.Placement(ctx)
+		if err != nil {
+			return err
+		}
+		// A write cut short is finished first: an erasure of this student
+		// among them, which writes its receipt, so that this call finds
+		// the student gone, as a retry of a finished erasure does.
+		var sh *shard
+		var p Placement
+		if placed {
+			if sh, p, err = s.placeForWrite(ctx, tx); err != nil {
+				return err
+			}
+		}
 		enrolled, err := tx.DeleteStudent(ctx, studentID)
 		if err != nil {
 			return err
 		}
 		deleted = enrolled
-		_, placed, err := tx.Placement(ctx)
-		if err != nil {
-			return err
-		}
 		if placed {
-			sh, p, err := s.placeForWrite(ctx, tx)
-			if err != nil {
-				return err
-			}
 			usage, err := s.eraseUsage(ctx, tx, sh, p, studentID, began)
 			if err != nil {
 				return err
 			}
 			deleted = append(deleted, usage...)
 		}
-		if len(deleted) == 0 {
-			return analytics.Errorf(analytics.NotFound, "Student %q not found in group %q", studentID, groupID)
-		}
-		return nil
+		return nil // committed even when nothing was here: a repair may have written
 	})
+	if err == nil && len(deleted) == 0 {
+		err = analytics.Errorf(analytics.NotFound, "Student %q not found in group %q", studentID, groupID)
+	}
 	return deleted, s.wrap("EraseStudent", err)
 }
 
