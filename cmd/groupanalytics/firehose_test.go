@@ -6,19 +6,22 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"groupanalytics/internal/bench"
 	"groupanalytics/internal/stores/storetest"
 )
 
 // TestFirehoseThroughFaults runs a firehose (one event per request, from
 // many connections, over several groups) while the service is killed with
 // SIGKILL and started again, on replicated ClickHouse while a replica is
-// killed and started again, and on every store with a PostgreSQL directory
+// killed, the service restarted and students erased meanwhile
+// (throughAReplicaDown), and on every store with a PostgreSQL directory
 // while PostgreSQL goes away for two seconds, as in a restart (every
 // connection cut, new ones refused: a proxy in front of it). Each event is its own student's, so that
 // the reports tell which events count. Afterwards every acknowledged event
@@ -64,10 +67,8 @@ func TestFirehoseThroughFaults(t *testing.T) {
 			base.Store(&srv.Base)
 			time.Sleep(1500 * time.Millisecond)
 			if cluster != nil {
-				cluster.KillReplica(1, 2)
-				time.Sleep(2 * time.Second)
-				cluster.Start()
-				time.Sleep(1500 * time.Millisecond)
+				srv = throughAReplicaDown(t, bin, cluster, serve, srv, token, keys)
+				base.Store(&srv.Base)
 			}
 			if pg != nil {
 				pg.Cut()
@@ -87,6 +88,109 @@ func TestFirehoseThroughFaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// throughAReplicaDown kills a replica of shard 1 while the firehose runs,
+// with a student of every group who is not the firehose's: the service,
+// killed and started again meanwhile, serves, and an admin command works;
+// erasing those students answers 503 where the shard is the replica's
+// (some must) and 204 elsewhere. Once the replica is back, asked again,
+// each erasure answers 204 and each student has exactly one receipt. It
+// returns the server started.
+func throughAReplicaDown(t *testing.T, bin string, cluster *storetest.Cluster, serve []string, srv *bench.Server, token string, keys map[string]string) *bench.Server {
+	t.Helper()
+	for g := range keys {
+		waitForEvent(t, srv.Base, token, "erase-"+g, g)
+	}
+	cluster.KillReplica(1, 2)
+	srv.Cmd.Process.Signal(syscall.SIGKILL)
+	srv.Cmd.Wait()
+	srv = startServer(t, bin, serve)
+	if out := runBinary(t, bin, append([]string{"group", "list"}, serve[:4]...)...); !strings.Contains(out, "fh0") {
+		t.Errorf("group list with a replica down: %s", out)
+	}
+	// Each group's erasure holds its writers, and one waiting for the
+	// replica does so for the store timeout: they are asked at once.
+	var refused atomic.Int32
+	eachGroup(keys, func(g string) {
+		if status := eraseStudent(t, srv.Base, token, g, "erase-"+g); status == http.StatusServiceUnavailable {
+			refused.Add(1)
+		} else if status != http.StatusNoContent {
+			t.Errorf("erasing a student of %s with a replica down: %d", g, status)
+		}
+	})
+	if refused.Load() == 0 {
+		t.Error("no erasure waited for the replica down")
+	}
+	cluster.Start()
+	eachGroup(keys, func(g string) {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			status := eraseStudent(t, srv.Base, token, g, "erase-"+g)
+			if status == http.StatusNoContent {
+				break
+			}
+			if status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+				t.Errorf("erasing a student of %s again once the replica is back: %d", g, status)
+				return
+			}
+		}
+		if n := studentReceipts(t, srv.Base, token, g, "erase-"+g); n != 1 {
+			t.Errorf("the student erased of %s has %d receipts, want 1", g, n)
+		}
+	})
+	return srv
+}
+
+// eachGroup runs fn for every group of keys at once.
+func eachGroup(keys map[string]string, fn func(group string)) {
+	var wg sync.WaitGroup
+	for g := range keys {
+		wg.Go(func() { fn(g) })
+	}
+	wg.Wait()
+}
+
+// eraseStudent asks the platform API to erase a student and returns the
+// answer's status.
+func eraseStudent(t *testing.T, base, token, group, student string) int {
+	t.Helper()
+	req, _ := http.NewRequest("DELETE", base+"/v1/admin/groups/"+group+"/students/"+student, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// studentReceipts counts the deletion receipts that name a student.
+func studentReceipts(t *testing.T, base, token, group, student string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/v1/admin/receipts?groupId="+group, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Receipts []struct {
+			StudentID *string `json:"studentId"`
+		} `json:"receipts"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("receipts: %d %v", resp.StatusCode, err)
+	}
+	n := 0
+	for _, r := range list.Receipts {
+		if r.StudentID != nil && *r.StudentID == student {
+			n++
+		}
+	}
+	return n
 }
 
 // checkFirehoseCounts checks a firehose's events in the reports of the
