@@ -120,14 +120,20 @@ func (c *Cluster) run(args ...string) {
 // Script runs the cluster script with args on the cluster's directory and
 // ports, and returns what it printed.
 func (c *Cluster) Script(args ...string) (string, error) {
+	return runDeploy("clickhouse/cluster", 5*time.Minute, []string{"GROUPANALYTICS_CLICKHOUSE_DIR=" + c.dir, "BASE_PORT=" + strconv.Itoa(c.base)}, args...)
+}
+
+// runDeploy runs one of the project's scripts under deploy/ with args and
+// env added, and returns what it printed. The scripts bound their own
+// waits; timeout bounds what they run, so that a hung server fails the
+// test that runs it by name.
+func runDeploy(script string, timeout time.Duration, env []string, args ...string) (string, error) {
 	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "..", "..", "deploy", "clickhouse", "cluster")
-	// The script bounds its own waits; this bounds what it runs, so that
-	// a hung server fails the test that runs it by name.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	path := filepath.Join(filepath.Dir(file), "..", "..", "..", "deploy", filepath.FromSlash(script))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, script, args...)
-	cmd.Env = append(os.Environ(), "GROUPANALYTICS_CLICKHOUSE_DIR="+c.dir, "BASE_PORT="+strconv.Itoa(c.base))
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.WaitDelay = 10 * time.Second // for a child that keeps the output open
 	out, err := cmd.CombinedOutput()
 	return string(out), err

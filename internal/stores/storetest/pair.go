@@ -1,11 +1,8 @@
 package storetest
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -98,13 +95,5 @@ func (p *PostgresPair) run(args ...string) string {
 // Script runs the pair script with args on the pair's directory and
 // ports, and returns what it printed.
 func (p *PostgresPair) Script(args ...string) (string, error) {
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "..", "..", "deploy", "postgres", "pair")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, script, args...)
-	cmd.Env = append(os.Environ(), "GROUPANALYTICS_POSTGRES_DIR="+p.dir, "BASE_PORT="+strconv.Itoa(p.base))
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return runDeploy("postgres/pair", 2*time.Minute, []string{"GROUPANALYTICS_POSTGRES_DIR=" + p.dir, "BASE_PORT=" + strconv.Itoa(p.base)}, args...)
 }
