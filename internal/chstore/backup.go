@@ -105,13 +105,14 @@ func (s *Store) Freeze(ctx context.Context) ([]BackupShard, error) {
 
 // caughtUp returns a replica of the shard that has every entry of its
 // tables' replication logs (its only server, when it has one), waiting
-// for one a little while.
+// for one up to ten seconds.
 func (s *Store) caughtUp(ctx context.Context, sh *shard) (*replica, error) {
 	if !sh.replicated() {
 		return sh.replicas[0], nil
 	}
 	var errs []error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	// The writers wait meanwhile: not long.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		errs = errs[:0]
 		for _, r := range sh.replicas {
 			var behind uint64

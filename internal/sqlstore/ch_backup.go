@@ -47,8 +47,13 @@ func (s *Store) HoldUsageWrites(ctx context.Context) (*WritesHold, error) {
 		if h.lock, err = pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy()); err != nil {
 			return err
 		}
-		if _, err = h.lock.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(usageWritesLockKey)); err != nil {
+		// New writers queue behind a backup that waits: it waits for a
+		// long one (a retention run may take minutes) no longer than this.
+		if _, err = h.lock.Exec(ctx, `SET lock_timeout = '10s'`); err != nil {
 			return err
+		}
+		if _, err = h.lock.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(usageWritesLockKey)); err != nil {
+			return fmt.Errorf("the writers of usage did not pause within 10 s (a long erasure, move or retention run): try again (%w)", err)
 		}
 		if h.snap, err = pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy()); err != nil {
 			return err
