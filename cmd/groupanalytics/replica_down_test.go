@@ -2,6 +2,7 @@ package main
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 // serve starts and answers from the other, the commands that read the
 // directory work, shard list names the replica down, and migrate refuses
 // to say the schema is done until the replica is back, then migrates it.
+// Then the cluster grows a shard by the documented commands and schools
+// move there while a firehose runs: every acknowledged event counts once.
 func TestStartWithAReplicaDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs server processes and kills a ClickHouse server")
@@ -70,21 +73,21 @@ func TestStartWithAReplicaDown(t *testing.T) {
 	if out := runBinary(t, bin, append([]string{"migrate"}, grown...)...); !strings.Contains(out, "migrated") {
 		t.Errorf("migrate the new shard: %s", out)
 	}
-	// A replica started again takes a few seconds to count as alive in
-	// ZooKeeper: until then the shard's writes answer 503, and the move,
-	// which writes there, is tried again as an operator would.
-	var moved []byte
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
-		if moved, err = runCommand(bin, append([]string{"group", "move", "--group", "crash", "--shard", newShard}, grown...)...); err == nil {
-			break
-		}
-	}
-	// A try cut short by the 503 left the group placed there, its move
-	// finished by the next write or read (an intent, as any write's).
-	if err != nil || !strings.Contains(string(moved), "moved group crash") && !strings.Contains(string(moved), "already on "+newShard) {
-		t.Fatalf("group move to the new shard: %v\n%s", err, moved)
-	}
+	// The moves run beside a firehose over other schools, one of which
+	// moves too.
 	srv = startServer(t, bin, grown)
+	keys, fhToken := setupGroups(t, bin, grown, 3)
+	var base atomic.Pointer[string]
+	base.Store(&srv.Base)
+	f := startFirehose(t, &base, fhToken, keys, 8)
+	time.Sleep(time.Second)
+	moveGroup(t, bin, grown, "crash", newShard)
+	if out := moveGroup(t, bin, grown, "fh0", newShard); strings.Contains(out, "already on") {
+		moveGroup(t, bin, grown, "fh0", cluster.Replica(1, 1)+"|"+cluster.Replica(1, 2))
+	}
+	time.Sleep(time.Second)
+	acked, unacked := f.stop()
+	checkFirehoseCounts(t, srv.Base, fhToken, keys, acked, unacked)
 	if _, _, err := sendBatch(srv.Base, token, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -131,4 +134,25 @@ func TestThreeReplicasOneDown(t *testing.T) {
 	if got := perBatchCounts(t, srv.Base, key); got[batchStudent(4)] != batchSize || len(got) != 5 {
 		t.Errorf("after the replica came back: %v", got)
 	}
+}
+
+// moveGroup moves a group to a shard with the command line and returns
+// what it printed. A replica started again takes a few seconds to count
+// as alive in ZooKeeper: until then the shard's writes answer 503, and
+// the move, which writes there, is tried again as an operator would. A
+// try cut short by the 503 left the group placed there, its move
+// finished by the next write or read (an intent, as any write's).
+func moveGroup(t *testing.T, bin string, stores []string, group, shard string) string {
+	t.Helper()
+	var moved []byte
+	var err error
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if moved, err = runCommand(bin, append([]string{"group", "move", "--group", group, "--shard", shard}, stores...)...); err == nil {
+			break
+		}
+	}
+	if err != nil || !strings.Contains(string(moved), "moved group "+group) && !strings.Contains(string(moved), "already on "+shard) {
+		t.Fatalf("group move of %s to %s: %v\n%s", group, shard, err, moved)
+	}
+	return string(moved)
 }
