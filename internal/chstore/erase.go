@@ -64,6 +64,12 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) ([]
 // them. It returns what it removed, and rewrote without the student.
 func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Placement, studentID string, began time.Time) ([]analytics.Deleted, error) {
 	groupID := p.GroupID
+	// A quorum insert cut short (a replica died under it) may still
+	// settle and show the student's rows after the erasure read around
+	// them: it waits for such inserts first, as a repair does.
+	if err := s.settleQuorums(ctx, sh); err != nil {
+		return nil, err
+	}
 	var events uint64
 	if err := sh.queryRow(ctx, `SELECT count() FROM `+s.table("events")+` WHERE group_id = ? AND student_id = ?`,
 		groupID, studentID).Scan(&events); err != nil {
