@@ -67,7 +67,7 @@ func TestFirehoseThroughFaults(t *testing.T) {
 			base.Store(&srv.Base)
 			time.Sleep(1500 * time.Millisecond)
 			if cluster != nil {
-				srv = throughAReplicaDown(t, bin, cluster, serve, srv, token, keys)
+				srv = throughAReplicaDown(t, bin, cluster, stores, serve, srv, token, keys)
 				base.Store(&srv.Base)
 			}
 			if pg != nil {
@@ -97,7 +97,7 @@ func TestFirehoseThroughFaults(t *testing.T) {
 // (some must) and 204 elsewhere. Once the replica is back, asked again,
 // each erasure answers 204 and each student has exactly one receipt. It
 // returns the server started.
-func throughAReplicaDown(t *testing.T, bin string, cluster *storetest.Cluster, serve []string, srv *bench.Server, token string, keys map[string]string) *bench.Server {
+func throughAReplicaDown(t *testing.T, bin string, cluster *storetest.Cluster, stores, serve []string, srv *bench.Server, token string, keys map[string]string) *bench.Server {
 	t.Helper()
 	for g := range keys {
 		waitForEvent(t, srv.Base, token, "erase-"+g, g)
@@ -109,7 +109,7 @@ func throughAReplicaDown(t *testing.T, bin string, cluster *storetest.Cluster, s
 	srv.Cmd.Process.Signal(syscall.SIGKILL)
 	srv.Cmd.Wait()
 	srv = startServer(t, bin, serve)
-	if out := runBinary(t, bin, append([]string{"group", "list"}, serve[:4]...)...); !strings.Contains(out, "fh0") {
+	if out := runBinary(t, bin, append([]string{"group", "list"}, stores...)...); !strings.Contains(out, "fh0") {
 		t.Errorf("group list with a replica down: %s", out)
 	}
 	// Each group's erasure holds its writers, and one waiting for the
