@@ -240,10 +240,11 @@ type UsageStore interface {
 	// three: GroupSegments) whose keys lie in seg, ascending; periods
 	// without usage have no row.
 	GroupRollups(ctx context.Context, groupID string, seg Segment) ([]GroupRollup, error)
-	// GroupsRollups is GroupRollups of several groups at once, each
-	// group's under its id (one without rows may be missing), in one read
-	// of each database: of each shard, not of each group.
-	GroupsRollups(ctx context.Context, groupIDs []string, seg Segment) (map[string][]GroupRollup, error)
+	// GroupsRollups is GroupRollups of several groups and segments at
+	// once: rollups[i] holds segs[i]'s rows, each group's under its id
+	// (one without rows may be missing) in no set order, in one read of
+	// each database: of each shard, not of each group or segment.
+	GroupsRollups(ctx context.Context, groupIDs []string, segs []Segment) (rollups []map[string][]GroupRollup, err error)
 	// UsageVersions returns a version of each group's rollups (in the
 	// order of groupIDs) as the reads that follow see them: it changes
 	// with every write of them (appends, erasures, rebuilds, retention

@@ -89,20 +89,23 @@ func (s *Store) UsageVersions(ctx context.Context, groupIDs []string) ([]string,
 	return versions, nil
 }
 
-// GroupsRollups reads the groups' rows of seg from their states: those
-// kept and current as they are, the others' loaded together, a query of
-// each shard.
-func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, seg analytics.Segment) (map[string][]analytics.GroupRollup, error) {
+// GroupsRollups reads the groups' rows of each of segs from their
+// states: those kept and current as they are, the others' loaded
+// together, a query of each shard.
+func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, segs []analytics.Segment) ([]map[string][]analytics.GroupRollup, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	states, err := s.readStates(ctx, groupIDs)
 	if err != nil {
 		return nil, s.wrap("GroupsRollups", err)
 	}
-	rollups := make(map[string][]analytics.GroupRollup, len(states))
-	for id, st := range states {
-		if rows := st.rollupsOf(seg); len(rows) > 0 {
-			rollups[id] = rows
+	rollups := make([]map[string][]analytics.GroupRollup, len(segs))
+	for i, seg := range segs {
+		rollups[i] = make(map[string][]analytics.GroupRollup, len(states))
+		for id, st := range states {
+			if rows := st.rollupsOf(seg); len(rows) > 0 {
+				rollups[i][id] = rows
+			}
 		}
 	}
 	return rollups, nil

@@ -39,8 +39,7 @@ const maxKeptSchoolPeriods = 16 << 20
 
 // schoolPeriods returns each school's figures of each period,
 // periods[s][p], those kept under the school's current usage version as
-// they are, the others' read together (a read of each run of rollups,
-// of each database).
+// they are, the others' read together (one read of each database).
 func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, periods []analytics.DayRange) ([][]schoolPeriod, error) {
 	ids := make([]string, len(schools))
 	for i, g := range schools {
@@ -79,11 +78,7 @@ func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, p
 		segs = append(segs, analytics.GroupSegments(p)...)
 	}
 	reads := analytics.Runs(segs)
-	results := make([]map[string][]analytics.GroupRollup, len(reads))
-	err = inParallel(len(reads), func(i int) (err error) {
-		results[i], err = e.Usage.GroupsRollups(ctx, stale, reads[i])
-		return err
-	})
+	results, err := e.Usage.GroupsRollups(ctx, stale, reads)
 	if err != nil {
 		return nil, err
 	}

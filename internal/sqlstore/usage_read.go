@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strconv"
+	"strings"
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
@@ -31,29 +32,41 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 	return rollups, s.wrap("GroupRollups", rows.Err())
 }
 
-// GroupsRollups reads the rollups of seg of several groups in one query.
-func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, seg analytics.Segment) (map[string][]analytics.GroupRollup, error) {
-	if len(groupIDs) == 0 {
-		return map[string][]analytics.GroupRollup{}, nil
+// GroupsRollups reads the rollups of every segment of several groups in
+// one query, a branch of a UNION ALL a segment: a first answer of a
+// district then prepares and plans one statement, not one a segment on
+// connections of its own.
+func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, segs []analytics.Segment) ([]map[string][]analytics.GroupRollup, error) {
+	rollups := make([]map[string][]analytics.GroupRollup, len(segs))
+	for i := range rollups {
+		rollups[i] = map[string][]analytics.GroupRollup{}
+	}
+	if len(groupIDs) == 0 || len(segs) == 0 {
+		return rollups, nil
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	in, args := inList(s.dialect, groupIDs, "text")
-	rows, err := s.read.QueryContext(ctx, s.q(`SELECT group_id, period, `+metricList+`, live_lecture_users, chat_users
-		FROM group_rollups WHERE group_id `+in+` AND span = ? AND period BETWEEN ? AND ? ORDER BY group_id, period`),
-		append(args, int(seg.Span), int(seg.Keys.First), int(seg.Keys.Last))...)
+	in, inArgs := inList(s.dialect, groupIDs, "text")
+	branches := make([]string, len(segs))
+	var args []any
+	for i, seg := range segs {
+		branches[i] = `SELECT ` + strconv.Itoa(i) + `, group_id, period, ` + metricList + `, live_lecture_users, chat_users
+		FROM group_rollups WHERE group_id ` + in + ` AND span = ? AND period BETWEEN ? AND ?`
+		args = append(append(args, inArgs...), int(seg.Span), int(seg.Keys.First), int(seg.Keys.Last))
+	}
+	rows, err := s.read.QueryContext(ctx, s.q(strings.Join(branches, " UNION ALL ")), args...)
 	if err != nil {
 		return nil, s.wrap("GroupsRollups", err)
 	}
 	defer rows.Close()
-	rollups := map[string][]analytics.GroupRollup{}
 	for rows.Next() {
 		var r analytics.GroupRollup
+		var seg int
 		var groupID string
-		if err := scanGroupRollup(rows, &r, &groupID, &r.Key); err != nil {
+		if err := scanGroupRollup(rows, &r, &seg, &groupID, &r.Key); err != nil {
 			return nil, s.wrap("GroupsRollups", err)
 		}
-		rollups[groupID] = append(rollups[groupID], r)
+		rollups[seg][groupID] = append(rollups[seg][groupID], r)
 	}
 	return rollups, s.wrap("GroupsRollups", rows.Err())
 }
