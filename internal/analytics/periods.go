@@ -261,17 +261,31 @@ func Runs(segs []Segment) []Segment {
 // overlapping) that holds the rollup of span and key, or -1. Segments
 // that do not overlap in days do not overlap in keys either.
 func SegmentOf(segs []Segment, span Span, key Day) int {
-	i, found := slices.BinarySearchFunc(segs, key, func(s Segment, key Day) int {
-		switch {
-		case s.Keys.Last < key:
-			return -1
-		case key < s.Keys.First:
-			return 1
-		}
-		return 0
-	})
+	i, found := slices.BinarySearchFunc(segs, key, func(s Segment, key Day) int { return compareRange(s.Keys, key) })
 	if !found || segs[i].Span != span {
 		return -1
 	}
 	return i
+}
+
+// PeriodAt returns the index of the range of periods (ascending, apart)
+// that holds day, or -1.
+func PeriodAt(periods []DayRange, day Day) int {
+	i, found := slices.BinarySearchFunc(periods, day, compareRange)
+	if !found {
+		return -1
+	}
+	return i
+}
+
+// compareRange orders r against day, for a binary search: -1 when r ends
+// before it, 1 when r begins after it, 0 when r holds it.
+func compareRange(r DayRange, day Day) int {
+	switch {
+	case r.Last < day:
+		return -1
+	case day < r.First:
+		return 1
+	}
+	return 0
 }

@@ -298,3 +298,31 @@ func TestRunsAndSegmentOf(t *testing.T) {
 		}
 	}
 }
+
+// A district's report reads the runs of its periods' group segments and
+// adds each row to the period that holds its key: every key of a run must
+// be in one period, among that period's own segments.
+func TestRunsOfPeriodsLieInTheirPeriods(t *testing.T) {
+	for _, interval := range []Interval{Whole, Daily, Weekly, Monthly} {
+		for first := DateDay(2024, 1, 1); first < DateDay(2024, 2, 20); first += 5 {
+			for last := first; last < first+100; last += 7 {
+				periods := (DayRange{first, last}).Periods(interval)
+				var segs []Segment
+				for _, p := range periods {
+					segs = append(segs, GroupSegments(p)...)
+				}
+				for _, run := range Runs(segs) {
+					for k := run.Keys.First; k <= run.Keys.Last; k = run.Span.Next(k) {
+						pi := PeriodAt(periods, k)
+						if pi < 0 || SegmentOf(GroupSegments(periods[pi]), run.Span, k) < 0 {
+							t.Fatalf("%v of %s..%s: key %s of span %d is in period %d, not among its segments", interval, first, last, k, run.Span, pi)
+						}
+					}
+				}
+				if PeriodAt(periods, first-1) != -1 || PeriodAt(periods, last+1) != -1 {
+					t.Fatalf("PeriodAt finds a day outside %s..%s", first, last)
+				}
+			}
+		}
+	}
+}

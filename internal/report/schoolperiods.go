@@ -82,14 +82,24 @@ func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, p
 	if err != nil {
 		return nil, err
 	}
+	var used periodsUsed
 	for i, id := range stale {
 		si := staleAt[i]
-		rollups := rollupIndex{}
-		for ri, rows := range results {
-			rollups.add(reads[ri].Span, rows[id])
+		figures[si] = make([]schoolPeriod, len(periods)) // what was kept of it too
+		used.reset(len(periods))
+		for _, rows := range results {
+			for j := range rows[id] {
+				r := &rows[id][j]
+				// Each row lies in one period, whose segments read it.
+				if pi := analytics.PeriodAt(periods, r.Key); pi >= 0 {
+					figures[si][pi].counts.Add(&r.Counts)
+					used[pi].liveLecture.Union(r.LiveLectureUsers)
+					used[pi].chat.Union(r.ChatUsers)
+				}
+			}
 		}
 		for pi, p := range periods {
-			figures[si][pi] = periodOf(rollups, p)
+			figures[si][pi].used = used[pi].figures()
 			if versions[si] != "" {
 				e.keptPeriods.Put(schoolPeriodKey(schools[si], p), versions[si], figures[si][pi], schoolPeriodCost)
 			}
@@ -111,18 +121,30 @@ func schoolPeriodKey(school analytics.Group, p analytics.DayRange) string {
 	return string(b)
 }
 
-// periodOf adds up the rollups of period p: its counts, and how many
-// students used live lectures, chat and either.
-func periodOf(rollups rollupIndex, p analytics.DayRange) schoolPeriod {
-	var f schoolPeriod
-	var liveLecture, chat analytics.StudentSet
-	rollups.each(p, func(r *analytics.GroupRollup) {
-		f.counts.Add(&r.Counts)
-		liveLecture.Union(r.LiveLectureUsers)
-		chat.Union(r.ChatUsers)
-	})
-	f.used[usedLiveLecture], f.used[usedChat] = liveLecture.Len(), chat.Len()
-	liveLecture.Union(chat)
-	f.used[usedEither] = liveLecture.Len()
+// usedSets are the students of a school who used live lectures and chat
+// in a period.
+type usedSets struct{ liveLecture, chat analytics.StudentSet }
+
+// figures returns how many used live lectures, chat and either, indexed
+// by usedLiveLecture, usedChat and usedEither; it changes the chat set.
+func (u *usedSets) figures() (f [usedFigures]int) {
+	f[usedLiveLecture], f[usedChat] = u.liveLecture.Len(), u.chat.Len()
+	u.chat.Union(u.liveLecture)
+	f[usedEither] = u.chat.Len()
 	return f
+}
+
+// periodsUsed are a school's usedSets of each period, their sets reused
+// from school to school.
+type periodsUsed []usedSets
+
+// reset empties the sets of n periods.
+func (u *periodsUsed) reset(n int) {
+	if cap(*u) < n {
+		*u = make(periodsUsed, n)
+	}
+	*u = (*u)[:n]
+	for i := range *u {
+		(*u)[i].liveLecture, (*u)[i].chat = (*u)[i].liveLecture[:0], (*u)[i].chat[:0]
+	}
 }
