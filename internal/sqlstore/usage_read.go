@@ -35,7 +35,7 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 // GroupsRollups reads the rollups of every segment of several groups in
 // one query, a branch of a UNION ALL a segment: a first answer of a
 // district then prepares and plans one statement, not one a segment on
-// connections of its own.
+// connections of its own. The ids are bound once, as the table asked.
 func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, segs []analytics.Segment) ([]map[string][]analytics.GroupRollup, error) {
 	rollups := make([]map[string][]analytics.GroupRollup, len(segs))
 	for i := range rollups {
@@ -46,15 +46,17 @@ func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, segs []ana
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	in, inArgs := inList(s.dialect, groupIDs, "text")
+	asked, args := "VALUES "+placeholders(len(groupIDs), 1), anySlice(groupIDs)
+	if s.dialect.numbered {
+		asked, args = "SELECT unnest(CAST(? AS text[]))", []any{groupIDs}
+	}
 	branches := make([]string, len(segs))
-	var args []any
 	for i, seg := range segs {
 		branches[i] = `SELECT ` + strconv.Itoa(i) + `, group_id, period, ` + metricList + `, live_lecture_users, chat_users
-		FROM group_rollups WHERE group_id ` + in + ` AND span = ? AND period BETWEEN ? AND ?`
-		args = append(append(args, inArgs...), int(seg.Span), int(seg.Keys.First), int(seg.Keys.Last))
+		FROM group_rollups WHERE group_id IN (SELECT id FROM asked) AND span = ? AND period BETWEEN ? AND ?`
+		args = append(args, int(seg.Span), int(seg.Keys.First), int(seg.Keys.Last))
 	}
-	rows, err := s.read.QueryContext(ctx, s.q(strings.Join(branches, " UNION ALL ")), args...)
+	rows, err := s.read.QueryContext(ctx, s.q(`WITH asked (id) AS (`+asked+`) `+strings.Join(branches, " UNION ALL ")), args...)
 	if err != nil {
 		return nil, s.wrap("GroupsRollups", err)
 	}
