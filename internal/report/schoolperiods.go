@@ -85,7 +85,7 @@ func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, p
 	var used periodsUsed
 	for i, id := range stale {
 		si := staleAt[i]
-		figures[si] = make([]schoolPeriod, len(periods)) // what was kept of it too
+		clear(figures[si]) // what was kept of it too
 		used.reset(len(periods))
 		for _, rows := range results {
 			for j := range rows[id] {
