@@ -3,6 +3,7 @@ package chstore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -192,28 +193,51 @@ func (s *Store) deleteStudentRows(ctx context.Context, sh *shard, groupID, stude
 	return s.awaitMutations(ctx, sh)
 }
 
-// awaitMutations waits until every replica of the shard has done every
-// deletion of the store's tables: ClickHouse runs them in the background,
-// on each replica by itself. A replica that is down fails the wait, so
-// that no replica that comes back can answer with what was deleted.
+// awaitMutations waits until the shard's replicas that answer have done
+// every deletion of the store's tables: ClickHouse runs them in the
+// background, on each replica by itself. On a replicated shard at least
+// a quorum of replicas must answer (fewer fail the wait), so that a
+// deletion is done on as many servers as a write is on; a replica that
+// was down does it when it is back, and reads pass it by until then
+// (shard.read).
 func (s *Store) awaitMutations(ctx context.Context, sh *shard) error {
-	return sh.onEvery(func(r *replica) error {
-		for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
-			var pending uint64
-			if err := r.conn.QueryRow(ctx, `SELECT count() FROM system.mutations WHERE database = ? AND NOT is_done`,
-				s.database).Scan(&pending); err != nil {
-				return err
-			}
-			if pending == 0 {
-				return nil
-			}
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return fmt.Errorf("waiting for ClickHouse to delete: %w", ctx.Err())
-			}
+	var done int
+	var errs []error
+	for _, r := range sh.replicas {
+		err := s.awaitReplicaMutations(ctx, r)
+		if err == nil {
+			done++
+			continue
 		}
-	})
+		if !sh.replicated() || !unreachable(err) || ctx.Err() != nil {
+			return err
+		}
+		errs = append(errs, fmt.Errorf("replica %s: %w", r.addr, err))
+	}
+	if sh.replicated() && done < insertQuorum {
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+// awaitReplicaMutations waits until the replica has done every deletion
+// of the store's tables.
+func (s *Store) awaitReplicaMutations(ctx context.Context, r *replica) error {
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		var pending uint64
+		if err := r.conn.QueryRow(ctx, `SELECT count() FROM system.mutations WHERE database = ? AND NOT is_done`,
+			s.database).Scan(&pending); err != nil {
+			return err
+		}
+		if pending == 0 {
+			return nil
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for ClickHouse to delete: %w", ctx.Err())
+		}
+	}
 }
 
 // studentShares is the student's share of each period of the group's

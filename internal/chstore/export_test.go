@@ -251,3 +251,20 @@ func (s *Store) KeptBytes(groupID string) int {
 	}
 	return 0
 }
+
+// PreferReplica makes the shard's calls start at its replica addr, as
+// they do once that replica answered last.
+func (s *Store) PreferReplica(shard, addr string) {
+	sh := s.shardNamed(shard)
+	for i, r := range sh.replicas {
+		if r.addr == addr {
+			sh.preferred.Store(int32(i))
+		}
+	}
+}
+
+// PreferredReplica is the replica the shard's calls start at.
+func (s *Store) PreferredReplica(shard string) string {
+	sh := s.shardNamed(shard)
+	return sh.replicas[sh.preferred.Load()].addr
+}

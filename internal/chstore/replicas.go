@@ -28,6 +28,7 @@ import (
 // replica when one refuses or is down.
 type shard struct {
 	name     string // its replicas' host:port joined by "|", as placements record it
+	database string
 	replicas []*replica
 	// preferred is the replica that answered last: calls start there.
 	preferred atomic.Int32
@@ -42,6 +43,10 @@ type shard struct {
 type replica struct {
 	addr string
 	conn driver.Conn
+	// caughtUpAt is when the replica was last found to have done every
+	// deletion its peers have (shard.caughtUp), in Unix nanoseconds; 0
+	// after a call on it failed.
+	caughtUpAt atomic.Int64
 }
 
 // Error codes of ClickHouse's that say a replicated shard cannot take a
@@ -72,7 +77,7 @@ func exceptionCode(err error) int32 {
 // tryNext reports whether a call that failed with err may succeed on
 // another replica of the shard.
 func tryNext(err error) bool {
-	return unreachable(err) || slices.Contains(notNow, exceptionCode(err))
+	return unreachable(err) || errors.Is(err, errBehind) || slices.Contains(notNow, exceptionCode(err))
 }
 
 // replicated reports whether the shard's tables are replicated.
@@ -90,6 +95,7 @@ func (sh *shard) each(fn func(r *replica) error) error {
 			sh.preferred.Store(int32(n))
 			return nil
 		}
+		sh.replicas[n].caughtUpAt.Store(0)
 		if !tryNext(err) || len(sh.replicas) == 1 {
 			return err
 		}
@@ -142,12 +148,85 @@ func (sh *shard) queryRow(ctx context.Context, query string, args ...any) (row d
 // write either reaches its quorum later or its client sends it again,
 // and its events count once either way.
 func (sh *shard) read(ctx context.Context, fn func(ctx context.Context, r *replica) error) error {
-	err := sh.each(func(r *replica) error { return fn(ctx, r) })
+	readOn := func(ctx context.Context) func(r *replica) error {
+		return func(r *replica) error {
+			if err := sh.caughtUp(ctx, r); err != nil {
+				return err
+			}
+			return fn(ctx, r)
+		}
+	}
+	err := sh.each(readOn(ctx))
 	if sh.replicated() && slices.Contains([]int32{codeNoZooKeeper, codeKeeperException}, exceptionCode(err)) {
 		local := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"select_sequential_consistency": 0}))
-		err = sh.each(func(r *replica) error { return fn(local, r) })
+		err = sh.each(readOn(local))
 	}
 	return err
+}
+
+// errBehind is a replica that has not yet done a deletion its peers have.
+var errBehind = errors.New("replica has not yet done a deletion that its peers have done")
+
+// caughtUp fails with errBehind, on a replicated shard, when the replica
+// has not done every deletion that a peer that answers has done. A
+// deletion is done once a quorum of replicas has done it
+// (Store.awaitMutations); a replica that was down meanwhile does it when
+// it is back, and must not answer with what was deleted until then.
+// select_sequential_consistency does the same for inserts, not for
+// deletions. A replica is asked at most once a second, and again after a
+// call on it failed (a replica that went down and came back fails the
+// first call on the connections it had). A peer that does not answer
+// within peerWait is passed by.
+func (sh *shard) caughtUp(ctx context.Context, r *replica) error {
+	if !sh.replicated() || time.Since(time.Unix(0, r.caughtUpAt.Load())) < time.Second {
+		return nil
+	}
+	mine, err := sh.mutationsDone(ctx, r)
+	if err != nil {
+		return err
+	}
+	peerCtx, cancel := context.WithTimeout(ctx, peerWait)
+	defer cancel()
+	for _, peer := range sh.replicas {
+		if peer == r {
+			continue
+		}
+		theirs, err := sh.mutationsDone(peerCtx, peer)
+		if err != nil {
+			continue
+		}
+		for table, last := range theirs {
+			if mine[table] < last {
+				return fmt.Errorf("replica %s, table %s: %w", r.addr, table, errBehind)
+			}
+		}
+	}
+	r.caughtUpAt.Store(time.Now().UnixNano())
+	return nil
+}
+
+// peerWait bounds how long caughtUp waits for a peer's answer.
+const peerWait = 500 * time.Millisecond
+
+// mutationsDone is the last deletion the replica has done of each of the
+// store's tables, by its mutation id (ZooKeeper's sequential number, the
+// same on every replica). A replica does a table's deletions in order.
+func (sh *shard) mutationsDone(ctx context.Context, r *replica) (map[string]string, error) {
+	rows, err := r.conn.Query(ctx, `SELECT table, max(mutation_id) FROM system.mutations
+		WHERE database = ? AND is_done GROUP BY table`, sh.database)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	done := map[string]string{}
+	for rows.Next() {
+		var table, id string
+		if err := rows.Scan(&table, &id); err != nil {
+			return nil, err
+		}
+		done[table] = id
+	}
+	return done, rows.Err()
 }
 
 // exec runs a statement that ClickHouse replicates by itself (an ALTER …

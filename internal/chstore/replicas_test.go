@@ -1,6 +1,7 @@
 package chstore_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,12 +12,11 @@ import (
 	"groupanalytics/internal/stores/storetest"
 )
 
-// lagging stops merges, and so mutations, on the last replica of the
-// shard named, until the test ends or the returned function is called.
-func lagging(t *testing.T, shard string) (conn clickhouse.Conn, catchUp func()) {
+// lagging stops merges, and so mutations, on a replica, until the test
+// ends or the returned function is called.
+func lagging(t *testing.T, replica string) (conn clickhouse.Conn, catchUp func()) {
 	t.Helper()
-	replicas := strings.Split(shard, "|")
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{replicas[len(replicas)-1]}})
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{replica}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,6 +31,34 @@ func lagging(t *testing.T, shard string) (conn clickhouse.Conn, catchUp func()) 
 	}
 	t.Cleanup(catchUp)
 	return conn, catchUp
+}
+
+// follower is a replica of the shard that does not lead the replication
+// of its events table: the leader orders every replica's mutations, so
+// that with its merges stopped no replica would do them.
+func follower(t *testing.T, shard, usageURL string) string {
+	t.Helper()
+	cfg, err := chstore.ParseURL(usageURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range strings.Split(shard, "|") {
+		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var leader uint8
+		err = conn.QueryRow(ctx, `SELECT is_leader FROM system.replicas WHERE database = ? AND table = 'events'`, cfg.Database).Scan(&leader)
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if leader == 0 {
+			return addr
+		}
+	}
+	t.Fatalf("every replica of %s leads", shard)
+	return ""
 }
 
 // waitsForTheLaggard runs op, checks that it has not returned while the
@@ -81,7 +109,8 @@ func TestErasureAndMoveWaitForALaggingReplica(t *testing.T) {
 	}
 
 	home := f.shardOf("west")
-	laggard, catchUp := lagging(t, home)
+	replicas := strings.Split(home, "|")
+	laggard, catchUp := lagging(t, replicas[len(replicas)-1])
 	waitsForTheLaggard(t, "erasure", catchUp, func() error { _, err := f.usage.EraseStudent(ctx, "west", "s1"); return err })
 	if n := count(laggard, "group_id = 'west' AND student_id = 's1'"); n != 0 {
 		t.Errorf("the lagging replica holds %d events of the erased student", n)
@@ -90,7 +119,7 @@ func TestErasureAndMoveWaitForALaggingReplica(t *testing.T) {
 		t.Errorf("%d events after the erasure, want the 48 of the other students", len(raw))
 	}
 
-	laggard, catchUp = lagging(t, home)
+	laggard, catchUp = lagging(t, replicas[len(replicas)-1])
 	to := f.otherShard("west")
 	waitsForTheLaggard(t, "move", catchUp, func() error { _, err := f.usage.MoveGroup(ctx, "west", to); return err })
 	if n := count(laggard, "group_id = 'west'"); n != 0 {
@@ -98,5 +127,73 @@ func TestErasureAndMoveWaitForALaggingReplica(t *testing.T) {
 	}
 	if got := f.eventsOn("west"); got[to] != 48 || got[home] != 0 {
 		t.Errorf("events per shard after the move: %v, want 48 on %s", got, to)
+	}
+}
+
+// TestAReplicaBehindOnADeletionIsPassedBy: a replica that has not done a
+// deletion its peer has done (one that was down while a quorum deleted,
+// here one whose merges are stopped) answers no read until it has, even
+// where it is the replica reads start at.
+func TestAReplicaBehindOnADeletionIsPassedBy(t *testing.T) {
+	shards := storetest.ClickHouseShards()
+	if !strings.Contains(shards[0], "|") {
+		t.Skip("the test cluster's shards have no replicas: set GROUPANALYTICS_TEST_CLICKHOUSE to host:port|host:port,… (deploy/clickhouse/cluster start 2 --replicas 2)")
+	}
+	f := newFixture(t)
+	f.group("west")
+	f.fill("west", 60)
+	home := f.shardOf("west")
+	behind := follower(t, home, f.url)
+	_, catchUp := lagging(t, behind)
+	erased := make(chan error, 1)
+	go func() { _, err := f.usage.EraseStudent(ctx, "west", "s1"); erased <- err }()
+	ahead := slices.DeleteFunc(strings.Split(home, "|"), func(addr string) bool { return addr == behind })
+	waitForEvents(t, ahead[0], f.url, "group_id = 'west' AND student_id = 's1'", 0)
+
+	f.usage.PreferReplica(home, behind)
+	if raw, err := f.usage.RawEvents(ctx, "west"); err != nil || len(raw) != 48 {
+		t.Errorf("%d events read with a replica behind on the erasure (%v), want the 48 of the other students", len(raw), err)
+	}
+	if got := f.usage.PreferredReplica(home); got == behind {
+		t.Errorf("reads still start at the replica behind, %s", got)
+	}
+
+	catchUp()
+	if err := <-erased; err != nil {
+		t.Fatal(err)
+	}
+	f.usage.PreferReplica(home, behind)
+	if raw, err := f.usage.RawEvents(ctx, "west"); err != nil || len(raw) != 48 {
+		t.Fatalf("%d events read once the replica caught up (%v), want 48", len(raw), err)
+	}
+	if got := f.usage.PreferredReplica(home); got != behind {
+		t.Errorf("the replica that caught up is still passed by: reads start at %s", got)
+	}
+}
+
+// waitForEvents waits until the replica holds n events of the test's
+// database that match where.
+func waitForEvents(t *testing.T, replica, usageURL, where string, n uint64) {
+	t.Helper()
+	cfg, err := chstore.ParseURL(usageURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{replica}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var got uint64
+		if err := conn.QueryRow(ctx, `SELECT count() FROM `+cfg.Database+`.events WHERE `+where).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica %s holds %d events where %s, want %d", replica, got, where, n)
+		}
 	}
 }

@@ -186,7 +186,7 @@ func Open(ctx context.Context, raw string, dir Coordinator, opts Options) (*Stor
 		s.turnstiles[i] = make(chan struct{}, 1)
 	}
 	for _, name := range cfg.Shards {
-		sh := &shard{name: name}
+		sh := &shard{name: name, database: cfg.Database}
 		s.shards = append(s.shards, sh)
 		addrs := splitReplicas(name)
 		if len(addrs) > 1 {
