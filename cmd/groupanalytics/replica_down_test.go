@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -129,11 +130,18 @@ func TestThreeReplicasOneDown(t *testing.T) {
 	if out := runBinary(t, bin, append([]string{"shard", "list"}, stores...)...); !strings.Contains(out, "up, replica down: "+cluster.Replica(1, 3)) {
 		t.Errorf("shard list does not name the replica down:\n%s", out)
 	}
+	if status := eraseStudent(t, srv.Base, token, "crash", batchStudent(1)); status != http.StatusNoContent {
+		t.Errorf("erasure with a replica of three down: %d, want 204", status)
+	}
+	if n := studentReceipts(t, srv.Base, token, "crash", batchStudent(1)); n != 1 {
+		t.Errorf("%d receipts of the erasure, want 1", n)
+	}
 	cluster.Start()
 	send(4)
-	if got := perBatchCounts(t, srv.Base, key); got[batchStudent(4)] != batchSize || len(got) != 5 {
-		t.Errorf("after the replica came back: %v", got)
+	if got := perBatchCounts(t, srv.Base, key); got[batchStudent(4)] != batchSize || len(got) != 4 || got[batchStudent(1)] != 0 {
+		t.Errorf("after the replica came back: %v, want batches 0, 2, 3 and 4", got)
 	}
+	storetest.CheckReplicasAlike(t, cluster.URL("three_replicas"))
 }
 
 // moveGroup moves a group to a shard with the command line and returns
