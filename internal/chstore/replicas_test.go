@@ -86,17 +86,25 @@ func waitsForTheLaggard(t *testing.T, what string, catchUp func(), op func() err
 	}
 }
 
-// TestErasureAndMoveWaitForALaggingReplica: with one replica of a shard
-// not applying mutations, an erasure and a group move answer only once
-// that replica has deleted the rows too; then neither replica holds them.
-func TestErasureAndMoveWaitForALaggingReplica(t *testing.T) {
-	shards := storetest.ClickHouseShards()
-	if !strings.Contains(shards[0], "|") {
+// westOnReplicas is a fixture whose group west holds 60 events of five
+// students on a replicated shard. The test is skipped where the test
+// cluster's shards have no replicas.
+func westOnReplicas(t *testing.T) *fixture {
+	t.Helper()
+	if !strings.Contains(storetest.ClickHouseShards()[0], "|") {
 		t.Skip("the test cluster's shards have no replicas: set GROUPANALYTICS_TEST_CLICKHOUSE to host:port|host:port,… (deploy/clickhouse/cluster start 2 --replicas 2)")
 	}
 	f := newFixture(t)
 	f.group("west")
 	f.fill("west", 60)
+	return f
+}
+
+// TestErasureAndMoveWaitForALaggingReplica: with one replica of a shard
+// not applying mutations, an erasure and a group move answer only once
+// that replica has deleted the rows too; then neither replica holds them.
+func TestErasureAndMoveWaitForALaggingReplica(t *testing.T) {
+	f := westOnReplicas(t)
 	cfg, err := chstore.ParseURL(f.url)
 	if err != nil {
 		t.Fatal(err)
@@ -137,13 +145,7 @@ func TestErasureAndMoveWaitForALaggingReplica(t *testing.T) {
 // here one whose merges are stopped) answers no read until it has, even
 // where it is the replica reads start at.
 func TestAReplicaBehindOnADeletionIsPassedBy(t *testing.T) {
-	shards := storetest.ClickHouseShards()
-	if !strings.Contains(shards[0], "|") {
-		t.Skip("the test cluster's shards have no replicas: set GROUPANALYTICS_TEST_CLICKHOUSE to host:port|host:port,… (deploy/clickhouse/cluster start 2 --replicas 2)")
-	}
-	f := newFixture(t)
-	f.group("west")
-	f.fill("west", 60)
+	f := westOnReplicas(t)
 	home := f.shardOf("west")
 	behind := follower(t, home, f.url)
 	_, catchUp := lagging(t, behind)
@@ -182,15 +184,10 @@ func TestAReplicaBehindOnADeletionIsPassedBy(t *testing.T) {
 // it. The erasure answers 503 meanwhile; once the quorum is confirmed,
 // asked again, it deletes the student's number and logged events.
 func TestAnErasureWaitsForAnUnconfirmedInsert(t *testing.T) {
-	shards := storetest.ClickHouseShards()
-	if !strings.Contains(shards[0], "|") {
-		t.Skip("the test cluster's shards have no replicas: set GROUPANALYTICS_TEST_CLICKHOUSE to host:port|host:port,… (deploy/clickhouse/cluster start 2 --replicas 2)")
-	}
-	f := newFixture(t)
-	f.group("west")
-	f.fill("west", 60)
+	f := westOnReplicas(t)
 	home := f.shardOf("west")
 	replicas := strings.Split(home, "|")
+	var conns []clickhouse.Conn
 	for _, addr := range replicas {
 		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}})
 		if err != nil {
@@ -200,6 +197,7 @@ func TestAnErasureWaitsForAnUnconfirmedInsert(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Exec(ctx, "SYSTEM START FETCHES"); conn.Close() })
+		conns = append(conns, conn)
 	}
 	late := []analytics.Event{event("west", "late1", "s9", day, analytics.TutorMeMessages), event("west", "late2", "s9", day, analytics.SessionsCreated)}
 	if _, err := f.usage.AppendEvents(ctx, late); err != nil {
@@ -212,12 +210,10 @@ func TestAnErasureWaitsForAnUnconfirmedInsert(t *testing.T) {
 	if _, err := f.usage.EraseStudent(short, "west", "s9"); analytics.ErrorCode(err) != analytics.Unavailable {
 		t.Fatalf("an erasure with an insert of the student's unconfirmed: %v, want unavailable", err)
 	}
-	for _, addr := range replicas {
-		conn, _ := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}})
+	for _, conn := range conns {
 		if err := conn.Exec(ctx, "SYSTEM START FETCHES"); err != nil {
 			t.Fatal(err)
 		}
-		conn.Close()
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 		deleted, err := f.usage.EraseStudent(ctx, "west", "s9")
