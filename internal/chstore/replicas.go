@@ -45,7 +45,7 @@ type replica struct {
 	conn driver.Conn
 	// caughtUpAt is when the replica was last found to have done every
 	// deletion its peers have (shard.caughtUp), in Unix nanoseconds; 0
-	// after a call on it failed.
+	// after a call on it found it unreachable.
 	caughtUpAt atomic.Int64
 }
 
@@ -95,7 +95,9 @@ func (sh *shard) each(fn func(r *replica) error) error {
 			sh.preferred.Store(int32(n))
 			return nil
 		}
-		sh.replicas[n].caughtUpAt.Store(0)
+		if unreachable(err) {
+			sh.replicas[n].caughtUpAt.Store(0) // it may come back behind
+		}
 		if !tryNext(err) || len(sh.replicas) == 1 {
 			return err
 		}
@@ -174,8 +176,8 @@ var errBehind = errors.New("replica has not yet done a deletion that its peers h
 // it is back, and must not answer with what was deleted until then.
 // select_sequential_consistency does the same for inserts, not for
 // deletions. A replica is asked at most once a second, and again after a
-// call on it failed (a replica that went down and came back fails the
-// first call on the connections it had). A peer that does not answer
+// call found it unreachable (a replica that went down and came back fails
+// the first call on the connections it had). A peer that does not answer
 // within peerWait is passed by.
 func (sh *shard) caughtUp(ctx context.Context, r *replica) error {
 	if !sh.replicated() || time.Since(time.Unix(0, r.caughtUpAt.Load())) < time.Second {
