@@ -14,15 +14,22 @@ import (
 	"groupanalytics/internal/stores/storetest"
 )
 
-// lagging stops merges, and so mutations, on a replica, until the test
-// ends or the returned function is called.
-func lagging(t *testing.T, replica string) (conn clickhouse.Conn, catchUp func()) {
+// replicaConn is a connection to one replica, closed when the test ends.
+func replicaConn(t *testing.T, replica string) clickhouse.Conn {
 	t.Helper()
 	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{replica}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// lagging stops merges, and so mutations, on a replica, until the test
+// ends or the returned function is called.
+func lagging(t *testing.T, replica string) (conn clickhouse.Conn, catchUp func()) {
+	t.Helper()
+	conn = replicaConn(t, replica)
 	if err := conn.Exec(ctx, "SYSTEM STOP MERGES"); err != nil {
 		t.Fatal(err)
 	}
@@ -45,13 +52,8 @@ func follower(t *testing.T, shard, usageURL string) string {
 		t.Fatal(err)
 	}
 	for _, addr := range strings.Split(shard, "|") {
-		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var leader uint8
-		err = conn.QueryRow(ctx, `SELECT is_leader FROM system.replicas WHERE database = ? AND table = 'events'`, cfg.Database).Scan(&leader)
-		conn.Close()
+		err := replicaConn(t, addr).QueryRow(ctx, `SELECT is_leader FROM system.replicas WHERE database = ? AND table = 'events'`, cfg.Database).Scan(&leader)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,14 +191,11 @@ func TestAnErasureWaitsForAnUnconfirmedInsert(t *testing.T) {
 	replicas := strings.Split(home, "|")
 	var conns []clickhouse.Conn
 	for _, addr := range replicas {
-		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := replicaConn(t, addr)
 		if err := conn.Exec(ctx, "SYSTEM STOP FETCHES"); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { conn.Exec(ctx, "SYSTEM START FETCHES"); conn.Close() })
+		t.Cleanup(func() { conn.Exec(ctx, "SYSTEM START FETCHES") })
 		conns = append(conns, conn)
 	}
 	late := []analytics.Event{event("west", "late1", "s9", day, analytics.TutorMeMessages), event("west", "late2", "s9", day, analytics.SessionsCreated)}
@@ -244,17 +243,16 @@ func waitForRows(t *testing.T, replicas []string, usageURL, table, where string,
 	if err != nil {
 		t.Fatal(err)
 	}
+	conns := make([]clickhouse.Conn, len(replicas))
+	for i, addr := range replicas {
+		conns[i] = replicaConn(t, addr)
+	}
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		for _, addr := range replicas {
-			conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}})
-			if err != nil {
-				t.Fatal(err)
-			}
+		for i, conn := range conns {
 			var got uint64
-			err = conn.QueryRow(ctx, `SELECT count() FROM `+cfg.Database+`.`+table+` WHERE `+where).Scan(&got)
-			conn.Close()
+			err := conn.QueryRow(ctx, `SELECT count() FROM `+cfg.Database+`.`+table+` WHERE `+where).Scan(&got)
 			if err == nil && got == n {
-				return addr
+				return replicas[i]
 			}
 		}
 	}
