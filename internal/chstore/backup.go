@@ -192,7 +192,24 @@ func CopyFrozen(backup []BackupShard, dir string) error {
 			}
 		}
 	}
-	return nil
+	return syncDirs(dir)
+}
+
+// syncDirs flushes every directory under root, root included, to disk: a
+// copied file, synced, is found after a power loss only if the entries of
+// the directories above it were flushed too, before the manifest names it.
+func syncDirs(root string) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return f.Sync()
+	})
 }
 
 // partDir is where a backup in dir keeps a part of shard i's table.
