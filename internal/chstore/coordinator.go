@@ -38,6 +38,8 @@ type Coordinator interface {
 	// with events in the log, and the placements of those placed.
 	LoggedPlacements(ctx context.Context, groupIDs []string) (logged []string, placements []Placement, err error)
 	LogStats(ctx context.Context) (events int, oldest time.Time, err error)
+	// VacuumLog clears the log's table of the rows taken out of it.
+	VacuumLog(ctx context.Context) error
 	// LeadApplier reports whether this process leads the log's appliers
 	// (one process at a time does), trying to become the leader when none
 	// is.

@@ -124,6 +124,10 @@ func SetMaxQueuedEvents(t interface{ Cleanup(func()) }, n int) { setForTest(t, &
 // applies the log, until the test ends.
 func SetApplyEvery(t interface{ Cleanup(func()) }, d time.Duration) { setForTest(t, &applyEvery, d) }
 
+// SetLogVacuumEvents sets how many events a process applies between two
+// vacuums of the log, until the test ends.
+func SetLogVacuumEvents(t interface{ Cleanup(func()) }, n int64) { setForTest(t, &logVacuumEvents, n) }
+
 // SetMaxLogged sets the log's depth past which calls are refused, until
 // the test ends.
 func SetMaxLogged(t interface{ Cleanup(func()) }, n int) { setForTest(t, &maxLogged, n) }

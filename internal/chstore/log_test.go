@@ -2,6 +2,7 @@ package chstore_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"maps"
 	"slices"
@@ -134,6 +135,48 @@ func TestApplierWritesBehind(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after 10 s: stored %v (%v), log %d events, oldest %v; want the event applied", raw, err, n, age)
 		}
+	}
+}
+
+// TestApplierVacuumsTheLog: every event applied leaves a dead row in the
+// log's table, which each read of the log walks past; once a process has
+// applied logVacuumEvents events since the last (here, the last of them),
+// it vacuums the table itself, also where autovacuum is off (as on the
+// test server): its dead rows are gone, and the vacuum is counted as one
+// asked for.
+func TestApplierVacuumsTheLog(t *testing.T) {
+	chstore.SetApplyEvery(t, 20*time.Millisecond)
+	chstore.SetLogVacuumEvents(t, 150)
+	f := newFixture(t)
+	f.group("west")
+	db, err := sql.Open("pgx", f.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := range 150 {
+		e := event("west", fmt.Sprintf("e%d", i), fmt.Sprintf("s%d", i%20), day, analytics.SessionsCreated)
+		if _, err := f.usage.AppendEvents(ctx, []analytics.Event{e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		// A transaction of its own each time: a backend keeps the
+		// figures it read until its transaction ends.
+		var vacuums, dead int64
+		err := db.QueryRow(`SELECT vacuum_count, n_dead_tup FROM pg_stat_user_tables WHERE relname = 'usage_log'`).Scan(&vacuums, &dead)
+		if err == nil && vacuums > 0 && dead == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20 s: the log vacuumed %d times, %d dead rows (%v); want a vacuum that left none", vacuums, dead, err)
+		}
+	}
+	if n, _ := f.usage.LogStats(); n != 0 {
+		t.Errorf("%d events still logged once the log was vacuumed, want none", n)
+	}
+	if raw, err := f.usage.RawEvents(ctx, "west"); err != nil || len(raw) != 150 {
+		t.Errorf("stored %d events (%v), want 150", len(raw), err)
 	}
 }
 

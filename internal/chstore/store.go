@@ -64,7 +64,9 @@ type Store struct {
 	// stopped by quit; logDepth and logOldest (Unix ms) are its figures
 	// as last read, logDepth kept up to date in between; sinceApply
 	// counts the events logged since it last ran; retryAt holds the
-	// groups it failed to apply until they are tried again.
+	// groups it failed to apply until they are tried again; sinceVacuum
+	// counts the events the process applied since it last vacuumed the
+	// log, and vacuums holds the vacuum under way (vacuumLog).
 	applierOnce sync.Once
 	applierDone chan struct{}
 	warmDone    chan struct{} // closed when the warm-up ends
@@ -76,6 +78,9 @@ type Store struct {
 	sinceApply  atomic.Int64
 	loggedAny   atomic.Bool // the process has logged events
 	retryAt     map[string]time.Time
+	sinceVacuum atomic.Int64
+	vacuuming   atomic.Bool
+	vacuums     sync.WaitGroup
 	outage      outageLog // the applier's failures, logged as an outage's
 }
 
@@ -271,6 +276,8 @@ func (s *Store) Close() error {
 		<-s.applierDone
 		<-s.warmDone
 	}
+	// A vacuum of the log under way was cancelled by stop.
+	s.vacuums.Wait()
 	if s.loggedAny.Swap(false) { // closed twice, it applies once
 		ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.timeout, 30*time.Second))
 		s.applyLogged(ctx)

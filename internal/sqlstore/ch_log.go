@@ -275,6 +275,24 @@ func (s *Store) closeLead() error {
 	return err
 }
 
+// VacuumLog vacuums the log's table, on a connection of its own, unless
+// a vacuum of it runs already. The log is a queue: each event is deleted
+// once applied, so its table holds mostly dead rows, which every read of
+// it walks past until a vacuum clears them, and autovacuum may be off or
+// late (see chstore's applier, which calls it).
+func (s *Store) VacuumLog(ctx context.Context) error {
+	if s.pool == nil {
+		return fmt.Errorf("VacuumLog: a sharded usage store needs a PostgreSQL directory, not %s", s.dialect.name)
+	}
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return s.wrap("VacuumLog", err)
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, `VACUUM (SKIP_LOCKED) usage_log`)
+	return s.wrap("VacuumLog", err)
+}
+
 // LogStats returns how many events the log holds and when the oldest of
 // them was logged (zero when none is).
 func (s *Store) LogStats(ctx context.Context) (events int, oldest time.Time, err error) {

@@ -49,6 +49,8 @@ func (c coordinator) LogStats(ctx context.Context) (int, time.Time, error) {
 	return c.dir.LogStats(ctx)
 }
 
+func (c coordinator) VacuumLog(ctx context.Context) error { return c.dir.VacuumLog(ctx) }
+
 func (c coordinator) Placement(ctx context.Context, groupID string) (chstore.Placement, bool, error) {
 	p, ok, err := c.dir.Placement(ctx, groupID)
 	return chstore.Placement(p), ok, err
