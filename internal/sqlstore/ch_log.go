@@ -279,7 +279,7 @@ func (s *Store) closeLead() error {
 // a vacuum of it runs already. The log is a queue: each event is deleted
 // once applied, so its table holds mostly dead rows, which every read of
 // it walks past until a vacuum clears them, and autovacuum may be off or
-// late (see chstore's applier, which calls it).
+// late: a process of chstore calls it after every so many events it applied.
 func (s *Store) VacuumLog(ctx context.Context) error {
 	if s.pool == nil {
 		return fmt.Errorf("VacuumLog: a sharded usage store needs a PostgreSQL directory, not %s", s.dialect.name)
