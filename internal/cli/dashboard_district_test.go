@@ -3,10 +3,12 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,7 +102,9 @@ func TestDistrictDashboardInBrowser(t *testing.T) {
 	json.Unmarshal(apiRead(t, "GET", base+"/api/adoption?"+period, key), &adoption)
 	json.Unmarshal(apiRead(t, "GET", base+"/api/adoption?"+before, key), &adoptionBefore)
 	row := func(a, b apiAdoption, name string) []string {
-		share := func(f float64) string { return fmt.Sprintf("%.1f%%", f*100) }
+		// As the dashboard's toFixed(1) rounds: a half up, which Go's
+		// %.1f would round to even (357 of 400 is 89.25%).
+		share := func(f float64) string { return strconv.FormatFloat(math.Round(f*100*10)/10, 'f', 1, 64) + "%" }
 		seats := "—"
 		if a.SeatsUsedShare != nil {
 			seats = share(*a.SeatsUsedShare)
