@@ -62,7 +62,7 @@ func (d *Delta) Add(e analytics.Event) {
 		last = new(analytics.Counts)
 		d.Students[lk] = last
 	}
-	last[e.Metric] = max(last[e.Metric], analytics.LastDayCode(e.Day))
+	noteLastDay(last, e)
 	for _, k := range KeysOf(e) {
 		sk := StudentKey{k.GroupID, k.Span, k.Key, e.StudentID}
 		sc := d.Students[sk]

@@ -1,14 +1,88 @@
 package rollup
 
-import "groupanalytics/internal/analytics"
+import (
+	"bytes"
 
-// A group's students' last days of use are stored as rows of student
-// counts of span SpanLast (key 0), one per chunk of ordinals, encoded as
-// any row of counts: each metric's "count" is the code of the last day
-// the student used it (analytics.LastDayCode), or 0 for never. A write
-// keeps the later of two days (MergeToRow); nothing is added up. They are
-// kept as events arrive, so that a list of who stopped reads a few rows,
-// not a year of days.
+	"groupanalytics/internal/analytics"
+)
+
+// A student's last days of use are counts in which each metric's "count"
+// is the code of the last day the student used it (analytics.LastDayCode),
+// or 0 for never. A write keeps the later of two days; nothing is added
+// up. They are kept as events arrive, so that a list of who stopped reads
+// them without a year of days:
+//   - by ClickHouse, as rows of student counts of span SpanLast (key 0),
+//     one per chunk of ordinals, encoded as any row of counts;
+//   - by the SQL stores, on each student's enrolment (EncodeLastDays),
+//     written by the statement that enrols a new student: a row per chunk
+//     cost PostgreSQL a row read and written more per write.
+
+// LastDaysOf returns the last days of use that events show, by group and
+// student id.
+func LastDaysOf(events []analytics.Event) map[[2]string]*analytics.Counts {
+	last := map[[2]string]*analytics.Counts{}
+	for _, e := range events {
+		k := [2]string{e.GroupID, e.StudentID}
+		c := last[k]
+		if c == nil {
+			c = new(analytics.Counts)
+			last[k] = c
+		}
+		noteLastDay(c, e)
+	}
+	return last
+}
+
+// noteLastDay keeps e's day in c if it is the later of e's metric.
+func noteLastDay(c *analytics.Counts, e analytics.Event) {
+	c[e.Metric] = max(c[e.Metric], analytics.LastDayCode(e.Day))
+}
+
+// TakeLastDays takes the students' last days out of the delta and returns
+// them by group and student id: what a SQL store writes on enrolments
+// rather than in rows of counts.
+func (d *Delta) TakeLastDays() map[[2]string]*analytics.Counts {
+	last := map[[2]string]*analytics.Counts{}
+	for k, c := range d.Students {
+		if k.Span == analytics.SpanLast {
+			last[[2]string{k.GroupID, k.StudentID}] = c
+			delete(d.Students, k)
+		}
+	}
+	return last
+}
+
+// EncodeLastDays returns the encoding of one student's last days, a row
+// of counts of the student alone (at ordinal 0); nil when they have none.
+func EncodeLastDays(c analytics.Counts) []byte {
+	b := AppendCounts(nil, []StudentCounts{{Counts: c}})
+	if len(b) == 1 {
+		return nil
+	}
+	return b
+}
+
+// DecodeLastDays reads what EncodeLastDays wrote; nil is no use at all.
+func DecodeLastDays(b []byte) (analytics.Counts, error) {
+	var c analytics.Counts
+	if b == nil {
+		return c, nil
+	}
+	err := decodeCounts(b, func(int) *analytics.Counts { return &c })
+	return c, err
+}
+
+// MergeLastDays returns the encoded last days stored with add's later days
+// kept, and whether that changed them.
+func MergeLastDays(stored []byte, add *analytics.Counts) ([]byte, bool, error) {
+	c, err := DecodeLastDays(stored)
+	if err != nil {
+		return nil, false, err
+	}
+	laterDays(&c, add)
+	b := EncodeLastDays(c)
+	return b, !bytes.Equal(b, stored), nil
+}
 
 // laterDays keeps in c, metric by metric, the later of its day and add's.
 func laterDays(c, add *analytics.Counts) {

@@ -211,7 +211,7 @@ func (g *GroupsTx) Place(ctx context.Context, shards map[string]string) ([]Place
 // by group), with the transaction: the same few statements for any number
 // of groups.
 func (g *GroupsTx) SaveStudents(ctx context.Context, updates map[string][]analytics.StudentUpdate) error {
-	return g.s.saveStudents(ctx, g.tx, updates, nil)
+	return g.s.saveStudents(ctx, g.tx, updates, nil, nil)
 }
 
 // ClearIntents is ClearIntent of several of the locked groups, in one
@@ -354,7 +354,7 @@ func (g *GroupTx) ClearIntent(ctx context.Context) error {
 
 // SaveStudents enrols and names students with the transaction.
 func (g *GroupTx) SaveStudents(ctx context.Context, updates []analytics.StudentUpdate) error {
-	return g.s.saveStudents(ctx, g.tx, map[string][]analytics.StudentUpdate{g.groupID: updates}, nil)
+	return g.s.saveStudents(ctx, g.tx, map[string][]analytics.StudentUpdate{g.groupID: updates}, nil, nil)
 }
 
 // DeleteGroup deletes the group and everything the directory holds of it

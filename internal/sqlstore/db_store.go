@@ -243,7 +243,7 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) (applied int, err
 	if err != nil {
 		return 0, fmt.Errorf("Migrate: %w", err)
 	}
-	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true), goose.WithGoMigrations(s.studentCountsMigration(), s.weekRollupsMigration(), s.lastDaysMigration())}
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true), goose.WithGoMigrations(s.studentCountsMigration(), s.weekRollupsMigration(), s.lastDaysMigration(), s.lastDaysOnStudentsMigration())}
 	if lock := s.migrationLock(); lock != nil {
 		opts = append(opts, lock)
 	}

@@ -237,7 +237,7 @@ func (s *Store) applyRoster(ctx context.Context, tx *txn, groupID string, c anal
 	if _, err := s.lockUsage(ctx, tx, groupID); err != nil {
 		return err
 	}
-	if err := s.saveStudents(ctx, tx, map[string][]analytics.StudentUpdate{groupID: c.Students}, nil); err != nil {
+	if err := s.saveStudents(ctx, tx, map[string][]analytics.StudentUpdate{groupID: c.Students}, nil, nil); err != nil {
 		return err
 	}
 	for _, class := range c.Classes {

@@ -1,14 +1,17 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/rollup"
 )
 
 // SaveStudents enrols the students the group lacks and renames those
@@ -18,7 +21,7 @@ func (s *Store) SaveStudents(ctx context.Context, groupID string, updates []anal
 		if _, err := s.lockUsage(ctx, tx, groupID); err != nil {
 			return err
 		}
-		return s.saveStudents(ctx, tx, map[string][]analytics.StudentUpdate{groupID: updates}, nil)
+		return s.saveStudents(ctx, tx, map[string][]analytics.StudentUpdate{groupID: updates}, nil, nil)
 	})
 }
 
@@ -30,33 +33,38 @@ func (s *Store) SaveStudents(ctx context.Context, groupID string, updates []anal
 // (ingestion: each student of a new event has an ordinal): those who have
 // a number already are put in ordinals by the same read, and the others
 // are numbered in the row that enrols or renames them, or in a row of
-// their own.
-func (s *Store) saveStudents(ctx context.Context, tx *txn, updates map[string][]analytics.StudentUpdate, ordinals map[[2]string]int) error {
+// their own. With last set (ingestion, under the groups' usage locks),
+// it keeps the students' last days of use the same way: in the row that
+// enrols a new student, or in a row of their own when a later day comes.
+func (s *Store) saveStudents(ctx context.Context, tx *txn, updates map[string][]analytics.StudentUpdate, ordinals map[[2]string]int, last map[[2]string]*analytics.Counts) error {
 	// Later updates of one student win: keep only the last name sent.
-	last := map[[2]string]string{}
+	names := map[[2]string]string{}
 	var keys [][]any
 	for _, g := range slices.Sorted(maps.Keys(updates)) {
 		for _, u := range updates[g] {
 			k := [2]string{g, u.ID}
-			name, seen := last[k]
+			name, seen := names[k]
 			if !seen {
 				keys = append(keys, []any{g, u.ID})
 			}
 			if u.Name != "" || name == "" {
-				last[k] = u.Name
+				names[k] = u.Name
 			}
 		}
 	}
 	current := map[[2]string]string{}
-	err := s.selectKeyed(ctx, tx, `SELECT s.group_id, s.student_id, s.name, s.ordinal FROM k
+	days := map[[2]string][]byte{} // the last days stored
+	err := s.selectKeyed(ctx, tx, `SELECT s.group_id, s.student_id, s.name, s.ordinal, s.last_days FROM k
 		JOIN students s ON s.group_id = k.k1 AND s.student_id = k.k2`, studentKeyTypes, keys, func(rows *sql.Rows) error {
 		var k [2]string
 		var name string
 		var ordinal sql.NullInt64
-		if err := rows.Scan(&k[0], &k[1], &name, &ordinal); err != nil {
+		var b []byte
+		if err := rows.Scan(&k[0], &k[1], &name, &ordinal, &b); err != nil {
 			return err
 		}
 		current[k] = name
+		days[k] = b
 		if ordinal.Valid && ordinals != nil {
 			ordinals[k] = int(ordinal.Int64)
 		}
@@ -65,20 +73,26 @@ func (s *Store) saveStudents(ctx context.Context, tx *txn, updates map[string][]
 	if err != nil {
 		return err
 	}
-	var enrol, rename [][]any
+	var enrol, rename, later [][]any
 	for _, key := range keys {
 		k := [2]string{key[0].(string), key[1].(string)}
 		name, known := current[k]
 		_, numbered := ordinals[k]
 		switch {
-		case !known && last[k] == "":
+		case !known && names[k] == "":
 			enrol = append(enrol, []any{k[0], k[1], k[1]})
-		case !known || last[k] != "" && last[k] != name:
-			rename = append(rename, []any{k[0], k[1], last[k]})
+		case !known || names[k] != "" && names[k] != name:
+			rename = append(rename, []any{k[0], k[1], names[k]})
 		case ordinals != nil && !numbered:
 			// Enrolled without usage until now: the enrolment's
 			// conflict numbers them, leaving the name.
 			enrol = append(enrol, []any{k[0], k[1], name})
+		case last[k] != nil:
+			if b, changed, err := rollup.MergeLastDays(days[k], last[k]); err != nil {
+				return fmt.Errorf("last days of %s in %s: %w", k[1], k[0], err)
+			} else if changed {
+				later = append(later, []any{k[0], k[1], name, b})
+			}
 		}
 	}
 	into, types := "students (group_id, student_id, name)", []string{"text", "text", "text"}
@@ -91,8 +105,27 @@ func (s *Store) saveStudents(ctx context.Context, tx *txn, updates map[string][]
 		}
 		// A number stored already (by a writer that enrolled the student
 		// first) is kept; the one given here is left unused.
-		keep := "ordinal = COALESCE(students.ordinal, excluded.ordinal) RETURNING group_id, student_id, ordinal"
+		keep := "ordinal = COALESCE(students.ordinal, excluded.ordinal)"
 		into, types = "students (group_id, student_id, name, ordinal)", append(types, "integer")
+		if last != nil {
+			// The rows that enrol, number or rename carry the student's
+			// last days too, whoever enrolled them first.
+			for _, rows := range [][][]any{enrol, rename} {
+				for i, r := range rows {
+					k := [2]string{r[0].(string), r[1].(string)}
+					b := days[k]
+					if last[k] != nil {
+						if b, _, err = rollup.MergeLastDays(b, last[k]); err != nil {
+							return fmt.Errorf("last days of %s in %s: %w", k[1], k[0], err)
+						}
+					}
+					rows[i] = append(r, b)
+				}
+			}
+			keep += ", last_days = excluded.last_days"
+			into, types = "students (group_id, student_id, name, ordinal, last_days)", append(types, "bytea")
+		}
+		keep += " RETURNING group_id, student_id, ordinal"
 		onEnrol = "ON CONFLICT (group_id, student_id) DO UPDATE SET " + keep
 		onRename += ", " + keep
 		scan = func(rows *sql.Rows) error { return scanOrdinal(rows, ordinals) }
@@ -100,7 +133,27 @@ func (s *Store) saveStudents(ctx context.Context, tx *txn, updates map[string][]
 	if err := s.insertRows(ctx, tx, into, types, enrol, onEnrol, scan); err != nil {
 		return err
 	}
-	return s.insertRows(ctx, tx, into, types, rename, onRename, scan)
+	if err := s.insertRows(ctx, tx, into, types, rename, onRename, scan); err != nil {
+		return err
+	}
+	return s.setLastDays(ctx, tx, later)
+}
+
+// setLastDays writes the last days of enrolled students, rows of (group,
+// student, name, last days): the name only as a new row would need one.
+func (s *Store) setLastDays(ctx context.Context, tx *txn, rows [][]any) error {
+	return s.insertRows(ctx, tx, "students (group_id, student_id, name, last_days)", []string{"text", "text", "text", "bytea"}, rows,
+		"ON CONFLICT (group_id, student_id) DO UPDATE SET last_days = excluded.last_days", nil)
+}
+
+// saveLastDays keeps the students' last days of use (by group and
+// student) on their enrolments, each metric's later day.
+func (s *Store) saveLastDays(ctx context.Context, tx *txn, last map[[2]string]*analytics.Counts) error {
+	updates := map[string][]analytics.StudentUpdate{}
+	for _, k := range slices.SortedFunc(maps.Keys(last), func(a, b [2]string) int { return cmp.Compare(a[1], b[1]) }) {
+		updates[k[0]] = append(updates[k[0]], analytics.StudentUpdate{ID: k[1]})
+	}
+	return s.saveStudents(ctx, tx, updates, map[[2]string]int{}, last)
 }
 
 // number appends to each row of lists, (group, student, name), the

@@ -15,7 +15,8 @@ import (
 // their first event (in the order the students come), in the row that enrols them or, for a student
 // enrolled before, on their enrolment (their name kept unless the event
 // names them); numbers are never handed out twice, not even after an
-// erasure; and each numbering changes the group's roster version.
+// erasure; and each numbering changes the group's roster version, where a
+// later day of use does not.
 func TestStudentsNumberedOnFirstEvent(t *testing.T) {
 	storetest.EachSQL(t, func(t *testing.T, store *sqlstore.Store) {
 		ctx := context.Background()
@@ -87,6 +88,20 @@ func TestStudentsNumberedOnFirstEvent(t *testing.T) {
 		send(analytics.StudentUpdate{ID: "ann"}, analytics.StudentUpdate{ID: "cy"})
 		if version() != before {
 			t.Error("events of numbered students changed the roster version")
+		}
+		// A later day moves the student's last days, kept on their
+		// enrolment, and leaves the roster as it was.
+		at = at.AddDate(0, 0, 3)
+		send(analytics.StudentUpdate{ID: "ann"})
+		if version() != before {
+			t.Error("a numbered student's later day changed the roster version")
+		}
+		last := [][]analytics.Counts{nil}
+		if err := store.StudentTotals(ctx, "g", []analytics.Segment{analytics.LastDaysSegment}, last); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := analytics.LastUseOf(&last[0][0]).Chat, analytics.DayOf(at, time.UTC); got != want {
+			t.Errorf("ann's last day of chat %s, want %s", got, want)
 		}
 
 		if _, err := store.EraseStudent(ctx, "g", "bob"); err != nil {

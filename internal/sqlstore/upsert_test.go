@@ -29,13 +29,15 @@ func openTestUsage(t *testing.T, groups int) *Store {
 	return s
 }
 
-// dumpRollups returns every rollup row of the store, in key order.
+// dumpRollups returns every rollup row of the store, in key order, and
+// the students' last days.
 func dumpRollups(t *testing.T, s *Store) string {
 	t.Helper()
 	var out strings.Builder
 	for _, q := range []string{
 		`SELECT group_id, span, period, ` + metricList + `, hex(live_lecture_users), hex(chat_users) FROM group_rollups ORDER BY 1, 2, 3`,
 		`SELECT group_id, span, period, chunk, hex(counts) FROM student_counts ORDER BY 1, 2, 3, 4`,
+		`SELECT group_id, student_id, hex(last_days) FROM students ORDER BY 1, 2`,
 	} {
 		rows, err := s.read.Query(q)
 		if err != nil {

@@ -184,7 +184,7 @@ func (s *Store) ordinals(ctx context.Context, tx *txn, students map[string][]str
 	if len(missing) == 0 {
 		return ordinals, nil
 	}
-	return ordinals, s.saveStudents(ctx, tx, missing, ordinals)
+	return ordinals, s.saveStudents(ctx, tx, missing, ordinals, nil)
 }
 
 // scanOrdinal reads a (group_id, student_id, ordinal) row into into.

@@ -216,7 +216,7 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 			}
 		}
 		ordinals := map[[2]string]int{}
-		if err := s.saveStudents(ctx, tx, students, ordinals); err != nil {
+		if err := s.saveStudents(ctx, tx, students, ordinals, rollup.LastDaysOf(accepted)); err != nil {
 			return err
 		}
 		if s.dialect.rollupsBehind && len(accepted) < applyAtOnce {
@@ -226,6 +226,7 @@ func (s *Store) appendMerged(calls []*rollup.Call) ([]analytics.AppendResult, er
 		for _, e := range accepted {
 			delta.Add(e)
 		}
+		delta.TakeLastDays() // written with the students above
 		return s.applyDelta(ctx, tx, delta, ordinals)
 	})
 	return results, err
@@ -267,8 +268,8 @@ func scanKeys(rows *sql.Rows) (map[[2]string]bool, error) {
 }
 
 // applyDelta adds delta to the rollups: the students' counts to their
-// rows, the group rows' counts and student sets (of days, weeks and
-// months), merged into the stored rows by the upsert where the database
+// rows, their last days to their enrolments, the group rows' counts and
+// student sets (of days, weeks and months), merged into the stored rows by the upsert where the database
 // can (mergesRollups), or else read under lock and written back. known
 // holds ordinals read already in tx (or is nil).
 func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *rollup.Delta, known map[[2]string]int) error {
@@ -276,6 +277,11 @@ func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *rollup.Delta, kn
 	ordinals, err := s.ordinals(ctx, tx, delta.StudentIDs(), known)
 	if err != nil {
 		return err
+	}
+	if last := delta.TakeLastDays(); len(last) > 0 {
+		if err := s.saveLastDays(ctx, tx, last); err != nil {
+			return err
+		}
 	}
 	if err := s.addCounts(ctx, tx, delta, ordinals); err != nil {
 		return err

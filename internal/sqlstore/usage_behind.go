@@ -152,6 +152,7 @@ func (s *Store) foldBehind(ctx context.Context, tx *txn, groupID string, pick fu
 		return err
 	}
 	if len(folded) > 0 {
+		delta.TakeLastDays() // kept on the enrolments by the appends
 		if err := s.applyDelta(ctx, tx, delta, nil); err != nil {
 			return err
 		}

@@ -157,3 +157,47 @@ func TestRollupsBehindFoldedByTheWriter(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestLastDaysOfSharesBehindMigrated: the shares that a release before
+// left behind, whose appends kept no last days on the enrolments, give
+// their students' last days to migration 36, as appends now keep them.
+func TestLastDaysOfSharesBehindMigrated(t *testing.T) {
+	ctx := context.Background()
+	behind, atOnce := openTestUsage(t, 3), openTestUsage(t, 3)
+	atOnce.dialect.rollupsBehind = false
+	random := &randomEvents{rng: rand.New(rand.NewPCG(7, 8))}
+	for range 5 {
+		events := random.batch(30)
+		for _, s := range []*Store{behind, atOnce} {
+			if _, err := s.AppendEvents(ctx, events); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tx, err := behind.write.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The students whose every event waits for a fold have no last days,
+	// as that release left them (the others' it kept in rows of counts,
+	// which migration 36 moves).
+	res, err := tx.Exec(`UPDATE students SET last_days = NULL
+		WHERE (SELECT count(*) FROM rollups_behind b WHERE b.group_id = students.group_id AND b.student_id = students.student_id) =
+			(SELECT count(*) FROM events e WHERE e.group_id = students.group_id AND e.student_id = students.student_id)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		t.Fatal("no student with every share behind: the test tells nothing")
+	}
+	if err := behind.lastDaysBehind(ctx, &txn{Tx: tx}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	settleGroups(t, behind, 3)
+	if got, want := dumpRollups(t, behind), dumpRollups(t, atOnce); got != want {
+		t.Fatalf("migrated:\n%s\nwritten at once:\n%s", got, want)
+	}
+}

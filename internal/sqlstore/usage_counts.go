@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -21,43 +20,33 @@ import (
 
 // addCounts adds the delta's student counts to their rows: merged into
 // them by the upsert where the database can (mergesRollups), or else read
-// first and written back. The rows of last days (SpanLast) are always read
-// first: their merge keeps days, it adds nothing.
+// first and written back.
 func (s *Store) addCounts(ctx context.Context, tx *txn, delta *rollup.Delta, ordinals map[[2]string]int) error {
 	keys, add := delta.CountsRows(func(groupID, studentID string) int { return ordinals[[2]string{groupID, studentID}] })
 	if len(keys) == 0 {
 		return nil
 	}
-	read := keys
-	if s.dialect.mergesRollups {
-		read = slices.DeleteFunc(slices.Clone(keys), func(k rollup.CountsKey) bool { return k.Span != analytics.SpanLast })
+	var current map[rollup.CountsKey][]byte
+	if !s.dialect.mergesRollups {
+		var err error
+		if current, err = s.countsRows(ctx, tx, keys); err != nil {
+			return err
+		}
 	}
-	current, err := s.countsRows(ctx, tx, read)
-	if err != nil {
-		return err
-	}
-	var merged, replaced [][]any
+	rows := make([][]any, 0, len(keys))
 	for _, k := range keys {
-		b, err := rollup.MergeToRow(k.Span, current[k], add[k])
+		b, err := rollup.AddToRow(current[k], add[k])
 		if err != nil {
 			return fmt.Errorf("student counts of %s %d %d: %w", k.GroupID, k.Key, k.Chunk, err)
 		}
-		if k.Span == analytics.SpanLast && bytes.Equal(b, current[k]) {
-			continue // no later day: most of a day's events after the first
-		}
-		row := []any{k.GroupID, int(k.Span), int(k.Key), k.Chunk, b}
-		if s.dialect.mergesRollups && k.Span != analytics.SpanLast {
-			merged = append(merged, row)
-		} else {
-			replaced = append(replaced, row)
-		}
+		rows = append(rows, []any{k.GroupID, int(k.Span), int(k.Key), k.Chunk, b})
 	}
-	if err := s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
-		countsRowTypes, merged, addToCounts, nil); err != nil {
-		return err
+	conflict := replaceCounts
+	if s.dialect.mergesRollups {
+		conflict = addToCounts
 	}
 	return s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
-		countsRowTypes, replaced, replaceCounts, nil)
+		countsRowTypes, rows, conflict, nil)
 }
 
 // What becomes of a row of students' counts stored already: replaced by
@@ -145,6 +134,12 @@ func (s *Store) StudentTotals(ctx context.Context, groupID string, segs []analyt
 	var reads errgroup.Group
 	for _, run := range runs {
 		reads.Go(func() error {
+			if run.Span == analytics.SpanLast {
+				i := analytics.SegmentOf(segs, run.Span, 0)
+				var err error
+				totals[i], err = s.lastDays(ctx, groupID, totals[i])
+				return err
+			}
 			rows, err := s.read.QueryContext(ctx, s.q(`SELECT period, counts FROM student_counts
 				WHERE group_id = ? AND span = ? AND period BETWEEN ? AND ?`),
 				groupID, int(run.Span), int(run.Keys.First), int(run.Keys.Last))
@@ -170,6 +165,32 @@ func (s *Store) StudentTotals(ctx context.Context, groupID string, segs []analyt
 		})
 	}
 	return s.wrap("StudentTotals", reads.Wait())
+}
+
+// lastDays puts the group's students' last days in totals, by ordinal,
+// growing it as needed, and returns it.
+func (s *Store) lastDays(ctx context.Context, groupID string, totals []analytics.Counts) ([]analytics.Counts, error) {
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT ordinal, last_days FROM students
+		WHERE group_id = ? AND last_days IS NOT NULL AND ordinal IS NOT NULL`), groupID)
+	if err != nil {
+		return totals, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ordinal int
+		var b sql.RawBytes
+		if err := rows.Scan(&ordinal, &b); err != nil {
+			return totals, err
+		}
+		if n := len(totals); ordinal >= n {
+			totals = slices.Grow(totals, ordinal+1-n)[:ordinal+1]
+			clear(totals[n:])
+		}
+		if totals[ordinal], err = rollup.DecodeLastDays(b); err != nil {
+			return totals, fmt.Errorf("last days of %s: %w", groupID, err)
+		}
+	}
+	return totals, rows.Err()
 }
 
 // eraseCounts takes the student of ordinal out of the group's rows of
@@ -199,9 +220,7 @@ func (s *Store) eraseCounts(ctx context.Context, tx *txn, groupID string, ordina
 		if i < 0 {
 			continue
 		}
-		if k.Span != analytics.SpanLast { // last days are no share of a group row
-			shares[k] = students[i].Counts
-		}
+		shares[k] = students[i].Counts
 		if students = slices.Delete(students, i, i+1); len(students) == 0 {
 			emptied = append(emptied, k)
 		} else {

@@ -28,6 +28,9 @@ func (s *Store) Rebuild(ctx context.Context, groupID, zone string) error {
 				return err
 			}
 		}
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE students SET last_days = NULL WHERE group_id = ? AND last_days IS NOT NULL`), groupID); err != nil {
+			return err
+		}
 		after := ""
 		for {
 			events, err := s.eventsAfter(ctx, tx, groupID, after, loc)

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -186,42 +187,29 @@ func (g *GroupTx) ExpireBefore(ctx context.Context, first analytics.Day, before 
 	return true, deleted, err
 }
 
-// forgetLastDays forgets in the group's rows of last days (SpanLast) every
-// day before first, deleting the rows left empty.
+// forgetLastDays forgets in the group's students' last days every day
+// before first.
 func (s *Store) forgetLastDays(ctx context.Context, tx *txn, deleted []analytics.Deleted, groupID string, first analytics.Day) ([]analytics.Deleted, error) {
 	var rows [][]any
-	var emptied []int
-	err := s.query(ctx, tx, `SELECT chunk, counts FROM student_counts WHERE group_id = ? AND span = ? AND period = 0`,
-		[]any{groupID, int(analytics.SpanLast)}, func(r *sql.Rows) error {
-			var chunk int
+	err := s.query(ctx, tx, `SELECT student_id, name, last_days FROM students WHERE group_id = ? AND last_days IS NOT NULL`,
+		[]any{groupID}, func(r *sql.Rows) error {
+			var id, name string
 			var b []byte
-			if err := r.Scan(&chunk, &b); err != nil {
+			if err := r.Scan(&id, &name, &b); err != nil {
 				return err
 			}
-			students, err := rollup.DecodeCounts(b)
+			c, err := rollup.DecodeLastDays(b)
 			if err != nil {
 				return fmt.Errorf("last days of %s: %w", groupID, err)
 			}
-			for i := range students {
-				students[i].Counts = rollup.ForgetBefore(students[i].Counts, first)
-			}
-			if b = rollup.AppendCounts(nil, students); len(b) == 1 {
-				emptied = append(emptied, chunk)
-			} else {
-				rows = append(rows, []any{groupID, int(analytics.SpanLast), 0, chunk, b})
+			if kept := rollup.EncodeLastDays(rollup.ForgetBefore(c, first)); !bytes.Equal(kept, b) {
+				rows = append(rows, []any{groupID, id, name, kept})
 			}
 			return nil
 		})
 	if err != nil {
 		return deleted, err
 	}
-	for _, chunk := range emptied {
-		if deleted, err = s.execDeleting(ctx, tx, deleted, "student_counts", `DELETE FROM student_counts
-			WHERE group_id = ? AND span = ? AND period = 0 AND chunk = ?`, groupID, int(analytics.SpanLast), chunk); err != nil {
-			return deleted, err
-		}
-	}
-	deleted = s.deleted(deleted, "student_counts (rewritten)", int64(len(rows)))
-	return deleted, s.insertRows(ctx, tx, "student_counts (group_id, span, period, chunk, counts)",
-		countsRowTypes, rows, replaceCounts, nil)
+	deleted = s.deleted(deleted, "students (last days rewritten)", int64(len(rows)))
+	return deleted, s.setLastDays(ctx, tx, rows)
 }
