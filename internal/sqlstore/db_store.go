@@ -76,7 +76,8 @@ type Store struct {
 	journal *accessJournal   // SQLite only: where the access log is written first
 	folding chan struct{}    // closed to stop the folds of the access log's entries
 
-	keptOrdinals *cache.Versioned[map[string]int] // by group, under its roster version
+	keptOrdinals *cache.Versioned[map[string]int]     // by group, under its roster version
+	keptLastDays *cache.Versioned[[]analytics.Counts] // by group, under its creation and usage version
 	// keptDistricts holds districts' schools, by district, under its
 	// version (districtSchools).
 	keptDistricts *cache.Versioned[[]districtSchool]
@@ -151,6 +152,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	s.timeout, s.observer = opts.CallTimeout, opts.Observer
 	s.touches = make(chan keyRow, 1024)
 	s.keptOrdinals = cache.New[map[string]int](maxKeptOrdinals)
+	s.keptLastDays = cache.New[[]analytics.Counts](maxKeptLastDays)
 	s.keptDistricts = cache.New[[]districtSchool](maxKeptDistricts)
 	s.writers.Add(1)
 	go s.writeTouches()

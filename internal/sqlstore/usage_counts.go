@@ -3,8 +3,11 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"unsafe"
 
 	"golang.org/x/sync/errgroup"
 
@@ -167,31 +170,68 @@ func (s *Store) StudentTotals(ctx context.Context, groupID string, segs []analyt
 	return s.wrap("StudentTotals", reads.Wait())
 }
 
-// lastDays puts the group's students' last days in totals, by ordinal,
-// growing it as needed, and returns it.
+// lastDays adds the group's students' last days to totals, by ordinal,
+// growing it as needed, and returns it. They are kept in the process
+// under the group's creation and usage version, which every write of its
+// last days moves (with the rollups it writes, or their fold, which a
+// read settles first), so that a list of 10,000 students does not read
+// them all again.
 func (s *Store) lastDays(ctx context.Context, groupID string, totals []analytics.Counts) ([]analytics.Counts, error) {
+	var created, version int64
+	err := s.read.QueryRowContext(ctx, s.q(`SELECT g.created_at, COALESCE(v.version, 0) FROM groups g
+		LEFT JOIN usage_versions v ON v.group_id = g.group_id WHERE g.group_id = ?`), groupID).Scan(&created, &version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return totals, nil
+	} else if err != nil {
+		return totals, err
+	}
+	key := strconv.FormatInt(created, 10) + "." + strconv.FormatInt(version, 10)
+	last, ok := s.keptLastDays.Get(groupID, key)
+	if !ok {
+		if last, err = s.readLastDays(ctx, groupID); err != nil {
+			return totals, err
+		}
+		s.keptLastDays.Put(groupID, key, last, len(last)*int(unsafe.Sizeof(analytics.Counts{})))
+	}
+	if n := len(totals); len(last) > n {
+		totals = slices.Grow(totals, len(last)-n)[:len(last)]
+		clear(totals[n:])
+	}
+	for i := range last {
+		totals[i].Add(&last[i])
+	}
+	return totals, nil
+}
+
+// readLastDays reads the group's students' last days, by ordinal.
+func (s *Store) readLastDays(ctx context.Context, groupID string) ([]analytics.Counts, error) {
 	rows, err := s.read.QueryContext(ctx, s.q(`SELECT ordinal, last_days FROM students
 		WHERE group_id = ? AND last_days IS NOT NULL AND ordinal IS NOT NULL`), groupID)
 	if err != nil {
-		return totals, err
+		return nil, err
 	}
 	defer rows.Close()
+	var last []analytics.Counts
 	for rows.Next() {
 		var ordinal int
 		var b sql.RawBytes
 		if err := rows.Scan(&ordinal, &b); err != nil {
-			return totals, err
+			return nil, err
 		}
-		if n := len(totals); ordinal >= n {
-			totals = slices.Grow(totals, ordinal+1-n)[:ordinal+1]
-			clear(totals[n:])
+		if n := len(last); ordinal >= n {
+			last = slices.Grow(last, ordinal+1-n)[:ordinal+1]
+			clear(last[n:])
 		}
-		if totals[ordinal], err = rollup.DecodeLastDays(b); err != nil {
-			return totals, fmt.Errorf("last days of %s: %w", groupID, err)
+		if last[ordinal], err = rollup.DecodeLastDays(b); err != nil {
+			return nil, fmt.Errorf("last days of %s: %w", groupID, err)
 		}
 	}
-	return totals, rows.Err()
+	return last, rows.Err()
 }
+
+// maxKeptLastDays bounds the bytes of the last days a store keeps: a group
+// of 10,000 students takes about 0.6 MB.
+const maxKeptLastDays = 64 << 20
 
 // eraseCounts takes the student of ordinal out of the group's rows of
 // counts, and returns their counts in each period.
