@@ -167,7 +167,12 @@ func Change(value, previous int64) (text string, direction int) {
 		}
 		return "new", 1
 	}
-	percent := math.Round(float64(value-previous) / float64(previous) * 100)
+	// A half up, as the dashboard's Math.round: -2.5 is down 2%.
+	x := float64(value-previous) / float64(previous) * 100
+	percent := math.Floor(x)
+	if x-percent >= 0.5 {
+		percent++
+	}
 	switch {
 	case percent > 0:
 		return fmt.Sprintf("up %.0f%%", percent), 1

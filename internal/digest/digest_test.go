@@ -49,6 +49,8 @@ func TestChange(t *testing.T) {
 		{12, 10, "up 20%", 1},
 		{1, 3, "down 67%", -1},
 		{1000, 999, "no change", 0}, // 0.1% rounds to nothing
+		{39, 40, "down 2%", -1},     // -2.5%: a half up, as the dashboard's Math.round
+		{41, 40, "up 3%", 1},
 		{report.Suppressed, 3, "not compared", 0},
 		{12, report.Suppressed, "not compared", 0},
 	}
@@ -132,6 +134,15 @@ func TestDistrictSchools(t *testing.T) {
 	}
 	if s := schools[3]; s.Share() != "90.0%" || s.SeatsText() != "8 (over)" || schools[0].SeatsText() != "-" {
 		t.Errorf("Over: %s %s", s.Share(), s.SeatsText())
+	}
+	// Halves up, as the dashboard's toFixed(1): 357 of 400 is 89.25%.
+	for _, tt := range []struct {
+		used, enrolled int
+		want           string
+	}{{357, 400, "89.3%"}, {1, 8, "12.5%"}, {1, 3, "33.3%"}, {2, 3, "66.7%"}, {0, 7, "0.0%"}, {7, 7, "100.0%"}} {
+		if got := school("S", tt.used, tt.enrolled, 0).Share(); got != tt.want {
+			t.Errorf("%d of %d: %s, want %s", tt.used, tt.enrolled, got, tt.want)
+		}
 	}
 	d := DistrictDigest{Schools: schools}
 	if n, more := len(d.Listed()), d.MoreLine(); n != MaxSchoolRows || more != "And 6 more schools: the dashboard lists them all." {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"html/template"
+	"math/big"
 	"slices"
 	"strings"
 	"time"
@@ -139,7 +140,17 @@ func (a SchoolWeek) Share() string {
 	if !ok {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f%%", v*100)
+	return tenths(v*100) + "%"
+}
+
+// tenths writes x (not negative) to one decimal as the dashboard's
+// toFixed(1) does: the tenth nearest x's exact value, a half up, so that
+// the email and the page say the same of 357 of 400 (89.3%).
+func tenths(x float64) string {
+	f := new(big.Float).SetPrec(256).SetFloat64(x) // exact
+	f.Mul(f, big.NewFloat(10)).Add(f, big.NewFloat(0.5))
+	n, _ := f.Int(nil) // toward zero: the floor, as x is not negative
+	return fmt.Sprintf("%d.%d", new(big.Int).Quo(n, big.NewInt(10)), new(big.Int).Rem(n, big.NewInt(10)))
 }
 
 // SeatsText writes the seats a's plans cover, "over" when more students

@@ -3,9 +3,11 @@ package httpapi_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +116,7 @@ func TestDistrictDigest(t *testing.T) {
 		}
 		line := func(name string, a, b row) string {
 			change, _ := digest.Change(int64(a.UsedEither), int64(b.UsedEither))
-			return fmt.Sprintf("  %-28s %7d %9d %7s %13s  %s\n", name, a.UsedEither, a.Enrolled, fmt.Sprintf("%.1f%%", a.ShareUsed*100), "-", change)
+			return fmt.Sprintf("  %-28s %7d %9d %7s %13s  %s\n", name, a.UsedEither, a.Enrolled, strconv.FormatFloat(math.Round(a.ShareUsed*1000)/10, 'f', 1, 64)+"%", "-", change) // a half up, as the page
 		}
 		wantSchools := line("School south", adoption.Schools[1], adoptionBefore.Schools[1]) + line("School north", adoption.Schools[0], adoptionBefore.Schools[0]) +
 			line("All schools", adoption.Total, adoptionBefore.Total) + "  Left out, without a valid plan: School lapsed.\n"
