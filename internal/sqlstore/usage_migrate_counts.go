@@ -47,27 +47,31 @@ func (s *Store) toStudentCounts(ctx context.Context, tx *txn) error {
 			return err
 		}
 	}
-	groups, err := groupsIn(ctx, tx, "student_rollups")
+	if err := eachGroupIn(ctx, tx, "student_rollups", func(g string) error { return s.groupToStudentCounts(ctx, tx, g) }); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DROP TABLE student_rollups`)
+	return err
+}
+
+// eachGroupIn runs f for each group that has rows in a table, in order,
+// for the migrations that rewrite it a group at a time; an error names
+// its group.
+func eachGroupIn(ctx context.Context, tx *txn, table string, f func(groupID string) error) error {
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT group_id FROM `+table+` ORDER BY group_id`)
+	if err != nil {
+		return err
+	}
+	groups, err := scanStrings(rows)
 	if err != nil {
 		return err
 	}
 	for _, g := range groups {
-		if err := s.groupToStudentCounts(ctx, tx, g); err != nil {
+		if err := f(g); err != nil {
 			return fmt.Errorf("group %s: %w", g, err)
 		}
 	}
-	_, err = tx.ExecContext(ctx, `DROP TABLE student_rollups`)
-	return err
-}
-
-// groupsIn returns the groups that have rows in a table, for the
-// migrations that rewrite it a group at a time.
-func groupsIn(ctx context.Context, tx *txn, table string) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT group_id FROM `+table+` ORDER BY group_id`)
-	if err != nil {
-		return nil, err
-	}
-	return scanStrings(rows)
+	return nil
 }
 
 func (s *Store) groupToStudentCounts(ctx context.Context, tx *txn, groupID string) error {

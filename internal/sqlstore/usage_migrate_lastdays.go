@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"fmt"
 
 	"github.com/pressly/goose/v3"
 
@@ -24,31 +23,16 @@ func (s *Store) lastDaysMigration() *goose.Migration {
 
 // dropLastDays undoes addLastDays.
 func (s *Store) dropLastDays(ctx context.Context, tx *txn) error {
-	groups, err := groupsIn(ctx, tx, "student_counts")
-	if err != nil {
+	return eachGroupIn(ctx, tx, "student_counts", func(g string) error {
+		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM student_counts WHERE group_id = ? AND span = ?`), g, int(analytics.SpanLast))
 		return err
-	}
-	for _, g := range groups {
-		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM student_counts WHERE group_id = ? AND span = ?`), g, int(analytics.SpanLast)); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 // addLastDays writes the rows of last days of every group, a group at a
 // time.
 func (s *Store) addLastDays(ctx context.Context, tx *txn) error {
-	groups, err := groupsIn(ctx, tx, "student_counts")
-	if err != nil {
-		return err
-	}
-	for _, g := range groups {
-		if err := s.addGroupLastDays(ctx, tx, g); err != nil {
-			return fmt.Errorf("group %s: %w", g, err)
-		}
-	}
-	return nil
+	return eachGroupIn(ctx, tx, "student_counts", func(g string) error { return s.addGroupLastDays(ctx, tx, g) })
 }
 
 func (s *Store) addGroupLastDays(ctx context.Context, tx *txn, groupID string) error {
@@ -92,14 +76,8 @@ func (s *Store) lastDaysOnStudentsMigration() *goose.Migration {
 // moveLastDaysToStudents writes each group's rows of last days on its
 // students, and deletes the rows, a group at a time.
 func (s *Store) moveLastDaysToStudents(ctx context.Context, tx *txn) error {
-	groups, err := groupsIn(ctx, tx, "student_counts")
-	if err != nil {
+	if err := eachGroupIn(ctx, tx, "student_counts", func(g string) error { return s.moveGroupLastDays(ctx, tx, g) }); err != nil {
 		return err
-	}
-	for _, g := range groups {
-		if err := s.moveGroupLastDays(ctx, tx, g); err != nil {
-			return fmt.Errorf("group %s: %w", g, err)
-		}
 	}
 	return s.lastDaysBehind(ctx, tx)
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"fmt"
 	"maps"
 	"slices"
 
@@ -27,30 +26,15 @@ func (s *Store) weekRollupsMigration() *goose.Migration {
 
 // addWeekRollups writes the week rows of every group, a group at a time.
 func (s *Store) addWeekRollups(ctx context.Context, tx *txn) error {
-	groups, err := groupsIn(ctx, tx, "group_rollups")
-	if err != nil {
-		return err
-	}
-	for _, g := range groups {
-		if err := s.addGroupWeekRollups(ctx, tx, g); err != nil {
-			return fmt.Errorf("group %s: %w", g, err)
-		}
-	}
-	return nil
+	return eachGroupIn(ctx, tx, "group_rollups", func(g string) error { return s.addGroupWeekRollups(ctx, tx, g) })
 }
 
 // dropWeekRollups undoes addWeekRollups.
 func (s *Store) dropWeekRollups(ctx context.Context, tx *txn) error {
-	groups, err := groupsIn(ctx, tx, "group_rollups")
-	if err != nil {
+	return eachGroupIn(ctx, tx, "group_rollups", func(g string) error {
+		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM group_rollups WHERE group_id = ? AND span = ?`), g, int(analytics.SpanWeek))
 		return err
-	}
-	for _, g := range groups {
-		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM group_rollups WHERE group_id = ? AND span = ?`), g, int(analytics.SpanWeek)); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 func (s *Store) addGroupWeekRollups(ctx context.Context, tx *txn, groupID string) error {
