@@ -52,24 +52,7 @@ func (s *Store) saveStudents(ctx context.Context, tx *txn, updates map[string][]
 			}
 		}
 	}
-	current := map[[2]string]string{}
-	days := map[[2]string][]byte{} // the last days stored
-	err := s.selectKeyed(ctx, tx, `SELECT s.group_id, s.student_id, s.name, s.ordinal, s.last_days FROM k
-		JOIN students s ON s.group_id = k.k1 AND s.student_id = k.k2`, studentKeyTypes, keys, func(rows *sql.Rows) error {
-		var k [2]string
-		var name string
-		var ordinal sql.NullInt64
-		var b []byte
-		if err := rows.Scan(&k[0], &k[1], &name, &ordinal, &b); err != nil {
-			return err
-		}
-		current[k] = name
-		days[k] = b
-		if ordinal.Valid && ordinals != nil {
-			ordinals[k] = int(ordinal.Int64)
-		}
-		return nil
-	})
+	current, days, err := s.storedStudents(ctx, tx, keys, ordinals)
 	if err != nil {
 		return err
 	}
@@ -110,17 +93,8 @@ func (s *Store) saveStudents(ctx context.Context, tx *txn, updates map[string][]
 		if last != nil {
 			// The rows that enrol, number or rename carry the student's
 			// last days too, whoever enrolled them first.
-			for _, rows := range [][][]any{enrol, rename} {
-				for i, r := range rows {
-					k := [2]string{r[0].(string), r[1].(string)}
-					b := days[k]
-					if last[k] != nil {
-						if b, _, err = rollup.MergeLastDays(b, last[k]); err != nil {
-							return fmt.Errorf("last days of %s in %s: %w", k[1], k[0], err)
-						}
-					}
-					rows[i] = append(r, b)
-				}
+			if err := withLastDays(days, last, enrol, rename); err != nil {
+				return err
 			}
 			keep += ", last_days = excluded.last_days"
 			into, types = "students (group_id, student_id, name, ordinal, last_days)", append(types, "bytea")
@@ -144,6 +118,47 @@ func (s *Store) saveStudents(ctx context.Context, tx *txn, updates map[string][]
 func (s *Store) setLastDays(ctx context.Context, tx *txn, rows [][]any) error {
 	return s.insertRows(ctx, tx, "students (group_id, student_id, name, last_days)", []string{"text", "text", "text", "bytea"}, rows,
 		"ON CONFLICT (group_id, student_id) DO UPDATE SET last_days = excluded.last_days", nil)
+}
+
+// storedStudents reads the enrolments of keys (group, student): their
+// names and last days, and their ordinals into ordinals (if not nil).
+func (s *Store) storedStudents(ctx context.Context, tx *txn, keys [][]any, ordinals map[[2]string]int) (names map[[2]string]string, days map[[2]string][]byte, err error) {
+	names, days = map[[2]string]string{}, map[[2]string][]byte{}
+	err = s.selectKeyed(ctx, tx, `SELECT s.group_id, s.student_id, s.name, s.ordinal, s.last_days FROM k
+		JOIN students s ON s.group_id = k.k1 AND s.student_id = k.k2`, studentKeyTypes, keys, func(rows *sql.Rows) error {
+		var k [2]string
+		var name string
+		var ordinal sql.NullInt64
+		var b []byte
+		if err := rows.Scan(&k[0], &k[1], &name, &ordinal, &b); err != nil {
+			return err
+		}
+		names[k], days[k] = name, b
+		if ordinal.Valid && ordinals != nil {
+			ordinals[k] = int(ordinal.Int64)
+		}
+		return nil
+	})
+	return names, days, err
+}
+
+// withLastDays appends to each row of lists, (group, student, …), the
+// student's last days: those stored (days) with last's later days kept.
+func withLastDays(days map[[2]string][]byte, last map[[2]string]*analytics.Counts, lists ...[][]any) error {
+	for _, rows := range lists {
+		for i, r := range rows {
+			k := [2]string{r[0].(string), r[1].(string)}
+			b := days[k]
+			if last[k] != nil {
+				var err error
+				if b, _, err = rollup.MergeLastDays(b, last[k]); err != nil {
+					return fmt.Errorf("last days of %s in %s: %w", k[1], k[0], err)
+				}
+			}
+			rows[i] = append(r, b)
+		}
+	}
+	return nil
 }
 
 // saveLastDays keeps the students' last days of use (by group and
