@@ -84,12 +84,15 @@ func (e *Engine) LastUses(ctx context.Context, group analytics.Group, uq UseQuer
 	if err != nil {
 		return list, err
 	}
+	roster := e.rosterPlaces(group.ID, students, ordinals)
+	places := roster.places
 	if restricted {
-		students = pick(students, members)
+		students, places = roster.pick(members)
 	}
-	for _, s := range students {
+	list.Students = make([]StudentUse, 0, len(students))
+	for i, s := range students {
 		u := StudentUse{Student: s, LastUse: analytics.NeverUsed, DaysSince: -1}
-		if o, ok := ordinals[s.ID]; ok && o < len(last[0]) {
+		if o := places[i]; o >= 0 && o < len(last[0]) {
 			u.LastUse = analytics.LastUseOf(&last[0][o])
 		}
 		if either := u.Either(); either != analytics.NoDay {

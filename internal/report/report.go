@@ -98,6 +98,9 @@ type Engine struct {
 	// keptPeriods keeps the figures of schools' periods that districts'
 	// answers add up (schoolperiods.go).
 	keptPeriods *cache.Versioned[schoolPeriod]
+	// keptPlaces keeps each group's students' places in the totals, by
+	// the roster and ordinals they were made for (members.go).
+	keptPlaces *cache.Versioned[*rosterPlaces]
 }
 
 // maxKeptRosters bounds the bytes of the students an engine keeps: 2,000
@@ -115,7 +118,8 @@ const DefaultMaxReports = 200_000
 func NewEngine(dir analytics.Directory, usage analytics.UsageStore) *Engine {
 	return &Engine{Directory: dir, Usage: usage, MaxReports: DefaultMaxReports, KeepSumsFrom: DefaultKeepSumsFrom, rosters: cache.New[[]analytics.Student](maxKeptRosters),
 		classes: cache.New[[]analytics.Class](maxKeptClasses), classCounts: cache.New[*classCounts](maxKeptClassCounts),
-		sums: cache.New[[]analytics.Counts](maxKeptSums), keptPeriods: cache.New[schoolPeriod](maxKeptSchoolPeriods)}
+		sums: cache.New[[]analytics.Counts](maxKeptSums), keptPeriods: cache.New[schoolPeriod](maxKeptSchoolPeriods),
+		keptPlaces: cache.New[*rosterPlaces](maxKeptRosters)}
 }
 
 // Run computes the reports q asks of group at time now and passes them to
