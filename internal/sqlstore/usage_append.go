@@ -269,9 +269,10 @@ func scanKeys(rows *sql.Rows) (map[[2]string]bool, error) {
 
 // applyDelta adds delta to the rollups: the students' counts to their
 // rows, their last days to their enrolments, the group rows' counts and
-// student sets (of days, weeks and months), merged into the stored rows by the upsert where the database
-// can (mergesRollups), or else read under lock and written back. known
-// holds ordinals read already in tx (or is nil).
+// student sets (of days, weeks and months), merged into the stored rows
+// by the upsert where the database can (mergesRollups), or else read
+// under lock and written back. known holds ordinals read already in tx
+// (or is nil).
 func (s *Store) applyDelta(ctx context.Context, tx *txn, delta *rollup.Delta, known map[[2]string]int) error {
 	delta.AddWeeks()
 	ordinals, err := s.ordinals(ctx, tx, delta.StudentIDs(), known)
