@@ -71,8 +71,8 @@ func (s *Store) saveStudents(ctx context.Context, tx *txn, updates map[string][]
 			// conflict numbers them, leaving the name.
 			enrol = append(enrol, []any{k[0], k[1], name})
 		case last[k] != nil:
-			if b, changed, err := rollup.MergeLastDays(days[k], last[k]); err != nil {
-				return fmt.Errorf("last days of %s in %s: %w", k[1], k[0], err)
+			if b, changed, err := mergedLastDays(days, last, k); err != nil {
+				return err
 			} else if changed {
 				later = append(later, []any{k[0], k[1], name, b})
 			}
@@ -147,18 +147,27 @@ func (s *Store) storedStudents(ctx context.Context, tx *txn, keys [][]any, ordin
 func withLastDays(days map[[2]string][]byte, last map[[2]string]*analytics.Counts, lists ...[][]any) error {
 	for _, rows := range lists {
 		for i, r := range rows {
-			k := [2]string{r[0].(string), r[1].(string)}
-			b := days[k]
-			if last[k] != nil {
-				var err error
-				if b, _, err = rollup.MergeLastDays(b, last[k]); err != nil {
-					return fmt.Errorf("last days of %s in %s: %w", k[1], k[0], err)
-				}
+			b, _, err := mergedLastDays(days, last, [2]string{r[0].(string), r[1].(string)})
+			if err != nil {
+				return err
 			}
 			rows[i] = append(r, b)
 		}
 	}
 	return nil
+}
+
+// mergedLastDays returns student k's stored last days (days) with last's
+// later days kept, and whether last moved any of them.
+func mergedLastDays(days map[[2]string][]byte, last map[[2]string]*analytics.Counts, k [2]string) ([]byte, bool, error) {
+	if last[k] == nil {
+		return days[k], false, nil
+	}
+	b, changed, err := rollup.MergeLastDays(days[k], last[k])
+	if err != nil {
+		return nil, false, fmt.Errorf("last days of %s in %s: %w", k[1], k[0], err)
+	}
+	return b, changed, nil
 }
 
 // saveLastDays keeps the students' last days of use (by group and
