@@ -244,7 +244,10 @@ type UsageStore interface {
 	// once: rollups[i] holds segs[i]'s rows, each group's under its id
 	// (one without rows may be missing) in no set order, in one read of
 	// each database: of each shard, not of each group or segment.
-	GroupsRollups(ctx context.Context, groupIDs []string, segs []Segment) (rollups []map[string][]GroupRollup, err error)
+	// versions are the groups' UsageVersions, read before: a store may
+	// answer a group from rows it keeps under its creation and version.
+	// The rows returned may be shared: a caller must not change them.
+	GroupsRollups(ctx context.Context, groups []Group, versions []string, segs []Segment) (rollups []map[string][]GroupRollup, err error)
 	// UsageVersions returns a version of each group's rollups (in the
 	// order of groupIDs) as the reads that follow see them: it changes
 	// with every write of them (appends, erasures, rebuilds, retention

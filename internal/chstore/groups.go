@@ -91,10 +91,15 @@ func (s *Store) UsageVersions(ctx context.Context, groupIDs []string) ([]string,
 
 // GroupsRollups reads the groups' rows of each of segs from their
 // states: those kept and current as they are, the others' loaded
-// together, a query of each shard.
-func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, segs []analytics.Segment) ([]map[string][]analytics.GroupRollup, error) {
+// together, a query of each shard. The states tell what is current, not
+// versions.
+func (s *Store) GroupsRollups(ctx context.Context, groups []analytics.Group, _ []string, segs []analytics.Segment) ([]map[string][]analytics.GroupRollup, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	groupIDs := make([]string, len(groups))
+	for i, g := range groups {
+		groupIDs[i] = g.ID
+	}
 	states, err := s.readStates(ctx, groupIDs)
 	if err != nil {
 		return nil, s.wrap("GroupsRollups", err)

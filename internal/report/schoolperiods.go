@@ -57,14 +57,15 @@ func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, p
 		return nil, err
 	}
 	figures := make([][]schoolPeriod, len(schools))
-	var stale []string
+	var stale []analytics.Group
+	var staleVersions []string
 	var staleAt []int
-	for si, id := range ids {
+	for si := range ids {
 		figures[si] = make([]schoolPeriod, len(periods))
 		for pi, p := range periods {
 			f, ok := e.keptPeriods.Get(schoolPeriodKey(schools[si], p), versions[si])
 			if !ok {
-				stale, staleAt = append(stale, id), append(staleAt, si)
+				stale, staleVersions, staleAt = append(stale, schools[si]), append(staleVersions, versions[si]), append(staleAt, si)
 				break
 			}
 			figures[si][pi] = f
@@ -78,13 +79,13 @@ func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, p
 		segs = append(segs, analytics.GroupSegments(p)...)
 	}
 	reads := analytics.Runs(segs)
-	results, err := e.Usage.GroupsRollups(ctx, stale, reads)
+	results, err := e.Usage.GroupsRollups(ctx, stale, staleVersions, reads)
 	if err != nil {
 		return nil, err
 	}
 	var used periodsUsed
-	for i, id := range stale {
-		si := staleAt[i]
+	for i, g := range stale {
+		id, si := g.ID, staleAt[i]
 		clear(figures[si]) // what was kept of it too
 		used.reset(len(periods))
 		for _, rows := range results {

@@ -32,24 +32,40 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 	return rollups, s.wrap("GroupRollups", rows.Err())
 }
 
-// GroupsRollups reads the rollups of every segment of several groups in
-// one query, a branch of a UNION ALL a segment: a first answer of a
-// district then prepares and plans one statement, not one a segment on
-// connections of its own. The ids are bound once, as the table asked.
-func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, segs []analytics.Segment) ([]map[string][]analytics.GroupRollup, error) {
+// GroupsRollups returns the rows of the groups kept under their creation
+// and version as they are kept (usage_kept.go), and reads the others'
+// together, loading them later.
+func (s *Store) GroupsRollups(ctx context.Context, groups []analytics.Group, versions []string, segs []analytics.Segment) ([]map[string][]analytics.GroupRollup, error) {
 	rollups := make([]map[string][]analytics.GroupRollup, len(segs))
 	for i := range rollups {
-		rollups[i] = map[string][]analytics.GroupRollup{}
+		rollups[i] = make(map[string][]analytics.GroupRollup, len(groups))
 	}
-	if len(groupIDs) == 0 || len(segs) == 0 {
+	if len(groups) == 0 || len(segs) == 0 {
 		return rollups, nil
 	}
+	var unkept []string
+	for i, g := range groups {
+		kept, ok := s.kept.rows.Get(g.ID, keptVersion(g.Created.UnixMilli(), versions[i]))
+		if !ok || versions[i] == "" || !kept.rowsOf(rollups, g.ID, segs) {
+			unkept = append(unkept, g.ID)
+		}
+	}
+	if len(unkept) == 0 {
+		return rollups, nil
+	}
+	s.loadLater(unkept, false)
+	return rollups, s.readGroupsRollups(ctx, unkept, segs, rollups)
+}
+
+// readGroupsRollups reads the rollups of every segment of several groups
+// into rollups in one query, a branch of a UNION ALL a segment: a first
+// answer of a district then prepares and plans one statement, not one a
+// segment on connections of its own. The ids are bound once, as the
+// table asked.
+func (s *Store) readGroupsRollups(ctx context.Context, groupIDs []string, segs []analytics.Segment, rollups []map[string][]analytics.GroupRollup) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	asked, args := "VALUES "+placeholders(len(groupIDs), 1), anySlice(groupIDs)
-	if s.dialect.numbered {
-		asked, args = "SELECT unnest(CAST(? AS text[]))", []any{groupIDs}
-	}
+	asked, args := valuesOf(s.dialect, groupIDs, "text")
 	branches := make([]string, len(segs))
 	for i, seg := range segs {
 		branches[i] = `SELECT ` + strconv.Itoa(i) + `, group_id, period, ` + metricList + `, live_lecture_users, chat_users
@@ -58,7 +74,7 @@ func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, segs []ana
 	}
 	rows, err := s.read.QueryContext(ctx, s.q(`WITH asked (id) AS (`+asked+`) `+strings.Join(branches, " UNION ALL ")), args...)
 	if err != nil {
-		return nil, s.wrap("GroupsRollups", err)
+		return s.wrap("GroupsRollups", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -66,11 +82,11 @@ func (s *Store) GroupsRollups(ctx context.Context, groupIDs []string, segs []ana
 		var seg int
 		var groupID string
 		if err := scanGroupRollup(rows, &r, &seg, &groupID, &r.Key); err != nil {
-			return nil, s.wrap("GroupsRollups", err)
+			return s.wrap("GroupsRollups", err)
 		}
 		rollups[seg][groupID] = append(rollups[seg][groupID], r)
 	}
-	return rollups, s.wrap("GroupsRollups", rows.Err())
+	return s.wrap("GroupsRollups", rows.Err())
 }
 
 // UsageVersions reads the count of writes of each group's rollups that

@@ -88,7 +88,7 @@ func Open(ctx context.Context, cfg Config) (*Stores, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	dir, err := sqlstore.Open(ctx, cfg.DB, sqlstore.Options{CallTimeout: cfg.CallTimeout, Observer: cfg.Observer})
+	dir, err := sqlstore.Open(ctx, cfg.DB, sqlstore.Options{CallTimeout: cfg.CallTimeout, Observer: cfg.Observer, Log: cfg.Log})
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +104,9 @@ func Open(ctx context.Context, cfg Config) (*Stores, error) {
 		return nil, err
 	}
 	s := &Stores{Directory: dir, Usage: dir, Migrations: applied}
+	if cfg.Serve {
+		dir.Start() // on ClickHouse, the directory's districts alone
+	}
 	if cfg.Usage == "" {
 		return s, nil
 	}
