@@ -153,6 +153,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var districtKey string
+	if cfg.Scale.OtherGroups > 0 {
+		if districtKey, err = makeDistrict(ctx, store, cfg.Scale); err != nil {
+			return nil, err
+		}
+	}
 
 	// The server runs with rate limits (too high to refuse anything) and
 	// metrics, as in production; the floor is measured again without them.
@@ -193,7 +199,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	fmt.Fprintf(cfg.Out, "measured a signed-in session's cost\n")
 	if cfg.Scale.OtherGroups > 0 {
-		if err := measureOthers(ctx, cfg, store, srv, r, res); err != nil {
+		if err := measureOthers(ctx, cfg, store, srv, districtKey, r, res); err != nil {
 			return nil, err
 		}
 	}

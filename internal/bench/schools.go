@@ -117,23 +117,28 @@ var districtAsks = []struct{ name, method, path string }{
 	{"adoption", "GET", "/api/adoption"},
 }
 
-// measureDistrict puts the other schools in a district and asks its key
-// each of districtAsks over range r: once, then Runs times.
-func measureDistrict(ctx context.Context, store *sqlstore.Store, srv *Server, s Scale, r analytics.DayRange, runs int) (DistrictResult, error) {
+// makeDistrict puts the other schools (up to maxDistrictSchools) in a
+// district before the server starts, as a district is before a restart,
+// and returns its key.
+func makeDistrict(ctx context.Context, store *sqlstore.Store, s Scale) (string, error) {
 	p := platform.New(store, store)
-	res := DistrictResult{Schools: min(s.OtherGroups, maxDistrictSchools), Runs: runs, Asked: map[string]Latencies{}, First: map[string]float64{}}
 	if _, err := p.CreateDistrict(ctx, "bench-district", "Bench District", "UTC"); err != nil {
-		return res, err
+		return "", err
 	}
-	for i := range res.Schools {
+	for i := range min(s.OtherGroups, maxDistrictSchools) {
 		if err := p.AttachSchool(ctx, "bench-district", fmt.Sprintf("bench-other-%d", i+1)); err != nil {
-			return res, err
+			return "", err
 		}
 	}
 	_, key, err := p.CreateDistrictKey(ctx, "bench-district", "bench")
-	if err != nil {
-		return res, err
-	}
+	return key, err
+}
+
+// measureDistrict asks the district's key (makeDistrict) each of
+// districtAsks over range r: once, its first answer since the server
+// started, then Runs times.
+func measureDistrict(srv *Server, key string, schools int, r analytics.DayRange, runs int) (DistrictResult, error) {
+	res := DistrictResult{Schools: schools, Runs: runs, Asked: map[string]Latencies{}, First: map[string]float64{}}
 	dates := fmt.Sprintf("startDate=%s&endDate=%s", r.First, r.Last)
 	for _, ask := range districtAsks {
 		sep := "?"
@@ -179,8 +184,8 @@ func askDistrict(base, key, method, path string) error {
 // measureOthers measures the other schools: as a district of them first
 // (its first answers are the first of their data since the server
 // started), then each by its own key.
-func measureOthers(ctx context.Context, cfg Config, store *sqlstore.Store, srv *Server, r analytics.DayRange, res *Result) error {
-	district, err := measureDistrict(ctx, store, srv, cfg.Scale, r, 30)
+func measureOthers(ctx context.Context, cfg Config, store *sqlstore.Store, srv *Server, districtKey string, r analytics.DayRange, res *Result) error {
+	district, err := measureDistrict(srv, districtKey, min(cfg.Scale.OtherGroups, maxDistrictSchools), r, 30)
 	if err != nil {
 		return err
 	}
