@@ -19,8 +19,8 @@ import (
 // So a process keeps groups' rollup rows (days, weeks, months) under the
 // group's creation and usage version, which every write of them moves in
 // any process, and GroupsRollups takes a group's rows from there while
-// they are current. A serving process loads the groups written most at its
-// start (Start); a group GroupsRollups read from the database, because it
+// they are current. A serving process loads the districts' schools written
+// most at its start (Start); a group GroupsRollups read from the database, because it
 // was not kept or was written since, is loaded in the background, a
 // batch at a time, resting between batches so that loads never take more
 // than a fifth of a core from the writers.
@@ -68,8 +68,8 @@ func newKeptRows() *keptRows {
 }
 
 // Start loads, in the background, every district's schools and plans
-// (keptDistricts), and the rows of the groups written most until they
-// fill warmRowsShare of what is kept: a serving process calls it, so that
+// (keptDistricts), and the rows of the districts' schools written most
+// until they fill warmRowsShare of what is kept: a serving process calls it, so that
 // its first answers of districts find them.
 func (s *Store) Start() {
 	ids, err := s.groupsWrittenMost(context.Background())
@@ -116,12 +116,13 @@ func (s *Store) keepDistricts(ctx context.Context) error {
 	return nil
 }
 
-// groupsWrittenMost returns the groups with rollups, the most written
-// first.
+// groupsWrittenMost returns the groups in a district with rollups, the
+// most written first: only districts' answers read GroupsRollups.
 func (s *Store) groupsWrittenMost(ctx context.Context) ([]string, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.read.QueryContext(ctx, `SELECT group_id FROM usage_versions ORDER BY version DESC, group_id`)
+	rows, err := s.read.QueryContext(ctx, `SELECT v.group_id FROM usage_versions v JOIN groups g ON g.group_id = v.group_id
+		WHERE g.district_id IS NOT NULL ORDER BY v.version DESC, v.group_id`)
 	if err != nil {
 		return nil, s.wrap("groupsWrittenMost", err)
 	}
@@ -287,16 +288,7 @@ func (s *Store) loadGroupRows(ctx context.Context, ids []string) error {
 		if g == nil {
 			g = &groupRows{}
 		}
-		cost := 64
-		for i := range g {
-			slices.SortFunc(g[i].rows, func(a, b analytics.GroupRollup) int { return cmp.Compare(a.Key, b.Key) })
-			g[i].keys = make([]analytics.Day, len(g[i].rows))
-			for j, r := range g[i].rows {
-				g[i].keys[j] = r.Key
-				cost += int(unsafe.Sizeof(r)+unsafe.Sizeof(r.Key)) + 8*(len(r.LiveLectureUsers)+len(r.ChatUsers))
-			}
-		}
-		s.kept.rows.Put(id, v, g, cost)
+		s.kept.rows.Put(id, v, g, g.compact())
 	}
 	return nil
 }
@@ -323,6 +315,37 @@ func (s *Store) rowsVersions(ctx context.Context, ids []string) (map[string]stri
 		versions[id] = keptVersion(created, strconv.FormatInt(version, 10))
 	}
 	return versions, s.wrap("rowsVersions", rows.Err())
+}
+
+// compact sorts g's rows, makes their keys, and moves them and their
+// students into memory of their exact size, the students' words of all
+// rows in one array, as they are kept; it returns about what they cost.
+func (g *groupRows) compact() int {
+	words := 0
+	for i := range g {
+		for _, r := range g[i].rows {
+			words += len(r.LiveLectureUsers) + len(r.ChatUsers)
+		}
+	}
+	arena := make([]uint64, 0, words)
+	set := func(s analytics.StudentSet) analytics.StudentSet {
+		from := len(arena)
+		arena = append(arena, s...)
+		return arena[from:len(arena):len(arena)]
+	}
+	cost := 64 + 8*words
+	for i := range g {
+		rows := slices.Clone(g[i].rows)
+		slices.SortFunc(rows, func(a, b analytics.GroupRollup) int { return cmp.Compare(a.Key, b.Key) })
+		g[i].keys = make([]analytics.Day, len(rows))
+		for j := range rows {
+			rows[j].LiveLectureUsers, rows[j].ChatUsers = set(rows[j].LiveLectureUsers), set(rows[j].ChatUsers)
+			g[i].keys[j] = rows[j].Key
+			cost += int(unsafe.Sizeof(rows[j]) + unsafe.Sizeof(rows[j].Key))
+		}
+		g[i].rows = rows
+	}
+	return cost
 }
 
 // keptVersion is the version a group's rows are kept under: its creation

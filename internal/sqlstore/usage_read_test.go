@@ -208,7 +208,7 @@ func groupsOf(t *testing.T, store *sqlstore.Store, ids ...string) []analytics.Gr
 
 // TestStartKeepsWhatADistrictReads: a serving process starts by keeping,
 // before any read asks, every district's schools and the rollup rows of
-// the groups written.
+// those written, and of no group outside a district.
 func TestStartKeepsWhatADistrictReads(t *testing.T) {
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
@@ -219,18 +219,20 @@ func TestStartKeepsWhatADistrictReads(t *testing.T) {
 				t.Fatal(err)
 			}
 			at := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
-			for _, g := range []string{"a", "b"} {
+			for _, g := range []string{"a", "b", "alone"} {
 				if err := store.CreateGroup(ctx, analytics.Group{ID: g, Name: g, TimeZone: "UTC", Created: time.Now()}); err != nil {
 					t.Fatal(err)
 				}
-				if err := store.AttachSchool(ctx, "north", g); err != nil {
-					t.Fatal(err)
+				if g != "alone" {
+					if err := store.AttachSchool(ctx, "north", g); err != nil {
+						t.Fatal(err)
+					}
 				}
 				if _, err := store.AppendEvents(ctx, []analytics.Event{{GroupID: g, ID: "e1", StudentID: "s1", OccurredAt: at, Day: analytics.DayOf(at, time.UTC)}}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if _, err := store.SettleGroups(ctx, []string{"a", "b"}); err != nil {
+			if _, err := store.SettleGroups(ctx, []string{"a", "b", "alone"}); err != nil {
 				t.Fatal(err)
 			}
 			started := storetest.OpenDSN(t, dsn) // another process, which has read nothing
@@ -242,6 +244,9 @@ func TestStartKeepsWhatADistrictReads(t *testing.T) {
 				if time.Now().After(deadline) {
 					t.Fatal("after 10 s, the start has not kept the groups' rows and the district's schools")
 				}
+			}
+			if started.RowsKept(ctx, "alone") {
+				t.Error("the start kept the rows of a group in no district")
 			}
 		})
 	}
