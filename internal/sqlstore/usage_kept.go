@@ -3,11 +3,11 @@ package sqlstore
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
-	"unsafe"
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/cache"
@@ -26,8 +26,8 @@ import (
 // than a fifth of a core from the writers.
 
 // maxKeptRows bounds the bytes of the rows kept: 1,000 schools of 150
-// students over 90 days take about 17 MB, over a year about 70.
-const maxKeptRows = 48 << 20
+// students over 90 days take about 6.6 MB, over a year about 27.
+const maxKeptRows = 32 << 20
 
 // warmRowsShare is the share of maxKeptRows that the start's load fills
 // at most, the rest left for the groups that reads ask for.
@@ -40,11 +40,14 @@ const keptRowsBatch = 250
 var keptSpans = [...]analytics.Span{analytics.SpanDay, analytics.SpanMonth, analytics.SpanWeek}
 
 // groupRows are a group's rollup rows, by span (keptSpans' index),
-// ascending by key, and their keys, searched. They are shared by every
-// read that takes them: none may change them.
+// ascending by key: their keys, searched, and the rows encoded one after
+// another (appendKeptRow), row j from at[j]. Bytes rather than
+// analytics.GroupRollup: a third of the memory, and nothing for the
+// collector to scan, whose goal grows with what stays live.
 type groupRows [len(keptSpans)]struct {
 	keys []analytics.Day
-	rows []analytics.GroupRollup
+	at   []uint32 // len(keys)+1 offsets into data
+	data []byte
 }
 
 // keptRows are the rows kept, and the groups waiting to be loaded.
@@ -260,7 +263,7 @@ func (s *Store) loadGroupRows(ctx context.Context, ids []string) error {
 		return s.wrap("loadGroupRows", err)
 	}
 	defer rows.Close()
-	loaded := map[string]*groupRows{}
+	loaded := map[string]*[len(keptSpans)][]analytics.GroupRollup{}
 	for rows.Next() {
 		var r analytics.GroupRollup
 		var groupID string
@@ -270,11 +273,11 @@ func (s *Store) loadGroupRows(ctx context.Context, ids []string) error {
 		}
 		g := loaded[groupID]
 		if g == nil {
-			g = &groupRows{}
+			g = &[len(keptSpans)][]analytics.GroupRollup{}
 			loaded[groupID] = g
 		}
 		i := slices.Index(keptSpans[:], span)
-		g[i].rows = append(g[i].rows, r)
+		g[i] = append(g[i], r)
 	}
 	if err := rows.Err(); err != nil {
 		return s.wrap("loadGroupRows", err)
@@ -284,11 +287,14 @@ func (s *Store) loadGroupRows(ctx context.Context, ids []string) error {
 		if !ok {
 			continue // gone
 		}
-		g := loaded[id]
-		if g == nil {
-			g = &groupRows{}
+		g := &groupRows{}
+		cost := 64
+		if spans := loaded[id]; spans != nil {
+			for i, rows := range spans {
+				cost += g.keep(i, rows)
+			}
 		}
-		s.kept.rows.Put(id, v, g, g.compact())
+		s.kept.rows.Put(id, v, g, cost)
 	}
 	return nil
 }
@@ -317,35 +323,62 @@ func (s *Store) rowsVersions(ctx context.Context, ids []string) (map[string]stri
 	return versions, s.wrap("rowsVersions", rows.Err())
 }
 
-// compact sorts g's rows, makes their keys, and moves them and their
-// students into memory of their exact size, the students' words of all
-// rows in one array, as they are kept; it returns about what they cost.
-func (g *groupRows) compact() int {
-	words := 0
-	for i := range g {
-		for _, r := range g[i].rows {
-			words += len(r.LiveLectureUsers) + len(r.ChatUsers)
+// keep encodes rows as g's of span index i, sorted by key, and returns
+// about what they cost kept.
+func (g *groupRows) keep(i int, rows []analytics.GroupRollup) int {
+	slices.SortFunc(rows, func(a, b analytics.GroupRollup) int { return cmp.Compare(a.Key, b.Key) })
+	var data []byte
+	keys, at := make([]analytics.Day, len(rows)), make([]uint32, len(rows)+1)
+	for j := range rows {
+		keys[j], at[j] = rows[j].Key, uint32(len(data))
+		data = appendKeptRow(data, &rows[j])
+	}
+	at[len(rows)] = uint32(len(data))
+	g[i].keys, g[i].at, g[i].data = keys, at, slices.Clone(data)
+	return len(data) + 8*len(rows)
+}
+
+// appendKeptRow appends r's counts (varints) and its two sets (a count of
+// words, then the words) to b.
+func appendKeptRow(b []byte, r *analytics.GroupRollup) []byte {
+	for _, c := range r.Counts {
+		b = binary.AppendVarint(b, c)
+	}
+	for _, set := range []analytics.StudentSet{r.LiveLectureUsers, r.ChatUsers} {
+		b = binary.AppendUvarint(b, uint64(len(set)))
+		for _, w := range set {
+			b = binary.LittleEndian.AppendUint64(b, w)
 		}
 	}
-	arena := make([]uint64, 0, words)
-	set := func(s analytics.StudentSet) analytics.StudentSet {
-		from := len(arena)
-		arena = append(arena, s...)
-		return arena[from:len(arena):len(arena)]
-	}
-	cost := 64 + 8*words
-	for i := range g {
-		rows := slices.Clone(g[i].rows)
-		slices.SortFunc(rows, func(a, b analytics.GroupRollup) int { return cmp.Compare(a.Key, b.Key) })
-		g[i].keys = make([]analytics.Day, len(rows))
-		for j := range rows {
-			rows[j].LiveLectureUsers, rows[j].ChatUsers = set(rows[j].LiveLectureUsers), set(rows[j].ChatUsers)
-			g[i].keys[j] = rows[j].Key
-			cost += int(unsafe.Sizeof(rows[j]) + unsafe.Sizeof(rows[j].Key))
+	return b
+}
+
+// decodeKeptRows decodes the rows appendKeptRow wrote in data, whose keys
+// are keys; their sets share one array, of at most a word for each 8
+// bytes of data.
+func decodeKeptRows(keys []analytics.Day, data []byte) []analytics.GroupRollup {
+	rows := make([]analytics.GroupRollup, len(keys))
+	words := make([]uint64, 0, len(data)/8)
+	for j := range rows {
+		rows[j].Key = keys[j]
+		for m := range rows[j].Counts {
+			c, n := binary.Varint(data)
+			rows[j].Counts[m], data = c, data[n:]
 		}
-		g[i].rows = rows
+		for _, set := range []*analytics.StudentSet{&rows[j].LiveLectureUsers, &rows[j].ChatUsers} {
+			l, n := binary.Uvarint(data)
+			data = data[n:]
+			from := len(words)
+			for range l {
+				words = append(words, binary.LittleEndian.Uint64(data))
+				data = data[8:]
+			}
+			if l > 0 {
+				*set = words[from:len(words):len(words)]
+			}
+		}
 	}
-	return cost
+	return rows
 }
 
 // keptVersion is the version a group's rows are kept under: its creation
@@ -370,7 +403,7 @@ func (g *groupRows) rowsOf(rollups []map[string][]analytics.GroupRollup, groupID
 		from, _ := slices.BinarySearch(span.keys, seg.Keys.First)
 		to, _ := slices.BinarySearch(span.keys, seg.Keys.Last+1)
 		if from < to {
-			rollups[i][groupID] = span.rows[from:to:to]
+			rollups[i][groupID] = decodeKeptRows(span.keys[from:to], span.data[span.at[from]:span.at[to]])
 		}
 	}
 	return true
