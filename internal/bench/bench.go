@@ -153,12 +153,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var districtKey string
-	if cfg.Scale.OtherGroups > 0 {
-		if districtKey, err = makeDistrict(ctx, store, cfg.Scale); err != nil {
-			return nil, err
-		}
-	}
 
 	// The server runs with rate limits (too high to refuse anything) and
 	// metrics, as in production; the floor is measured again without them.
@@ -199,7 +193,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	fmt.Fprintf(cfg.Out, "measured a signed-in session's cost\n")
 	if cfg.Scale.OtherGroups > 0 {
-		if err := measureOthers(ctx, cfg, store, srv, districtKey, r, res); err != nil {
+		if err := measureOthers(ctx, cfg, store, srv, keys.district, r, res); err != nil {
 			return nil, err
 		}
 	}
@@ -268,14 +262,19 @@ func openStores(ctx context.Context, cfg Config, res *Result) (st *stores.Stores
 	return st, dsn, serverArgs, closeAll, nil
 }
 
-// load makes the run's groups and keys, bulk-loads the data set and
-// makes the firehose's schools.
+// load makes the run's groups and keys, bulk-loads the data set, puts
+// the other schools in a district, and makes the firehose's schools.
 func load(ctx context.Context, cfg Config, st *stores.Stores, now time.Time, res *Result) (keys benchKeys, firehoseKeys []string, err error) {
 	if keys, err = setUp(ctx, st.Directory, cfg.Scale); err != nil {
 		return keys, nil, err
 	}
 	if err := bulkLoad(ctx, st.Usage, cfg, now, res); err != nil {
 		return keys, nil, err
+	}
+	if cfg.Scale.OtherGroups > 0 {
+		if keys.district, err = makeDistrict(ctx, st.Directory, cfg.Scale); err != nil {
+			return keys, nil, err
+		}
 	}
 	fmt.Fprintf(cfg.Out, "bulk load: %d events in %.1f s, %.0f events/s\n", res.Events, res.BulkLoadSeconds, res.BulkEventsPerSec)
 	if cfg.Firehose.Duration > 0 {

@@ -83,7 +83,7 @@ func usageDatabase(cfg Config) (string, error) {
 	return fmt.Sprintf("clickhouse://%s/groupanalytics_bench_%d", servers, time.Now().Unix()), nil
 }
 
-type benchKeys struct{ main, other, empty, token string }
+type benchKeys struct{ main, other, empty, token, district string }
 
 // of is the key that asks sc's reports: the other group's when sc names
 // it, else the main group's.
