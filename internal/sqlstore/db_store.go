@@ -7,7 +7,8 @@
 // rollups (the usage store); an erasure takes a student from both at once.
 // Its files say their role by their prefix:
 //   - db_: opening, migrating and transacting on either database (db_store.go),
-//     SQLite's and PostgreSQL's own (db_sqlite.go, db_postgres.go), backups
+//     the arguments of lists (db_lists.go), SQLite's and PostgreSQL's own
+//     (db_sqlite.go, db_postgres.go), backups
 //     and the demo's claim on its store;
 //   - dir_: the directory: groups and plans, keys and tokens, students,
 //     classes, digests, receipts, and the access log with its journal;
@@ -24,7 +25,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -513,45 +513,6 @@ func toInt64(v any) int64 {
 		return v
 	}
 	panic(fmt.Sprintf("sqlstore: %T is not an integer column", v))
-}
-
-// inList returns "IN (SELECT value FROM json_each(?))" for SQLite, "IN
-// (SELECT unnest(CAST(? AS pgType[])))" for PostgreSQL, and the argument
-// that fills it: the values bound once, however many. Not "IN (?, ?, …)"
-// on SQLite: a statement of 1,000 placeholders is parsed again at each
-// call, and each value bound by a call through cgo. Not "= ANY(?)" on
-// PostgreSQL: a generic plan filters a scan with it by a search of the
-// array for each row (12 ms for 1,000 groups of 1,000, against 1.9 ms).
-func inList[T any](d dialect, values []T, pgType string) (string, []any) {
-	list, args := valuesOf(d, values, pgType)
-	return "IN (" + list + ")", args
-}
-
-// valuesOf returns a query of the values, one a row (column value on
-// SQLite), and the argument that fills it: inList's list.
-func valuesOf[T any](d dialect, values []T, pgType string) (string, []any) {
-	if d.numbered {
-		return "SELECT unnest(CAST(? AS " + pgType + "[]))", []any{values}
-	}
-	b, err := json.Marshal(values)
-	if err != nil {
-		panic(fmt.Sprintf("sqlstore: a list of %T as JSON: %v", values, err))
-	}
-	return "SELECT value FROM json_each(?)", []any{string(b)}
-}
-
-func anySlice[T any](items []T) []any {
-	out := make([]any, len(items))
-	for i, v := range items {
-		out[i] = v
-	}
-	return out
-}
-
-// placeholders returns "(?, ?, ?), (?, ?, ?)" for rows rows of cols columns.
-func placeholders(rows, cols int) string {
-	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
-	return strings.TrimSuffix(strings.Repeat(row+", ", rows), ", ")
 }
 
 func millis(t time.Time) int64 { return t.UnixMilli() }
