@@ -241,13 +241,15 @@ type UsageStore interface {
 	// without usage have no row.
 	GroupRollups(ctx context.Context, groupID string, seg Segment) ([]GroupRollup, error)
 	// GroupsRollups is GroupRollups of several groups and segments at
-	// once: rollups[i] holds segs[i]'s rows, each group's under its id
-	// (one without rows may be missing) in no set order, in one read of
-	// each database: of each shard, not of each group or segment.
-	// versions are the groups' UsageVersions, read before: a store may
-	// answer a group from rows it keeps under its creation and version.
-	// The rows returned may be shared: a caller must not change them.
-	GroupsRollups(ctx context.Context, groups []Group, versions []string, segs []Segment) (rollups []map[string][]GroupRollup, err error)
+	// once, in one read of each database (of each shard, not of each
+	// group or segment): it passes each row to each with the indexes of
+	// its group in groups and of its segment in segs. A group's rows, of
+	// every segment, come one after another; the groups come in no set
+	// order, and one without rows not at all. r is each's only during the
+	// call: it must not keep or change it. versions are the groups'
+	// UsageVersions, read before: a store may answer a group from rows it
+	// keeps under its creation and version.
+	GroupsRollups(ctx context.Context, groups []Group, versions []string, segs []Segment, each func(group, seg int, r *GroupRollup)) error
 	// UsageVersions returns a version of each group's rollups (in the
 	// order of groupIDs) as the reads that follow see them: it changes
 	// with every write of them (appends, erasures, rebuilds, retention

@@ -41,14 +41,14 @@ func newCountsRows(st *state, delta *rollup.Delta, ordinals map[string]int) ([]c
 // groupRow returns the group row of a period (zeros when it has none),
 // its sets copied: the state's own are shared by its readers.
 func (st *state) groupRow(span analytics.Span, key analytics.Day) analytics.GroupRollup {
-	r := st.groups[period{span, key}]
+	r := st.groups[periodOf(span, key)]
 	r.LiveLectureUsers, r.ChatUsers = slices.Clone(r.LiveLectureUsers), slices.Clone(r.ChatUsers)
 	return r
 }
 
 // chunk returns the row of counts of a chunk, or nil.
 func (st *state) chunk(span analytics.Span, key analytics.Day, chunk int) []byte {
-	if chunks := st.counts[period{span, key}]; chunk < len(chunks) {
+	if chunks := st.counts[periodOf(span, key)]; chunk < len(chunks) {
 		return chunks[chunk]
 	}
 	return nil

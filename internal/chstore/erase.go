@@ -248,24 +248,24 @@ func studentShares(st *state, groupID string, ordinals []uint32) (map[period]ana
 	var counts []countsRow
 	for _, n := range ordinals {
 		for p := range st.counts {
-			b := st.chunk(p.span, p.key, rollup.ChunkOf(int(n)))
+			b := st.chunk(p.span(), p.key(), rollup.ChunkOf(int(n)))
 			if b == nil {
 				continue
 			}
 			students, err := rollup.DecodeCounts(b)
 			if err != nil {
-				return nil, nil, fmt.Errorf("student counts of %s %s: %w", groupID, p.key, err)
+				return nil, nil, fmt.Errorf("student counts of %s %s: %w", groupID, p.key(), err)
 			}
 			i := slices.IndexFunc(students, func(sc rollup.StudentCounts) bool { return sc.Ordinal == int(n) })
 			if i < 0 {
 				continue
 			}
-			if p.span != analytics.SpanLast { // last days are no share of a group row
+			if p.span() != analytics.SpanLast { // last days are no share of a group row
 				share := shares[p]
 				share.Add(&students[i].Counts)
 				shares[p] = share
 			}
-			counts = append(counts, countsRow{rollup.CountsKey{GroupID: groupID, Span: p.span, Key: p.key, Chunk: rollup.ChunkOf(int(n))},
+			counts = append(counts, countsRow{rollup.CountsKey{GroupID: groupID, Span: p.span(), Key: p.key(), Chunk: rollup.ChunkOf(int(n))},
 				rollup.AppendCounts(nil, slices.Delete(students, i, i+1))})
 		}
 	}
@@ -278,8 +278,8 @@ func sharedRows(groupID string, shares map[period]analytics.Counts) ([]rollup.Gr
 	var in intent
 	keys := make([]rollup.GroupKey, 0, len(shares))
 	for p := range shares {
-		keys = append(keys, rollup.GroupKey{GroupID: groupID, Span: p.span, Key: p.key})
-		if m := p.key.MonthStart(); !slices.Contains(in.Months, m) {
+		keys = append(keys, rollup.GroupKey{GroupID: groupID, Span: p.span(), Key: p.key()})
+		if m := p.key().MonthStart(); !slices.Contains(in.Months, m) {
 			in.Months = append(in.Months, m)
 		}
 	}
@@ -295,7 +295,7 @@ func rowsWithout(st *state, keys []rollup.GroupKey, shares map[period]analytics.
 	rows := make([]analytics.GroupRollup, len(keys))
 	for i, k := range keys {
 		r := st.groupRow(k.Span, k.Key)
-		share := shares[period{k.Span, k.Key}]
+		share := shares[periodOf(k.Span, k.Key)]
 		for m := range r.Counts {
 			r.Counts[m] -= share[m]
 		}

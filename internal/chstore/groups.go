@@ -89,11 +89,11 @@ func (s *Store) UsageVersions(ctx context.Context, groupIDs []string) ([]string,
 	return versions, nil
 }
 
-// GroupsRollups reads the groups' rows of each of segs from their
+// GroupsRollups passes the groups' rows of each of segs from their
 // states: those kept and current as they are, the others' loaded
 // together, a query of each shard. The states tell what is current, not
 // versions.
-func (s *Store) GroupsRollups(ctx context.Context, groups []analytics.Group, _ []string, segs []analytics.Segment) ([]map[string][]analytics.GroupRollup, error) {
+func (s *Store) GroupsRollups(ctx context.Context, groups []analytics.Group, _ []string, segs []analytics.Segment, each func(group, seg int, r *analytics.GroupRollup)) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	groupIDs := make([]string, len(groups))
@@ -102,18 +102,18 @@ func (s *Store) GroupsRollups(ctx context.Context, groups []analytics.Group, _ [
 	}
 	states, err := s.readStates(ctx, groupIDs)
 	if err != nil {
-		return nil, s.wrap("GroupsRollups", err)
+		return s.wrap("GroupsRollups", err)
 	}
-	rollups := make([]map[string][]analytics.GroupRollup, len(segs))
-	for i, seg := range segs {
-		rollups[i] = make(map[string][]analytics.GroupRollup, len(states))
-		for id, st := range states {
-			if rows := st.rollupsOf(seg); len(rows) > 0 {
-				rollups[i][id] = rows
-			}
+	for i, id := range groupIDs {
+		st := states[id]
+		if st == nil {
+			continue
+		}
+		for j, seg := range segs {
+			st.eachRow(seg, func(r *analytics.GroupRollup) { each(i, j, r) })
 		}
 	}
-	return rollups, nil
+	return nil
 }
 
 // readStates returns the states of those groups that hold usage, without

@@ -26,20 +26,20 @@ func (s *Store) recomputeLastDays(ctx context.Context, sh *shard, p Placement, s
 	}
 	var last rollup.LastDays
 	for per, chunks := range st.counts {
-		if per.span != analytics.SpanDay {
+		if per.span() != analytics.SpanDay {
 			continue
 		}
 		for chunk, b := range chunks {
 			if b != nil {
-				if err := last.AddDay(per.key, chunk, b); err != nil {
-					return fmt.Errorf("student counts of %s %s: %w", groupID, per.key, err)
+				if err := last.AddDay(per.key(), chunk, b); err != nil {
+					return fmt.Errorf("student counts of %s %s: %w", groupID, per.key(), err)
 				}
 			}
 		}
 	}
 	rows := last.Rows()
 	var counts []countsRow
-	for chunk, b := range st.counts[period{analytics.SpanLast, 0}] {
+	for chunk, b := range st.counts[periodOf(analytics.SpanLast, 0)] {
 		if _, kept := rows[chunk]; !kept && len(b) > 1 {
 			rows[chunk] = rollup.AppendCounts(nil, nil) // emptied
 		}

@@ -201,7 +201,7 @@ func (s *Store) readIDSets(ctx context.Context, sh *shard, ws []*groupWrite) {
 func eventsIn(st *state) int64 {
 	var n int64
 	for p, r := range st.groups {
-		if p.span == analytics.SpanMonth {
+		if p.span() == analytics.SpanMonth {
 			for _, c := range r.Counts {
 				n += c
 			}

@@ -19,11 +19,11 @@ type expiry struct {
 // gone reports whether the rollup of p covers only days before the cut.
 // (The rows of a month the cut falls in are recomputed from its events.)
 func (e *expiry) gone(p period) bool {
-	switch p.span {
+	switch p.span() {
 	case analytics.SpanDay:
-		return p.key < e.First
+		return p.key() < e.First
 	case analytics.SpanMonth:
-		return p.key < e.First.MonthStart()
+		return p.key() < e.First.MonthStart()
 	}
 	return false
 }
@@ -107,8 +107,8 @@ func (s *Store) expireRows(ctx context.Context, sh *shard, p Placement, e *expir
 	w := written{seq: seq}
 	for per, r := range st.groups {
 		if e.gone(per) && (r.Counts != analytics.Counts{} || r.LiveLectureUsers.Len() > 0 || r.ChatUsers.Len() > 0) {
-			w.gkeys = append(w.gkeys, rollup.GroupKey{GroupID: groupID, Span: per.span, Key: per.key})
-			w.grows = append(w.grows, analytics.GroupRollup{Key: per.key})
+			w.gkeys = append(w.gkeys, rollup.GroupKey{GroupID: groupID, Span: per.span(), Key: per.key()})
+			w.grows = append(w.grows, analytics.GroupRollup{Key: per.key()})
 		}
 	}
 	empty := rollup.AppendCounts(nil, nil)
@@ -118,7 +118,7 @@ func (s *Store) expireRows(ctx context.Context, sh *shard, p Placement, e *expir
 		}
 		for chunk, b := range chunks {
 			if len(b) > len(empty) {
-				w.counts = append(w.counts, countsRow{rollup.CountsKey{GroupID: groupID, Span: per.span, Key: per.key, Chunk: chunk}, empty})
+				w.counts = append(w.counts, countsRow{rollup.CountsKey{GroupID: groupID, Span: per.span(), Key: per.key(), Chunk: chunk}, empty})
 			}
 		}
 	}

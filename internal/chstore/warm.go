@@ -119,6 +119,7 @@ func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement, lim
 	}
 	bytes = 0
 	for groupID, st := range w.states {
+		st.foldWeeks()
 		s.states.put(groupID, st)
 		bytes += st.bytes
 	}
@@ -171,7 +172,7 @@ func (s *Store) warmGroupRows(ctx context.Context, sh *shard, w *warming) error 
 			return nil
 		}
 		r.Key = analytics.Day(key)
-		return w.grow(st, func() { st.setGroupRow(period{analytics.Span(span), r.Key}, r) })
+		return w.grow(st, func() { st.setGroupRow(periodOf(analytics.Span(span), r.Key), r) })
 	})
 }
 
@@ -197,7 +198,7 @@ func (s *Store) warmCounts(ctx context.Context, sh *shard, w *warming) error {
 			copied[groupID] = map[period]bool{}
 		}
 		return w.grow(st, func() {
-			st.setChunk(period{analytics.Span(span), analytics.Day(key)}, int(chunk), []byte(counts), copied[groupID])
+			st.setChunk(periodOf(analytics.Span(span), analytics.Day(key)), int(chunk), []byte(counts), copied[groupID])
 		})
 	})
 }

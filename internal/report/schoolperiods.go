@@ -79,31 +79,44 @@ func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, p
 		segs = append(segs, analytics.GroupSegments(p)...)
 	}
 	reads := analytics.Runs(segs)
-	results, err := e.Usage.GroupsRollups(ctx, stale, staleVersions, reads)
+	for _, si := range staleAt {
+		clear(figures[si]) // what was kept of it too
+	}
+	// A school's rows come one after another: its students are counted
+	// when the next school's begin, and once the last's have come.
+	var used periodsUsed
+	current := -1
+	counted := func() {
+		if current >= 0 {
+			si := staleAt[current]
+			for pi := range periods {
+				figures[si][pi].used = used[pi].figures()
+			}
+		}
+	}
+	err = e.Usage.GroupsRollups(ctx, stale, staleVersions, reads, func(i, _ int, r *analytics.GroupRollup) {
+		if i != current {
+			counted()
+			current = i
+			used.reset(len(periods))
+		}
+		// Each row lies in one period, whose segments read it.
+		if pi := analytics.PeriodAt(periods, r.Key); pi >= 0 {
+			figures[staleAt[i]][pi].counts.Add(&r.Counts)
+			used[pi].liveLecture.Union(r.LiveLectureUsers)
+			used[pi].chat.Union(r.ChatUsers)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	var used periodsUsed
-	for i, g := range stale {
-		id, si := g.ID, staleAt[i]
-		clear(figures[si]) // what was kept of it too
-		used.reset(len(periods))
-		for _, rows := range results {
-			for j := range rows[id] {
-				r := &rows[id][j]
-				// Each row lies in one period, whose segments read it.
-				if pi := analytics.PeriodAt(periods, r.Key); pi >= 0 {
-					figures[si][pi].counts.Add(&r.Counts)
-					used[pi].liveLecture.Union(r.LiveLectureUsers)
-					used[pi].chat.Union(r.ChatUsers)
-				}
-			}
+	counted()
+	for i, si := range staleAt {
+		if staleVersions[i] == "" {
+			continue
 		}
 		for pi, p := range periods {
-			figures[si][pi].used = used[pi].figures()
-			if versions[si] != "" {
-				e.keptPeriods.Put(schoolPeriodKey(schools[si], p), versions[si], figures[si][pi], schoolPeriodCost)
-			}
+			e.keptPeriods.Put(schoolPeriodKey(schools[si], p), staleVersions[i], figures[si][pi], schoolPeriodCost)
 		}
 	}
 	return figures, nil

@@ -353,32 +353,24 @@ func appendKeptRow(b []byte, r *analytics.GroupRollup) []byte {
 	return b
 }
 
-// decodeKeptRows decodes the rows appendKeptRow wrote in data, whose keys
-// are keys; their sets share one array, of at most a word for each 8
-// bytes of data.
-func decodeKeptRows(keys []analytics.Day, data []byte) []analytics.GroupRollup {
-	rows := make([]analytics.GroupRollup, len(keys))
-	words := make([]uint64, 0, len(data)/8)
-	for j := range rows {
-		rows[j].Key = keys[j]
-		for m := range rows[j].Counts {
-			c, n := binary.Varint(data)
-			rows[j].Counts[m], data = c, data[n:]
-		}
-		for _, set := range []*analytics.StudentSet{&rows[j].LiveLectureUsers, &rows[j].ChatUsers} {
-			l, n := binary.Uvarint(data)
-			data = data[n:]
-			from := len(words)
-			for range l {
-				words = append(words, binary.LittleEndian.Uint64(data))
-				data = data[8:]
-			}
-			if l > 0 {
-				*set = words[from:len(words):len(words)]
-			}
+// decodeKeptRow decodes the row appendKeptRow wrote at the start of data
+// into r, its sets in their arrays of before, and returns the rest of
+// data.
+func decodeKeptRow(data []byte, r *analytics.GroupRollup) []byte {
+	for m := range r.Counts {
+		c, n := binary.Varint(data)
+		r.Counts[m], data = c, data[n:]
+	}
+	for _, set := range []*analytics.StudentSet{&r.LiveLectureUsers, &r.ChatUsers} {
+		l, n := binary.Uvarint(data)
+		data = data[n:]
+		*set = (*set)[:0]
+		for range l {
+			*set = append(*set, binary.LittleEndian.Uint64(data))
+			data = data[8:]
 		}
 	}
-	return rows
+	return data
 }
 
 // keptVersion is the version a group's rows are kept under: its creation
@@ -389,10 +381,10 @@ func keptVersion(created int64, version string) string {
 	return strconv.FormatInt(created, 10) + "." + version
 }
 
-// rowsOf appends the group's kept rows of each of segs to rollups, as
-// GroupsRollups returns them. It reports false, adding none, when a
-// segment is of a span not kept.
-func (g *groupRows) rowsOf(rollups []map[string][]analytics.GroupRollup, groupID string, segs []analytics.Segment) bool {
+// eachRow decodes the group's kept rows of each of segs into r in turn,
+// passing each to each with its segment's index. It reports false,
+// passing none, when a segment is of a span not kept.
+func (g *groupRows) eachRow(segs []analytics.Segment, r *analytics.GroupRollup, each func(seg int)) bool {
 	for _, seg := range segs {
 		if !slices.Contains(keptSpans[:], seg.Span) {
 			return false
@@ -402,8 +394,10 @@ func (g *groupRows) rowsOf(rollups []map[string][]analytics.GroupRollup, groupID
 		span := &g[slices.Index(keptSpans[:], seg.Span)]
 		from, _ := slices.BinarySearch(span.keys, seg.Keys.First)
 		to, _ := slices.BinarySearch(span.keys, seg.Keys.Last+1)
-		if from < to {
-			rollups[i][groupID] = decodeKeptRows(span.keys[from:to], span.data[span.at[from]:span.at[to]])
+		for j, data := from, span.data[span.at[from]:span.at[to]]; j < to; j++ {
+			r.Key = span.keys[j]
+			data = decodeKeptRow(data, r)
+			each(i)
 		}
 	}
 	return true

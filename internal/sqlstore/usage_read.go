@@ -32,39 +32,56 @@ func (s *Store) GroupRollups(ctx context.Context, groupID string, seg analytics.
 	return rollups, s.wrap("GroupRollups", rows.Err())
 }
 
-// GroupsRollups returns the rows of the groups kept under their creation
-// and version as they are kept (usage_kept.go), and reads the others'
+// GroupsRollups passes the rows of the groups kept under their creation
+// and version from those kept (usage_kept.go), and reads the others'
 // together, loading them later.
-func (s *Store) GroupsRollups(ctx context.Context, groups []analytics.Group, versions []string, segs []analytics.Segment) ([]map[string][]analytics.GroupRollup, error) {
-	rollups := make([]map[string][]analytics.GroupRollup, len(segs))
-	for i := range rollups {
-		rollups[i] = make(map[string][]analytics.GroupRollup, len(groups))
-	}
+func (s *Store) GroupsRollups(ctx context.Context, groups []analytics.Group, versions []string, segs []analytics.Segment, each func(group, seg int, r *analytics.GroupRollup)) error {
 	if len(groups) == 0 || len(segs) == 0 {
-		return rollups, nil
+		return nil
 	}
-	var unkept []string
+	var unkept []int
+	var row analytics.GroupRollup
 	for i, g := range groups {
 		kept, ok := s.kept.rows.Get(g.ID, keptVersion(g.Created.UnixMilli(), versions[i]))
-		if !ok || versions[i] == "" || !kept.rowsOf(rollups, g.ID, segs) {
-			unkept = append(unkept, g.ID)
+		if !ok || versions[i] == "" || !kept.eachRow(segs, &row, func(seg int) { each(i, seg, &row) }) {
+			unkept = append(unkept, i)
 		}
 	}
 	if len(unkept) == 0 {
-		return rollups, nil
+		return nil
 	}
-	s.loadLater(unkept, false)
-	return rollups, s.readGroupsRollups(ctx, unkept, segs, rollups)
+	ids := make([]string, len(unkept))
+	for j, i := range unkept {
+		ids[j] = groups[i].ID
+	}
+	s.loadLater(ids, false)
+	rollups, err := s.readGroupsRollups(ctx, ids, segs)
+	if err != nil {
+		return err
+	}
+	for _, i := range unkept {
+		for seg := range segs {
+			rows := rollups[seg][groups[i].ID]
+			for j := range rows {
+				each(i, seg, &rows[j])
+			}
+		}
+	}
+	return nil
 }
 
 // readGroupsRollups reads the rollups of every segment of several groups
-// into rollups in one query, a branch of a UNION ALL a segment: a first
-// answer of a district then prepares and plans one statement, not one a
-// segment on connections of its own. The ids are bound once, as the
-// table asked.
-func (s *Store) readGroupsRollups(ctx context.Context, groupIDs []string, segs []analytics.Segment, rollups []map[string][]analytics.GroupRollup) error {
+// in one query, a branch of a UNION ALL a segment: rollups[i] holds
+// segs[i]'s, each group's under its id. A first answer of a district then
+// prepares and plans one statement, not one a segment on connections of
+// its own. The ids are bound once, as the table asked.
+func (s *Store) readGroupsRollups(ctx context.Context, groupIDs []string, segs []analytics.Segment) ([]map[string][]analytics.GroupRollup, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	rollups := make([]map[string][]analytics.GroupRollup, len(segs))
+	for i := range rollups {
+		rollups[i] = make(map[string][]analytics.GroupRollup, len(groupIDs))
+	}
 	asked, args := valuesOf(s.dialect, groupIDs, "text")
 	branches := make([]string, len(segs))
 	for i, seg := range segs {
@@ -74,7 +91,7 @@ func (s *Store) readGroupsRollups(ctx context.Context, groupIDs []string, segs [
 	}
 	rows, err := s.read.QueryContext(ctx, s.q(`WITH asked (id) AS (`+asked+`) `+strings.Join(branches, " UNION ALL ")), args...)
 	if err != nil {
-		return s.wrap("GroupsRollups", err)
+		return nil, s.wrap("GroupsRollups", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -82,11 +99,11 @@ func (s *Store) readGroupsRollups(ctx context.Context, groupIDs []string, segs [
 		var seg int
 		var groupID string
 		if err := scanGroupRollup(rows, &r, &seg, &groupID, &r.Key); err != nil {
-			return s.wrap("GroupsRollups", err)
+			return nil, s.wrap("GroupsRollups", err)
 		}
 		rollups[seg][groupID] = append(rollups[seg][groupID], r)
 	}
-	return s.wrap("GroupsRollups", rows.Err())
+	return rollups, s.wrap("GroupsRollups", rows.Err())
 }
 
 // UsageVersions reads the count of writes of each group's rollups that

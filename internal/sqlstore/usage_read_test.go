@@ -48,10 +48,7 @@ func TestGroupsRollupsOfADistrict(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := store.GroupsRollups(settled, groupsOf(t, store, asked...), make([]string, len(asked)), segs)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := groupsRollups(t, settled, store, groupsOf(t, store, asked...), make([]string, len(asked)), segs)
 			if len(got) != len(segs) || len(segs) < 3 {
 				t.Fatalf("%d maps for %d segments", len(got), len(segs))
 			}
@@ -124,10 +121,7 @@ func TestKeptRowsMatchTheDatabase(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					got, err := store.GroupsRollups(settled, groupsOf(t, store, asked...), versions, segs)
-					if err != nil {
-						t.Fatal(err)
-					}
+					got := groupsRollups(t, settled, store, groupsOf(t, store, asked...), versions, segs)
 					for i, seg := range segs {
 						for _, g := range groups {
 							want, err := store.GroupRollups(settled, g, seg)
@@ -187,6 +181,32 @@ func TestKeptRowsMatchTheDatabase(t *testing.T) {
 			check("kept again")
 		})
 	}
+}
+
+// groupsRollups returns what GroupsRollups passes, segment by segment,
+// each group's rows under its id (copies), failing t when a group's rows
+// do not come one after another.
+func groupsRollups(t *testing.T, ctx context.Context, store *sqlstore.Store, groups []analytics.Group, versions []string, segs []analytics.Segment) []map[string][]analytics.GroupRollup {
+	t.Helper()
+	rollups := make([]map[string][]analytics.GroupRollup, len(segs))
+	for i := range rollups {
+		rollups[i] = map[string][]analytics.GroupRollup{}
+	}
+	passed := map[int]bool{}
+	last := -1
+	err := store.GroupsRollups(ctx, groups, versions, segs, func(group, seg int, r *analytics.GroupRollup) {
+		if group != last && passed[group] {
+			t.Errorf("rows of %s passed apart", groups[group].ID)
+		}
+		passed[group], last = true, group
+		row := *r
+		row.LiveLectureUsers, row.ChatUsers = slices.Clone(r.LiveLectureUsers), slices.Clone(r.ChatUsers)
+		rollups[seg][groups[group].ID] = append(rollups[seg][groups[group].ID], row)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rollups
 }
 
 // groupsOf returns the groups of the ids as the directory holds them, or
