@@ -2,8 +2,11 @@ package report
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"unsafe"
+
+	"golang.org/x/sync/errgroup"
 
 	"groupanalytics/internal/analytics"
 )
@@ -39,7 +42,8 @@ const maxKeptSchoolPeriods = 16 << 20
 
 // schoolPeriods returns each school's figures of each period,
 // periods[s][p], those kept under the school's current usage version as
-// they are, the others' read together (one read of each database).
+// they are, the others' read together (a read of each database for each
+// core's part of them).
 func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, periods []analytics.DayRange) ([][]schoolPeriod, error) {
 	ids := make([]string, len(schools))
 	for i, g := range schools {
@@ -79,7 +83,29 @@ func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, p
 		segs = append(segs, analytics.GroupSegments(p)...)
 	}
 	reads := analytics.Runs(segs)
-	for _, si := range staleAt {
+	// A first answer after a start adds up every school's rows (1,000
+	// schools: 4 to 10 ms of a core), which the cores share: a part of
+	// the schools each, whose rows not kept are read together.
+	parts := min(runtime.GOMAXPROCS(0), len(stale))
+	var addingUp errgroup.Group
+	for part := range parts {
+		from, to := part*len(stale)/parts, (part+1)*len(stale)/parts
+		addingUp.Go(func() error {
+			return e.addUp(ctx, stale[from:to], staleVersions[from:to], staleAt[from:to], periods, reads, figures)
+		})
+	}
+	if err := addingUp.Wait(); err != nil {
+		return nil, err
+	}
+	return figures, nil
+}
+
+// addUp reads the schools' rows of reads, and adds up each school's
+// figures of each period into figures[at[i]], keeping them under the
+// school's version.
+func (e *Engine) addUp(ctx context.Context, schools []analytics.Group, versions []string, at []int, periods []analytics.DayRange,
+	reads []analytics.Segment, figures [][]schoolPeriod) error {
+	for _, si := range at {
 		clear(figures[si]) // what was kept of it too
 	}
 	// A school's rows come one after another: its students are counted
@@ -88,13 +114,13 @@ func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, p
 	current := -1
 	counted := func() {
 		if current >= 0 {
-			si := staleAt[current]
+			si := at[current]
 			for pi := range periods {
 				figures[si][pi].used = used[pi].figures()
 			}
 		}
 	}
-	err = e.Usage.GroupsRollups(ctx, stale, staleVersions, reads, func(i, _ int, r *analytics.GroupRollup) {
+	err := e.Usage.GroupsRollups(ctx, schools, versions, reads, func(i, _ int, r *analytics.GroupRollup) {
 		if i != current {
 			counted()
 			current = i
@@ -102,24 +128,24 @@ func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, p
 		}
 		// Each row lies in one period, whose segments read it.
 		if pi := analytics.PeriodAt(periods, r.Key); pi >= 0 {
-			figures[staleAt[i]][pi].counts.Add(&r.Counts)
+			figures[at[i]][pi].counts.Add(&r.Counts)
 			used[pi].liveLecture.Union(r.LiveLectureUsers)
 			used[pi].chat.Union(r.ChatUsers)
 		}
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	counted()
-	for i, si := range staleAt {
-		if staleVersions[i] == "" {
+	for i, si := range at {
+		if versions[i] == "" {
 			continue
 		}
 		for pi, p := range periods {
-			e.keptPeriods.Put(schoolPeriodKey(schools[si], p), staleVersions[i], figures[si][pi], schoolPeriodCost)
+			e.keptPeriods.Put(schoolPeriodKey(schools[i], p), versions[i], figures[si][pi], schoolPeriodCost)
 		}
 	}
-	return figures, nil
+	return nil
 }
 
 // schoolPeriodKey names a school's period in the engine's cache.
