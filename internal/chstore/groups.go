@@ -104,9 +104,10 @@ func (s *Store) GroupsRollups(ctx context.Context, groups []analytics.Group, _ [
 	if err != nil {
 		return s.wrap("GroupsRollups", err)
 	}
+	var row analytics.GroupRollup
 	for i, id := range groupIDs {
 		st := states[id]
-		if st == nil {
+		if st == nil || st.packed != nil && st.packed.Each(segs, &row, func(j int) { each(i, j, &row) }) {
 			continue
 		}
 		for j, seg := range segs {
@@ -186,6 +187,7 @@ func (s *Store) loadGroupRows(ctx context.Context, sh *shard, list []Placement) 
 	}
 	for _, id := range ids {
 		if st := w.states[id]; st != nil {
+			st.pack()
 			s.states.put(id, st)
 		} else {
 			newer = append(newer, id)

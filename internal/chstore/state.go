@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +53,7 @@ type state struct {
 	used       int64 // when last used, in the cache's ticks
 	weeksMu    sync.Mutex
 	weeks      map[analytics.Day]analytics.GroupRollup // folded on first read (week)
+	packed     *rollup.Packed                          // its group rows packed, when pack packed them
 	// ordinals are read on first use: writers do not need them.
 	ordinalsMu sync.Mutex
 	ordinals   map[string]int
@@ -421,14 +423,30 @@ func (st *state) eachRow(seg analytics.Segment, each func(r *analytics.GroupRoll
 	}
 }
 
-// foldWeeks folds the rows of every week st has days of (a warm-up's
-// state), so that a district's first answer reads a week as one row, not
-// seven.
-func (st *state) foldWeeks() {
-	for p := range st.groups {
-		if p.span() == analytics.SpanDay {
-			st.week(p.key().WeekStart())
+// pack packs st's group rows of days, weeks and months, counting them in
+// its bytes, before st is shared (a warm-up's, or one a district's answer
+// loads): a district's answer then reads each school's rows of a range
+// from one run of memory, and a week as one row (rollup.Packed).
+func (st *state) pack() {
+	var spans [len(rollup.PackedSpans)][]analytics.GroupRollup
+	mondays := map[analytics.Day]bool{}
+	for p, r := range st.groups {
+		if i := slices.Index(rollup.PackedSpans[:], p.span()); i >= 0 && r.Counts != (analytics.Counts{}) {
+			spans[i] = append(spans[i], r)
 		}
+		if p.span() == analytics.SpanDay {
+			mondays[p.key().WeekStart()] = true
+		}
+	}
+	week := slices.Index(rollup.PackedSpans[:], analytics.SpanWeek)
+	for monday := range mondays {
+		if w := st.foldWeek(monday); w.Counts != (analytics.Counts{}) {
+			spans[week] = append(spans[week], w)
+		}
+	}
+	st.packed = &rollup.Packed{}
+	for i, rows := range spans {
+		st.bytes += st.packed.Pack(i, rows)
 	}
 }
 
@@ -443,16 +461,23 @@ func (st *state) week(monday analytics.Day) analytics.GroupRollup {
 	if w, ok := st.weeks[monday]; ok {
 		return w
 	}
+	w := st.foldWeek(monday)
+	if st.weeks == nil {
+		st.weeks = map[analytics.Day]analytics.GroupRollup{}
+	}
+	st.weeks[monday] = w
+	return w
+}
+
+// foldWeek returns the group row of the ISO week that starts on monday,
+// folded from its days' rows.
+func (st *state) foldWeek(monday analytics.Day) analytics.GroupRollup {
 	w := analytics.GroupRollup{Key: monday}
 	for d := monday; d < monday+7; d++ {
 		if r, ok := st.groups[periodOf(analytics.SpanDay, d)]; ok {
 			w.Add(&r)
 		}
 	}
-	if st.weeks == nil {
-		st.weeks = map[analytics.Day]analytics.GroupRollup{}
-	}
-	st.weeks[monday] = w
 	return w
 }
 

@@ -118,10 +118,15 @@ func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement, lim
 		}
 	}
 	bytes = 0
-	for groupID, st := range w.states {
-		st.foldWeeks()
-		s.states.put(groupID, st)
+	for _, st := range w.states {
+		st.pack()
 		bytes += st.bytes
+	}
+	if bytes > limit {
+		return 0, 0, errWarmFull
+	}
+	for groupID, st := range w.states {
+		s.states.put(groupID, st)
 	}
 	return len(w.states), bytes, nil
 }

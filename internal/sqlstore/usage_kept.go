@@ -1,9 +1,7 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
-	"encoding/binary"
 	"slices"
 	"strconv"
 	"sync"
@@ -11,6 +9,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/cache"
+	"groupanalytics/internal/rollup"
 )
 
 // A district's first answer of a period reads each of its schools' rows
@@ -36,23 +35,9 @@ const warmRowsShare = 0.75
 // keptRowsBatch is how many groups one load reads at most.
 const keptRowsBatch = 250
 
-// keptSpans are the spans GroupsRollups reads: the index of groupRows.
-var keptSpans = [...]analytics.Span{analytics.SpanDay, analytics.SpanMonth, analytics.SpanWeek}
-
-// groupRows are a group's rollup rows, by span (keptSpans' index),
-// ascending by key: their keys, searched, and the rows encoded one after
-// another (appendKeptRow), row j from at[j]. Bytes rather than
-// analytics.GroupRollup: a third of the memory, and nothing for the
-// collector to scan, whose goal grows with what stays live.
-type groupRows [len(keptSpans)]struct {
-	keys []analytics.Day
-	at   []uint32 // len(keys)+1 offsets into data
-	data []byte
-}
-
 // keptRows are the rows kept, and the groups waiting to be loaded.
 type keptRows struct {
-	rows *cache.Versioned[*groupRows] // by group, under rowsVersions' version
+	rows *cache.Versioned[*rollup.Packed] // by group, under rowsVersions' version
 
 	mu    sync.Mutex
 	asked map[string]bool // groups a read asked for, to load
@@ -67,7 +52,7 @@ type keptRows struct {
 }
 
 func newKeptRows() *keptRows {
-	return &keptRows{rows: cache.New[*groupRows](maxKeptRows), asked: map[string]bool{}, wake: make(chan struct{}, 1)}
+	return &keptRows{rows: cache.New[*rollup.Packed](maxKeptRows), asked: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
 // Start loads, in the background, every district's schools and plans
@@ -258,12 +243,12 @@ func (s *Store) loadGroupRows(ctx context.Context, ids []string) error {
 	asked, args := valuesOf(s.dialect, ids, "text")
 	rows, err := s.read.QueryContext(ctx, s.q(`WITH asked (id) AS (`+asked+`) SELECT group_id, span, period, `+metricList+`,
 		live_lecture_users, chat_users FROM group_rollups WHERE group_id IN (SELECT id FROM asked) AND span IN (?, ?, ?)`),
-		append(args, int(keptSpans[0]), int(keptSpans[1]), int(keptSpans[2]))...)
+		append(args, int(rollup.PackedSpans[0]), int(rollup.PackedSpans[1]), int(rollup.PackedSpans[2]))...)
 	if err != nil {
 		return s.wrap("loadGroupRows", err)
 	}
 	defer rows.Close()
-	loaded := map[string]*[len(keptSpans)][]analytics.GroupRollup{}
+	loaded := map[string]*[len(rollup.PackedSpans)][]analytics.GroupRollup{}
 	for rows.Next() {
 		var r analytics.GroupRollup
 		var groupID string
@@ -273,10 +258,10 @@ func (s *Store) loadGroupRows(ctx context.Context, ids []string) error {
 		}
 		g := loaded[groupID]
 		if g == nil {
-			g = &[len(keptSpans)][]analytics.GroupRollup{}
+			g = &[len(rollup.PackedSpans)][]analytics.GroupRollup{}
 			loaded[groupID] = g
 		}
-		i := slices.Index(keptSpans[:], span)
+		i := slices.Index(rollup.PackedSpans[:], span)
 		g[i] = append(g[i], r)
 	}
 	if err := rows.Err(); err != nil {
@@ -287,11 +272,11 @@ func (s *Store) loadGroupRows(ctx context.Context, ids []string) error {
 		if !ok {
 			continue // gone
 		}
-		g := &groupRows{}
+		g := &rollup.Packed{}
 		cost := 64
 		if spans := loaded[id]; spans != nil {
 			for i, rows := range spans {
-				cost += g.keep(i, rows)
+				cost += g.Pack(i, rows)
 			}
 		}
 		s.kept.rows.Put(id, v, g, cost)
@@ -323,84 +308,12 @@ func (s *Store) rowsVersions(ctx context.Context, ids []string) (map[string]stri
 	return versions, s.wrap("rowsVersions", rows.Err())
 }
 
-// keep encodes rows as g's of span index i, sorted by key, and returns
-// about what they cost kept.
-func (g *groupRows) keep(i int, rows []analytics.GroupRollup) int {
-	slices.SortFunc(rows, func(a, b analytics.GroupRollup) int { return cmp.Compare(a.Key, b.Key) })
-	var data []byte
-	keys, at := make([]analytics.Day, len(rows)), make([]uint32, len(rows)+1)
-	for j := range rows {
-		keys[j], at[j] = rows[j].Key, uint32(len(data))
-		data = appendKeptRow(data, &rows[j])
-	}
-	at[len(rows)] = uint32(len(data))
-	g[i].keys, g[i].at, g[i].data = keys, at, slices.Clone(data)
-	return len(data) + 8*len(rows)
-}
-
-// appendKeptRow appends r's counts (varints) and its two sets (a count of
-// words, then the words) to b.
-func appendKeptRow(b []byte, r *analytics.GroupRollup) []byte {
-	for _, c := range r.Counts {
-		b = binary.AppendVarint(b, c)
-	}
-	for _, set := range []analytics.StudentSet{r.LiveLectureUsers, r.ChatUsers} {
-		b = binary.AppendUvarint(b, uint64(len(set)))
-		for _, w := range set {
-			b = binary.LittleEndian.AppendUint64(b, w)
-		}
-	}
-	return b
-}
-
-// decodeKeptRow decodes the row appendKeptRow wrote at the start of data
-// into r, its sets in their arrays of before, and returns the rest of
-// data.
-func decodeKeptRow(data []byte, r *analytics.GroupRollup) []byte {
-	for m := range r.Counts {
-		c, n := binary.Varint(data)
-		r.Counts[m], data = c, data[n:]
-	}
-	for _, set := range []*analytics.StudentSet{&r.LiveLectureUsers, &r.ChatUsers} {
-		l, n := binary.Uvarint(data)
-		data = data[n:]
-		*set = (*set)[:0]
-		for range l {
-			*set = append(*set, binary.LittleEndian.Uint64(data))
-			data = data[8:]
-		}
-	}
-	return data
-}
-
 // keptVersion is the version a group's rows are kept under: its creation
 // (milliseconds), and its usage version (UsageVersions), for a count of
 // the group's writes starts again when a group is made again under its
 // id.
 func keptVersion(created int64, version string) string {
 	return strconv.FormatInt(created, 10) + "." + version
-}
-
-// eachRow decodes the group's kept rows of each of segs into r in turn,
-// passing each to each with its segment's index. It reports false,
-// passing none, when a segment is of a span not kept.
-func (g *groupRows) eachRow(segs []analytics.Segment, r *analytics.GroupRollup, each func(seg int)) bool {
-	for _, seg := range segs {
-		if !slices.Contains(keptSpans[:], seg.Span) {
-			return false
-		}
-	}
-	for i, seg := range segs {
-		span := &g[slices.Index(keptSpans[:], seg.Span)]
-		from, _ := slices.BinarySearch(span.keys, seg.Keys.First)
-		to, _ := slices.BinarySearch(span.keys, seg.Keys.Last+1)
-		for j, data := from, span.data[span.at[from]:span.at[to]]; j < to; j++ {
-			r.Key = span.keys[j]
-			data = decodeKeptRow(data, r)
-			each(i)
-		}
-	}
-	return true
 }
 
 // stopLoads ends the loader, and waits for it.

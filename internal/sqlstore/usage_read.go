@@ -43,7 +43,7 @@ func (s *Store) GroupsRollups(ctx context.Context, groups []analytics.Group, ver
 	var row analytics.GroupRollup
 	for i, g := range groups {
 		kept, ok := s.kept.rows.Get(g.ID, keptVersion(g.Created.UnixMilli(), versions[i]))
-		if !ok || versions[i] == "" || !kept.eachRow(segs, &row, func(seg int) { each(i, seg, &row) }) {
+		if !ok || versions[i] == "" || !kept.Each(segs, &row, func(seg int) { each(i, seg, &row) }) {
 			unkept = append(unkept, i)
 		}
 	}
