@@ -240,9 +240,9 @@ func (s *Store) loadGroupRows(ctx context.Context, ids []string) error {
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	asked, args := valuesOf(s.dialect, ids, "text")
-	rows, err := s.read.QueryContext(ctx, s.q(`WITH asked (id) AS (`+asked+`) SELECT group_id, span, period, `+metricList+`,
-		live_lecture_users, chat_users FROM group_rollups WHERE group_id IN (SELECT id FROM asked) AND span IN (?, ?, ?)`),
+	in, args := inList(s.dialect, ids, "text")
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT group_id, span, period, `+metricList+`,
+		live_lecture_users, chat_users FROM group_rollups WHERE group_id `+in+` AND span IN (?, ?, ?)`),
 		append(args, int(rollup.PackedSpans[0]), int(rollup.PackedSpans[1]), int(rollup.PackedSpans[2]))...)
 	if err != nil {
 		return s.wrap("loadGroupRows", err)
@@ -289,9 +289,9 @@ func (s *Store) loadGroupRows(ctx context.Context, ids []string) error {
 func (s *Store) rowsVersions(ctx context.Context, ids []string) (map[string]string, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	asked, args := valuesOf(s.dialect, ids, "text")
-	rows, err := s.read.QueryContext(ctx, s.q(`WITH asked (id) AS (`+asked+`) SELECT g.group_id, g.created_at, COALESCE(v.version, 0)
-		FROM groups g LEFT JOIN usage_versions v ON v.group_id = g.group_id WHERE g.group_id IN (SELECT id FROM asked)`), args...)
+	in, args := inList(s.dialect, ids, "text")
+	rows, err := s.read.QueryContext(ctx, s.q(`SELECT g.group_id, g.created_at, COALESCE(v.version, 0)
+		FROM groups g LEFT JOIN usage_versions v ON v.group_id = g.group_id WHERE g.group_id `+in), args...)
 	if err != nil {
 		return nil, s.wrap("rowsVersions", err)
 	}
