@@ -123,6 +123,10 @@ type PlatformToken struct {
 	Revoked *time.Time
 }
 
+// DistrictKeyPrefix begins the secret of every district's key; a
+// school's key's begins "gak_".
+const DistrictKeyPrefix = "gad_"
+
 // HashSecret returns the stored form of a key or token.
 func HashSecret(secret string) []byte {
 	sum := sha256.Sum256([]byte(secret))

@@ -33,8 +33,10 @@ type Directory interface {
 	// district's schools) has a plan valid at now, and an Unauthorized
 	// error otherwise. Its time may differ by the cause of a refusal:
 	// callers that answer strangers hide it (the report endpoints answer
-	// every 403 at the same quantum).
-	Authorize(ctx context.Context, keyHash []byte, now time.Time) (Access, error)
+	// every 403 at the same quantum). districtKey says the secret reads
+	// as a district's (DistrictKeyPrefix), which a store may look up
+	// among districts' keys first; either kind is found either way.
+	Authorize(ctx context.Context, keyHash []byte, districtKey bool, now time.Time) (Access, error)
 
 	// SaveStudents enrols the students not yet in the group and renames
 	// those whose update carries a name, in one transaction: a bulk

@@ -120,7 +120,7 @@ func districtKeyRevoke(e *env, args []string) error {
 	district := fs.String("district", "", "district id")
 	key := fs.String("key", "", "key id, as district key list shows it (or its prefix, gad_…)")
 	return withPlatform(e, fs, db, args, false, []string{"district", "key"}, func(p *platform.Platform) error {
-		id, err := keyIDOf(*key, "gad_", func() ([]analytics.APIKey, error) { return p.DistrictKeys(e.ctx, *district) })
+		id, err := keyIDOf(*key, analytics.DistrictKeyPrefix, func() ([]analytics.APIKey, error) { return p.DistrictKeys(e.ctx, *district) })
 		if err != nil {
 			return err
 		}

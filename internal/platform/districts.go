@@ -102,7 +102,7 @@ func (p *Platform) CreateDistrictKey(ctx context.Context, districtID, label stri
 	if err := knownDistrict(districtID); err != nil {
 		return analytics.APIKey{}, "", err
 	}
-	secret, prefix, id := newSecret("gad")
+	secret, prefix, id := newSecret(strings.TrimSuffix(analytics.DistrictKeyPrefix, "_"))
 	k := analytics.APIKey{DistrictID: districtID, ID: "dkey_" + id, Prefix: prefix, Label: label,
 		Hash: analytics.HashSecret(secret), Created: p.Now().UTC().Truncate(time.Millisecond)}
 	if err := p.Directory.AddDistrictKey(ctx, k); err != nil {

@@ -103,11 +103,19 @@ const validPlan = `p.starts_at <= ? AND (p.ends_at IS NULL OR p.ends_at > ?) AND
 // reading its schools then. A failure's time thus differs by cause, which
 // the report endpoints hide by answering every 403 at the same quantum
 // (docs/decisions.md, R4); a school's key, the common case, costs one
-// query. It never writes: a key's last use is noted by a background
-// writer, so that bookkeeping cannot fail or slow a read.
-func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (analytics.Access, error) {
+// query. A secret that reads as a district's (districtKey) is looked up
+// among districts' keys first, and then among schools', so that it costs
+// one query too. It never writes: a key's last use is noted by a
+// background writer, so that bookkeeping cannot fail or slow a read.
+func (s *Store) Authorize(ctx context.Context, keyHash []byte, districtKey bool, now time.Time) (analytics.Access, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	if districtKey {
+		access, err := s.authorizeDistrictKey(ctx, keyHash, now)
+		if !errors.Is(err, errUnauthorized) {
+			return access, err
+		}
+	}
 	var (
 		groupID, keyID, name, zone, inDistrict sql.NullString
 		created, revoked, used, minCells       sql.NullInt64
@@ -126,8 +134,11 @@ func (s *Store) Authorize(ctx context.Context, keyHash []byte, now time.Time) (a
 	if err != nil {
 		return analytics.Access{}, s.wrap("Authorize", err)
 	}
-	if !groupID.Valid {
+	if !groupID.Valid && !districtKey {
 		return s.authorizeDistrictKey(ctx, keyHash, now)
+	}
+	if !groupID.Valid {
+		return analytics.Access{}, errUnauthorized
 	}
 	if revoked.Valid || !planValid || !name.Valid {
 		return analytics.Access{}, errUnauthorized
