@@ -53,6 +53,9 @@ func (p *Packed) Each(segs []analytics.Segment, r *analytics.GroupRollup, each f
 		span := &p[slices.Index(PackedSpans[:], seg.Span)]
 		from, _ := slices.BinarySearch(span.keys, seg.Keys.First)
 		to, _ := slices.BinarySearch(span.keys, seg.Keys.Last+1)
+		if from == to {
+			continue // also a span without rows, never packed
+		}
 		for j, data := from, span.data[span.at[from]:span.at[to]]; j < to; j++ {
 			r.Key = span.keys[j]
 			data = decodePacked(data, r)
