@@ -28,15 +28,13 @@ type Directory interface {
 	AddKey(ctx context.Context, k APIKey) error
 	Keys(ctx context.Context, groupID string) ([]APIKey, error)
 	RevokeKey(ctx context.Context, groupID, keyID string, at time.Time) error
-	// Authorize returns what the key with this hash opens when the key is
-	// not revoked and its group (for a district's key, one of the
-	// district's schools) has a plan valid at now, and an Unauthorized
-	// error otherwise. Its time may differ by the cause of a refusal:
-	// callers that answer strangers hide it (the report endpoints answer
-	// every 403 at the same quantum). districtKey says the secret reads
-	// as a district's (DistrictKeyPrefix), which a store may look up
-	// among districts' keys first; either kind is found either way.
-	Authorize(ctx context.Context, keyHash []byte, districtKey bool, now time.Time) (Access, error)
+	// Authorize returns what the key with this hash (a school's or a
+	// district's) opens when the key is not revoked and its group (for a
+	// district's key, one of the district's schools) has a plan valid at
+	// now, and an Unauthorized error otherwise. A refusal costs the same
+	// work whatever its cause; callers that answer strangers also send
+	// every refusal at a deadline, so that no difference of time shows.
+	Authorize(ctx context.Context, keyHash []byte, now time.Time) (Access, error)
 
 	// SaveStudents enrols the students not yet in the group and renames
 	// those whose update carries a name, in one transaction: a bulk

@@ -236,7 +236,7 @@ func (s *Server) authorize(r *http.Request, now time.Time) (analytics.Access, st
 		return access, string(analytics.HashSecret(c.Value)), err
 	}
 	keyHash := analytics.HashSecret(key)
-	access, err := s.engine.Directory.Authorize(r.Context(), keyHash, strings.HasPrefix(key, analytics.DistrictKeyPrefix), now)
+	access, err := s.engine.Directory.Authorize(r.Context(), keyHash, now)
 	return access, string(keyHash), err
 }
 

@@ -26,6 +26,7 @@ var postgresDialect = dialect{
 	numbered:  true,
 	forUpdate: " FOR UPDATE",
 	maxParams: 65535,
+	blob:      "BYTEA",
 	// Two, so that one transaction's round trips and commit overlap the
 	// other's: one alone kept its server process under two thirds busy
 	// while calls queued (BENCHMARKS.md, the firehose).

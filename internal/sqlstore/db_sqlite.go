@@ -17,6 +17,7 @@ var sqliteDialect = dialect{
 	goose:         goose.DialectSQLite3,
 	forUpdate:     "", // one writer at a time: the write transaction is the lock
 	maxParams:     32766,
+	blob:          "BLOB",
 	appendWriters: 1, // one write connection
 	unavailable: func(err error) bool {
 		var e sqlite3.Error

@@ -126,6 +126,7 @@ type dialect struct {
 	numbered  bool   // placeholders are $1, $2… rather than ?
 	forUpdate string // row-lock suffix for read-modify-write
 	maxParams int    // bound parameters per statement
+	blob      string // the type of bytes, to cast a parameter to
 	// appendWriters is how many transactions of AppendEvents a process
 	// runs at once, over groups apart.
 	appendWriters int
