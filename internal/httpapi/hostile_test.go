@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -228,49 +229,115 @@ func (e *testEnv) keysOnceUsed(group, token string) []any {
 	}
 }
 
-// TestR4_UnauthorizedTimingHidesTheCause: the 403s of an unknown key, a
-// revoked key and a group whose plan ended take the same time.
-func TestR4_UnauthorizedTimingHidesTheCause(t *testing.T) {
+// TestR4_RefusalTimingHidesTheCause: a refusal of any credential, on any
+// route that takes one, is the one answer of its kind (403 Unauthorized
+// for a report key or a session, 401 for a platform token), sent no sooner
+// than 5 ms after the request came, whatever its cause, no cause's median
+// held to a later deadline than the others' (docs/decisions.md, R4).
+// Whether they differ by 20 µs is for the benchmark to tell (bench
+// --refusals), not a test.
+func TestR4_RefusalTimingHidesTheCause(t *testing.T) {
 	forEachStore(t, func(t *testing.T, e *testEnv) {
 		e.school("north", "UTC")
 		revokedKey, revoked, _ := e.platform.CreateKey(ctx, "north", "to revoke")
-		e.platform.RevokeKey(ctx, "north", revokedKey.ID)
-		e.platform.CreateGroup(ctx, "expired", "", "UTC")
-		e.platform.AddPlan(ctx, "expired", "2025-01-01", "2026-06-30", 0)
-		causes := map[string]string{"unknown": "gak_NOTAKEYATALL0000000000000", "revoked": revoked, "expired": e.key("expired")}
-		times := map[string][]time.Duration{}
-		for range 60 {
-			for cause, key := range causes {
+		if err := e.platform.RevokeKey(ctx, "north", revokedKey.ID); err != nil {
+			t.Fatal(err)
+		}
+		e.platform.CreateGroup(ctx, "ended", "", "UTC")
+		e.platform.AddPlan(ctx, "ended", "2025-01-01", "2026-06-30", 0)
+		for _, d := range []struct{ id, school string }{{"lakeland", "north"}, {"unplanned", "ended"}} {
+			if _, err := e.platform.CreateDistrict(ctx, d.id, d.id, "UTC"); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.platform.AttachSchool(ctx, d.id, d.school); err != nil {
+				t.Fatal(err)
+			}
+		}
+		revokedDistrictKey, revokedDistrict, _ := e.platform.CreateDistrictKey(ctx, "lakeland", "to revoke")
+		if err := e.platform.RevokeDistrictKey(ctx, "lakeland", revokedDistrictKey.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, unplanned, _ := e.platform.CreateDistrictKey(ctx, "unplanned", "")
+		revokedToken, revokedSecret, _ := e.platform.CreateToken(ctx, "to revoke")
+		if err := e.platform.RevokeToken(ctx, revokedToken.ID); err != nil {
+			t.Fatal(err)
+		}
+		expired, signedOut := e.openSession("expired", -time.Minute), e.openSession("signed-out", time.Hour)
+		if err := e.store.CloseSession(ctx, analytics.HashSecret(signedOut)); err != nil {
+			t.Fatal(err)
+		}
+
+		reportKey := func(key string) []string { return []string{"x-api-key", key} }
+		cookie := func(token string) []string { return []string{"Cookie", "ga_session=" + token} }
+		bearer := func(token string) []string { return []string{"Authorization", "Bearer " + token} }
+		causes := []struct {
+			cause, method, path string
+			header              []string
+			status              int
+		}{
+			{"no key", "POST", "/api/groups/chat", nil, http.StatusForbidden},
+			{"unknown key", "POST", "/api/groups/chat", reportKey("gak_NOTAKEYATALL"), http.StatusForbidden},
+			{"unknown district's key", "POST", "/api/groups/live-lecture", reportKey("gad_NOTAKEYATALL"), http.StatusForbidden},
+			{"revoked key", "POST", "/api/groups/chat", reportKey(revoked), http.StatusForbidden},
+			{"key of an ended plan", "POST", "/api/groups/chat", reportKey(e.key("ended")), http.StatusForbidden},
+			{"revoked district's key", "POST", "/api/groups/chat", reportKey(revokedDistrict), http.StatusForbidden},
+			{"district without a valid plan", "POST", "/api/groups/chat", reportKey(unplanned), http.StatusForbidden},
+			{"unknown key, /api/me", "GET", "/api/me", reportKey("gak_NOTAKEYATALL"), http.StatusForbidden},
+			{"revoked key, /api/last-use", "GET", "/api/last-use", reportKey(revoked), http.StatusForbidden},
+			{"unknown session", "GET", "/api/me", cookie("gas_NOSUCHSESSION"), http.StatusForbidden},
+			{"expired session", "POST", "/api/groups/chat", cookie(expired), http.StatusForbidden},
+			{"signed-out session", "GET", "/api/me", cookie(signedOut), http.StatusForbidden},
+			{"no token", "POST", "/v1/events", nil, http.StatusUnauthorized},
+			{"unknown token", "GET", "/v1/admin/groups", bearer("gat_NOTATOKEN"), http.StatusUnauthorized},
+			{"revoked token", "POST", "/v1/events", bearer(revokedSecret), http.StatusUnauthorized},
+		}
+		took := map[string][]time.Duration{}
+		for range 20 { // in turn, so that a busy spell of the machine falls on every cause
+			for _, c := range causes {
 				start := time.Now()
-				if resp := e.reportRequest("chat", key, "", ""); resp.status != http.StatusForbidden {
-					t.Fatalf("%s: %d", cause, resp.status)
+				resp := e.do(c.method, c.path, "", "", c.header...)
+				took[c.cause] = append(took[c.cause], time.Since(start))
+				if resp.status != c.status {
+					t.Fatalf("%s: %d %s, want %d", c.cause, resp.status, resp.body, c.status)
 				}
-				times[cause] = append(times[cause], time.Since(start))
 			}
 		}
 		medians := map[string]time.Duration{}
-		for cause, ds := range times {
+		for cause, ds := range took {
 			slices.Sort(ds)
-			medians[cause] = ds[len(ds)/2]
 			if ds[0] < 5*time.Millisecond {
-				t.Errorf("%s: a 403 in %s, under the 5 ms quantum", cause, ds[0])
+				t.Errorf("%s: answered after %v, before the quantum of 5 ms", cause, ds[0])
 			}
+			medians[cause] = ds[len(ds)/2]
 		}
-		lo, hi := slices.Min(slices.Collect(mapValues(medians))), slices.Max(slices.Collect(mapValues(medians)))
-		if hi-lo > time.Millisecond {
+		lo, hi := slices.Min(slices.Collect(maps.Values(medians))), slices.Max(slices.Collect(maps.Values(medians)))
+		if hi-lo > 2500*time.Microsecond { // half the quantum: a cause held to the next deadline shows
 			t.Errorf("medians differ by %s: %v", hi-lo, medians)
 		}
 	})
 }
 
-func mapValues[K comparable, V any](m map[K]V) func(func(V) bool) {
-	return func(yield func(V) bool) {
-		for _, v := range m {
-			if !yield(v) {
-				return
-			}
-		}
+// openSession opens a school administrator's session of group north that
+// ends after lasts (before now if negative), as sign-in would, and returns
+// its token.
+func (e *testEnv) openSession(name string, lasts time.Duration) string {
+	e.t.Helper()
+	now := e.clock.Now()
+	p := analytics.Provider{ID: "idp-" + name, Name: name, Issuer: "https://idp.example", ClientID: name, ClientSecret: name,
+		GroupID: "north", EmailDomains: []string{"north.example"}, Created: now}
+	m := analytics.Staff{ID: "stf_" + name, Email: name + "@north.example", Name: name, Role: analytics.RoleSchoolAdmin, GroupID: "north", Created: now}
+	token := "gas_" + name
+	if err := e.store.AddProvider(ctx, p); err != nil {
+		e.t.Fatal(err)
 	}
+	if err := e.store.AddStaff(ctx, m); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.store.OpenSession(ctx, analytics.Session{TokenHash: analytics.HashSecret(token), Staff: m, ProviderID: p.ID,
+		Created: now.Add(-2 * time.Hour), Expires: now.Add(lasts), Idle: 24 * time.Hour}); err != nil {
+		e.t.Fatal(err)
+	}
+	return token
 }
 
 // rawRequest sends raw bytes to the server and returns what it answers

@@ -32,7 +32,9 @@ type platformHandler func(r *http.Request) (int, any, error)
 // streamed is a body that is not JSON: it sends its headers and itself.
 type streamed func(w http.ResponseWriter)
 
-// withToken runs h for requests with a valid platform token.
+// withToken runs h for requests with a valid platform token; a failed
+// check counts against the client address and answers 401, held until
+// its deadline.
 func (s *Server) withToken(h platformHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		now := s.now()
@@ -49,6 +51,7 @@ func (s *Server) withToken(h platformHandler) http.HandlerFunc {
 		if err != nil {
 			if analytics.ErrorCode(err) == analytics.Unauthenticated {
 				s.failedAuth(w, addr, now)
+				refuse(r)
 				w.Header().Set("WWW-Authenticate", "Bearer")
 			}
 			s.writeError(w, r, err)

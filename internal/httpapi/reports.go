@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,13 +37,6 @@ type districtParams struct {
 	given     string // the first of them given, if any
 	schoolIDs []string
 }
-
-// unauthorizedQuantum: a 403 of a report endpoint is sent at the first
-// multiple of this after the request came, so that how long the key check
-// took, which differs by cause (no such key, a revoked one, a group
-// without a valid plan), does not show (docs/decisions.md, R4). A failed check thus
-// costs a guesser at least this long.
-const unauthorizedQuantum = 5 * time.Millisecond
 
 // reports serves one report endpoint: the key first, then the parameters,
 // then the reports, streamed as they are computed.
@@ -199,12 +191,11 @@ func (s *Server) recordAccess(r *http.Request, access analytics.Access, q report
 	return nil
 }
 
-// withKey runs h for requests with a school's valid key (x-api-key), and
-// what it opens, once the key's budget allows: a failed check answers 403
-// at the quantum's next multiple, and counts against the client address.
+// withKey runs h for requests with a valid key (x-api-key) or session,
+// and what it opens, once the key's budget allows: a failed check counts
+// against the client address and answers 403, held until its deadline.
 func (s *Server) withKey(h func(w http.ResponseWriter, r *http.Request, access analytics.Access, now time.Time)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
 		now := s.now()
 		addr, ok := s.screenAddress(w, r, now)
 		if !ok {
@@ -214,7 +205,7 @@ func (s *Server) withKey(h func(w http.ResponseWriter, r *http.Request, access a
 		if err != nil {
 			if analytics.ErrorCode(err) == analytics.Unauthorized {
 				s.failedAuth(w, addr, now)
-				waitForQuantum(r.Context(), start)
+				refuse(r)
 			}
 			s.writeError(w, r, err)
 			return
@@ -238,18 +229,6 @@ func (s *Server) authorize(r *http.Request, now time.Time) (analytics.Access, st
 	keyHash := analytics.HashSecret(key)
 	access, err := s.engine.Directory.Authorize(r.Context(), keyHash, now)
 	return access, string(keyHash), err
-}
-
-// waitForQuantum waits until the first multiple of unauthorizedQuantum
-// since start, or until ctx ends.
-func waitForQuantum(ctx context.Context, start time.Time) {
-	wait := unauthorizedQuantum - time.Since(start)%unauthorizedQuantum
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // The formats of a report answer.

@@ -53,6 +53,7 @@ type Server struct {
 	publicURL string
 	signIn    *signin.RelyingParty
 	sessions  Sessions
+	refusals  *gate
 }
 
 // Config is what a Server is made of.
@@ -100,13 +101,14 @@ func New(cfg Config) *Server {
 		accessLogOff:       cfg.AccessLogOff,
 		publicURL:          strings.TrimRight(cfg.PublicURL, "/"),
 		signIn:             signin.New(),
+		refusals:           newGate(),
 		sessions: Sessions{Lifetime: cmp.Or(cfg.Sessions.Lifetime, 12*time.Hour),
 			Idle: cmp.Or(cfg.Sessions.Idle, 2*time.Hour)},
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.handler = s.logRequests(s.screen(compress(s.mux())))
+	s.handler = s.holdRefusals(s.logRequests(s.screen(compress(s.mux()))))
 	return s
 }
 
