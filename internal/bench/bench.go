@@ -36,6 +36,7 @@ type Config struct {
 	Ingest      int           // events sent through POST /v1/events in batches of 1,000
 	IngestOne   int           // events sent through POST /v1/events one per request
 	IngestConns int
+	Refusals    int      // the most refusals asked of each cause (0: none)
 	Firehose    Firehose // none when its Duration is 0
 	Binary      string   // the groupanalytics binary to run the server with
 	Out         io.Writer
@@ -53,6 +54,7 @@ type Result struct {
 	Reports          []ReportResult   `json:"reports"`
 	Floor            ReportResult     `json:"floor"`
 	FloorBare        ReportResult     `json:"floorWithoutLimitsAndMetrics"`
+	Refusals         RefusalsResult   `json:"refusals"`
 	Schools          SchoolsResult    `json:"everySchool"`
 	District         *DistrictResult  `json:"district,omitempty"`
 	LastUse          LastUseResult    `json:"lastUse"`
@@ -178,6 +180,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Out, "floor: p50 %.3f ms with rate limits and metrics, %.3f ms without\n", res.Floor.P50, res.FloorBare.P50)
+	if cfg.Refusals > 0 {
+		causes, err := refusalCauses(ctx, store, now)
+		if err == nil {
+			res.Refusals, err = measureRefusals(srv.Base, causes, cfg.Refusals)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("refusals: %w", err)
+		}
+		fmt.Fprintf(cfg.Out, "measured the refusals by cause\n")
+	}
 	if err := measureReports(ctx, cfg, srv, store, keys, scenarios, bl, res); err != nil {
 		return nil, err
 	}
@@ -227,7 +239,8 @@ func storeBytes(ctx context.Context, ch *chstore.Store, base *baseline, store *s
 
 // productionArgs are the server's flags as in production: rate limits,
 // set too high to refuse anything, and metrics.
-var productionArgs = []string{"--key-rate-limit", "1000000/s", "--token-rate-limit", "1000000/s", "--metrics-addr", "127.0.0.1:0"}
+var productionArgs = []string{"--key-rate-limit", "1000000/s", "--token-rate-limit", "1000000/s", "--failed-auth-limit", "1000000/s",
+	"--metrics-addr", "127.0.0.1:0"}
 
 // openStores makes the run's stores (a new SQLite file or databases of
 // their own) and opens them; it returns the directory's DSN, the
@@ -523,6 +536,7 @@ func printTable(w io.Writer, res *Result) {
 		}
 		fmt.Fprintf(w, "  server RSS after: %.0f MB\n", float64(sc.RSSBytes)/1e6)
 	}
+	res.Refusals.print(w)
 	res.LastUse.print(w)
 	if d := res.District; d != nil {
 		d.print(w)

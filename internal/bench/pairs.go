@@ -124,18 +124,8 @@ func measureSignedIn(ctx context.Context, cfg Config, srv *Server, store *sqlsto
 // and returns the session's credential, its CSRF token read from
 // /api/me as the dashboard reads it.
 func openSession(ctx context.Context, store *sqlstore.Store, base string, now time.Time) (string, error) {
-	p := analytics.Provider{ID: "bench-idp", Name: "bench", Issuer: "https://idp.example", ClientID: "bench", ClientSecret: "bench",
-		GroupID: "bench-main", EmailDomains: []string{"bench.example"}, Created: now}
-	m := analytics.Staff{ID: "stf_bench", Email: "head@bench.example", Name: "Head", Role: analytics.RoleSchoolAdmin, GroupID: "bench-main", Created: now}
-	token := "gas_bench" + strings.ToUpper(fmt.Sprint(now.UnixNano()))
-	if err := store.AddProvider(ctx, p); err != nil {
-		return "", err
-	}
-	if err := store.AddStaff(ctx, m); err != nil {
-		return "", err
-	}
-	if err := store.OpenSession(ctx, analytics.Session{TokenHash: analytics.HashSecret(token), Staff: m, ProviderID: p.ID,
-		Created: now, Expires: now.Add(24 * time.Hour), Idle: 24 * time.Hour}); err != nil {
+	token, err := addSession(ctx, store, "bench", "bench-main", now, now.Add(24*time.Hour))
+	if err != nil {
 		return "", err
 	}
 	req, err := http.NewRequest(http.MethodGet, base+"/api/me", nil)
@@ -153,6 +143,25 @@ func openSession(ctx context.Context, store *sqlstore.Store, base string, now ti
 		return "", fmt.Errorf("the bench's session: GET /api/me answered %d without a CSRF token", resp.StatusCode)
 	}
 	return sessionCredential + token + " " + me.CSRFToken, nil
+}
+
+// addSession adds a provider and a school administrator of group, both
+// named by id, and opens their session, ending at expires, as sign-in
+// would; it returns the session's token.
+func addSession(ctx context.Context, store *sqlstore.Store, id, group string, now, expires time.Time) (string, error) {
+	p := analytics.Provider{ID: id, Name: id, Issuer: "https://idp.example", ClientID: id, ClientSecret: id,
+		GroupID: group, EmailDomains: []string{group + ".example"}, Created: now}
+	m := analytics.Staff{ID: "stf_" + id, Email: id + "@" + group + ".example", Name: id, Role: analytics.RoleSchoolAdmin, GroupID: group, Created: now}
+	token := "gas_" + id
+	err := store.AddProvider(ctx, p)
+	if err == nil {
+		err = store.AddStaff(ctx, m)
+	}
+	if err == nil {
+		err = store.OpenSession(ctx, analytics.Session{TokenHash: analytics.HashSecret(token), Staff: m, ProviderID: p.ID,
+			Created: now.Add(-time.Hour), Expires: expires, Idle: 24 * time.Hour})
+	}
+	return token, err
 }
 
 // sessionCredential marks a target's key that is a session: its token

@@ -34,6 +34,7 @@ func runBench(e *env, args []string) error {
 	ingest := fs.Int("ingest", 300_000, "events to send through POST /v1/events")
 	ingestOne := fs.Int("ingest-one", 20_000, "events to send through POST /v1/events one per request")
 	ingestConns := fs.Int("ingest-conns", 4, "connections sending events")
+	refusals := fs.Int("refusals", 5000, "the most refused requests per cause, asked until a difference of 20 µs between causes would show (0: none)")
 	fh := bench.Firehose{Groups: 1000, Conns: 256, Duration: 30 * time.Second}
 	fs.DurationVar(&fh.Duration, "firehose", fh.Duration, "how long each of the firehose's two phases sends one event per request, from new students, then from those who sent before (0: no firehose)")
 	fs.IntVar(&fh.Groups, "firehose-groups", fh.Groups, "groups the firehose sends to")
@@ -53,7 +54,7 @@ func runBench(e *env, args []string) error {
 			"other-groups": func() { scale.OtherGroups = q.OtherGroups }, "other-size": func() { scale.OtherSize = q.OtherSize },
 			"requests": func() { *requests = 20 }, "baseline-runs": func() { *baselineRuns = 3 },
 			"throughput": func() { *throughput = 500 * time.Millisecond }, "ingest": func() { *ingest = 20_000 },
-			"ingest-one": func() { *ingestOne = 2_000 }, "firehose": func() { fh.Duration = 3 * time.Second },
+			"ingest-one": func() { *ingestOne = 2_000 }, "refusals": func() { *refusals = 200 }, "firehose": func() { fh.Duration = 3 * time.Second },
 			"firehose-groups": func() { fh.Groups = 100 }, "firehose-conns": func() { fh.Conns = 64 },
 		} {
 			if !given[name] {
@@ -67,7 +68,7 @@ func runBench(e *env, args []string) error {
 	}
 	res, err := bench.Run(e.ctx, bench.Config{DB: stores.db, Usage: stores.usage, Keep: *keep, Scale: scale, Requests: *requests,
 		Baseline: *baselineRuns, Concurrency: *concurrency, Throughput: *throughput, Ingest: *ingest, IngestOne: *ingestOne,
-		IngestConns: *ingestConns, Firehose: fh, Binary: binary, Out: e.stdout})
+		IngestConns: *ingestConns, Refusals: *refusals, Firehose: fh, Binary: binary, Out: e.stdout})
 	if err != nil {
 		return err
 	}
