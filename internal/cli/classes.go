@@ -116,9 +116,34 @@ func classDelete(e *env, args []string) error {
 	})
 }
 
-// skippedShown is how many of the rows an import skipped it lists; the
-// platform API's answer lists them all.
-const skippedShown = 20
+// rowsShown is how many of the rows an import skipped, and of its
+// warnings, it lists; the platform API's answer lists them all.
+const rowsShown = 20
+
+// listRows prints what of an import's rows the heading names, the first
+// rowsShown of them.
+func listRows(e *env, heading string, rows []string) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(e.stdout, heading)
+	for i, row := range rows {
+		if i == rowsShown {
+			fmt.Fprintf(e.stdout, "  and %d more\n", len(rows)-i)
+			return
+		}
+		fmt.Fprintf(e.stdout, "  %s\n", row)
+	}
+}
+
+// listWarnings prints an import's warnings, as listRows does.
+func listWarnings(e *env, warnings []roster.Warning) {
+	rows := make([]string, len(warnings))
+	for i, w := range warnings {
+		rows[i] = fmt.Sprintf("%s line %d, column %s: %s", w.File, w.Line, w.Column, w.Message)
+	}
+	listRows(e, fmt.Sprintf("%s (cells not used and not read, their rows taken):", analytics.Plural(len(warnings), "warning")), rows)
+}
 
 func rosterImport(e *env, args []string) error {
 	fs, db := flags(e, "roster import")
@@ -162,16 +187,12 @@ func rosterImport(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "%s %s into group %s%s: students %d added, %d renamed; classes %d added, %d changed, %d deleted; memberships %d added, %d removed\n",
 			verb, fs.Arg(0), *group, school, res.StudentsAdded, res.StudentsRenamed, res.ClassesAdded, res.ClassesChanged, res.ClassesDeleted,
 			res.MembersAdded, res.MembersRemoved)
-		if len(res.Skipped) > 0 {
-			fmt.Fprintf(e.stdout, "skipped %s:\n", analytics.Plural(len(res.Skipped), "row"))
-			for i, sk := range res.Skipped {
-				if i == skippedShown {
-					fmt.Fprintf(e.stdout, "  and %d more\n", len(res.Skipped)-i)
-					break
-				}
-				fmt.Fprintf(e.stdout, "  %s line %d (%s): %s\n", sk.File, sk.Line, sk.SourcedID, sk.Reason)
-			}
+		skipped := make([]string, len(res.Skipped))
+		for i, sk := range res.Skipped {
+			skipped[i] = fmt.Sprintf("%s line %d (%s): %s", sk.File, sk.Line, sk.SourcedID, sk.Reason)
 		}
+		listRows(e, fmt.Sprintf("skipped %s:", analytics.Plural(len(res.Skipped), "row")), skipped)
+		listWarnings(e, res.Warnings)
 		return nil
 	})
 }
@@ -196,5 +217,6 @@ func importDistrictRoster(e *env, p *platform.Platform, district, file string, b
 		fmt.Fprintf(e.stdout, "  group %s%s: students %d added, %d renamed; classes %d added, %d changed, %d deleted; memberships %d added, %d removed\n",
 			s.GroupID, made, s.StudentsAdded, s.StudentsRenamed, s.ClassesAdded, s.ClassesChanged, s.ClassesDeleted, s.MembersAdded, s.MembersRemoved)
 	}
+	listWarnings(e, res.Warnings)
 	return nil
 }

@@ -73,14 +73,32 @@ func TestRosterImportCommand(t *testing.T) {
 		"  orgs.csv line 4 (annex): tobedeleted in a bulk file\n"; out != want {
 		t.Errorf("a bundle with tobedeleted rows:\n%s\nwant\n%s", out, want)
 	}
+	// Dates the service does not use, written loosely, are warnings: the
+	// first 20 listed, then how many more.
+	users := "sourcedId,status,dateLastModified,givenName,familyName\n"
+	enrollments := "sourcedId,status,dateLastModified,classSourcedId,schoolSourcedId,userSourcedId,role\n"
+	for i := range 22 {
+		users += fmt.Sprintf("w%02d,,%d/05/2023,Student,%02d\n", i, i+1, i)
+		enrollments += fmt.Sprintf("we%02d,,,bio,,w%02d,student\n", i, i)
+	}
+	loose := bundle(map[string]string{"manifest.csv": manifest, "users.csv": users, "enrollments.csv": enrollments,
+		"classes.csv": "sourcedId,status,dateLastModified,title,schoolSourcedId\nbio,,,Biology 7B,\n"})
+	out = mustRun(t, "roster", "import", "--db", db, "--group", "north", loose)
+	if want := "22 warnings (cells not used and not read, their rows taken):\n" +
+		"  users.csv line 2, column dateLastModified: \"1/05/2023\" is not an ISO 8601 date-time, such as 2026-02-28T09:30:00.000Z; not used, so the row is taken\n"; !strings.Contains(out, want) ||
+		!strings.HasSuffix(out, "column dateLastModified: \"20/05/2023\" is not an ISO 8601 date-time, such as 2026-02-28T09:30:00.000Z; not used, so the row is taken\n  and 2 more\n") ||
+		!strings.Contains(out, "students 22 added") {
+		t.Errorf("a bundle with loose dates:\n%s", out)
+	}
 	// Refusals say what is wrong once, naming the flag as it is typed.
 	for _, c := range []struct {
 		files map[string]string
 		want  string
 	}{
-		{map[string]string{"manifest.csv": manifest, "classes.csv": "sourcedId,status,dateLastModified,title,schoolSourcedId\nbio,,2026-02-30,Biology 7B,\n",
-			"users.csv": "sourcedId,status,givenName,familyName\n", "enrollments.csv": "sourcedId,status,classSourcedId,schoolSourcedId,userSourcedId,role\n"},
-			`groupanalytics roster import: ` + "%s" + ` refused, nothing imported: classes.csv line 2, column dateLastModified: "2026-02-30" is not an ISO 8601 date-time, such as 2026-02-28T09:30:00.000Z` + "\n"},
+		{map[string]string{"manifest.csv": manifest, "classes.csv": "sourcedId,status,dateLastModified,title,schoolSourcedId\nbio,,,Biology 7B,\n",
+			"users.csv":       "sourcedId,status,givenName,familyName\ns1,,Ada,Lovelace\n",
+			"enrollments.csv": "sourcedId,status,classSourcedId,schoolSourcedId,userSourcedId,role,beginDate\ne1,,bio,,s1,student,2026-02-30\n"},
+			`groupanalytics roster import: ` + "%s" + ` refused, nothing imported: enrollments.csv line 2, column beginDate: "2026-02-30" is not an ISO 8601 date, such as 2026-02-28` + "\n"},
 		{map[string]string{"manifest.csv": manifest + "file.orgs,bulk\n", "orgs.csv": "sourcedId,status,name,type\na,,A,school\nb,,B,school\n",
 			"classes.csv": "sourcedId,status,title,schoolSourcedId\n", "users.csv": "sourcedId,status,givenName,familyName\n",
 			"enrollments.csv": "sourcedId,status,classSourcedId,schoolSourcedId,userSourcedId,role\n"},

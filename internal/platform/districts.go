@@ -152,6 +152,8 @@ type DistrictRosterResult struct {
 	// DistrictStaff is what it changed of the district's own staff: its
 	// administrators.
 	DistrictStaff StaffCounts `json:"districtStaff"`
+	// Warnings are the bundle's cells not read, as RosterResult's.
+	Warnings []roster.Warning `json:"warnings,omitempty"`
 }
 
 // ImportDistrictRoster takes a district's OneRoster bundle, all or nothing:
@@ -162,7 +164,7 @@ type DistrictRosterResult struct {
 // district's administrators join its staff. A school in
 // another district refuses the whole bundle. With dryRun, nothing changes.
 func (p *Platform) ImportDistrictRoster(ctx context.Context, districtID string, b *roster.Bundle, dryRun bool) (DistrictRosterResult, error) {
-	res := DistrictRosterResult{DryRun: dryRun, Schools: []SchoolRosterResult{}}
+	res := DistrictRosterResult{DryRun: dryRun, Schools: []SchoolRosterResult{}, Warnings: b.Warnings}
 	d, err := p.District(ctx, districtID)
 	if err != nil {
 		return res, err

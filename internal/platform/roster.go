@@ -28,6 +28,10 @@ type RosterResult struct {
 	// Skipped are the rows left out, and why: a bulk file's tobedeleted
 	// records, and the enrollments of those records.
 	Skipped []roster.Skipped `json:"skipped"`
+	// Warnings are the cells the service does not act on and could not
+	// read, kept as they came (a district's import gives them once, for
+	// the bundle).
+	Warnings []roster.Warning `json:"warnings,omitempty"`
 }
 
 // ImportRoster takes a group's students and classes from a OneRoster
@@ -48,7 +52,7 @@ func (p *Platform) ImportRoster(ctx context.Context, groupID, org string, b *ros
 		return res, err
 	}
 	res, change, err := p.rosterChange(ctx, groupID, org, b)
-	res.DryRun = dryRun
+	res.DryRun, res.Warnings = dryRun, b.Warnings
 	if err != nil || dryRun || (len(change.Students) == 0 && len(change.Classes) == 0 && len(change.DeletedClasses) == 0 &&
 		res.StaffCounts == StaffCounts{}) {
 		return res, err

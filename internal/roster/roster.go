@@ -42,6 +42,16 @@ type Bundle struct {
 	Roles       []Role
 	Enrollments []Enrollment
 	Skipped     []Skipped // rows read and left out, in the order read
+	Warnings    []Warning // cells read and not understood, in the order read
+}
+
+// Warning is a cell that the service does not act on and could not read
+// (a dateLastModified that is not ISO 8601): kept as it came, and said.
+type Warning struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Column  string `json:"column"`
+	Message string `json:"message"`
 }
 
 // Skipped is a row left out of the import, and why.
@@ -316,8 +326,13 @@ func (b *Bundle) readFile(name string, t *table) error {
 		}
 		seen[rec.SourcedID] = line
 		for _, d := range dates {
-			if v := field(row, d.name); v != "" && !d.valid(v) {
+			switch v := field(row, d.name); {
+			case v == "" || d.valid(v):
+			case d.strict:
 				return fail(d.name, "%q is not %s", v, d.expected)
+			default:
+				b.Warnings = append(b.Warnings, Warning{File: name, Line: line, Column: d.name,
+					Message: fmt.Sprintf("%q is not %s; not used, so the row is taken", v, d.expected)})
 			}
 		}
 		if b.Modes[name] == Bulk && rec.Deleted() {
@@ -365,16 +380,20 @@ func (b *Bundle) add(name string, rec Record, field func(col string) string, fai
 }
 
 // dateColumn is a column of dates or of date-times that a file may have.
+// One the service acts on (strict) refuses the bundle when a date cannot
+// be read; one it does not is a warning, since student information
+// systems fill such metadata in loosely (1/05/2023).
 type dateColumn struct {
 	name, expected string
 	valid          func(string) bool
+	strict         bool
 }
 
 var dateColumns = []dateColumn{
-	{"dateLastModified", "an ISO 8601 date-time, such as 2026-02-28T09:30:00.000Z", isDateTime},
-	{"beginDate", "an ISO 8601 date, such as 2026-02-28", isDate},
-	{"endDate", "an ISO 8601 date, such as 2026-02-28", isDate},
-	{"birthDate", "an ISO 8601 date, such as 2026-02-28", isDate},
+	{"dateLastModified", "an ISO 8601 date-time, such as 2026-02-28T09:30:00.000Z", isDateTime, false},
+	{"beginDate", "an ISO 8601 date, such as 2026-02-28", isDate, true},
+	{"endDate", "an ISO 8601 date, such as 2026-02-28", isDate, true},
+	{"birthDate", "an ISO 8601 date, such as 2026-02-28", isDate, false},
 }
 
 // isDate reports whether v is a calendar date, YYYY-MM-DD, that exists.
