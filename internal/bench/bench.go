@@ -180,15 +180,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Out, "floor: p50 %.3f ms with rate limits and metrics, %.3f ms without\n", res.Floor.P50, res.FloorBare.P50)
-	if cfg.Refusals > 0 {
-		causes, err := refusalCauses(ctx, store, now)
-		if err == nil {
-			res.Refusals, err = measureRefusals(srv.Base, causes, cfg.Refusals)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("refusals: %w", err)
-		}
-		fmt.Fprintf(cfg.Out, "measured the refusals by cause\n")
+	if err := timeRefusals(ctx, cfg, store, srv.Base, now, res); err != nil {
+		return nil, err
 	}
 	if err := measureReports(ctx, cfg, srv, store, keys, scenarios, bl, res); err != nil {
 		return nil, err

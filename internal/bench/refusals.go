@@ -49,6 +49,22 @@ const refusalsResolution = 20
 // turn, in an order of its own.
 const refusalsConns = 4
 
+// timeRefusals measures the refusals by cause, unless cfg asks none.
+func timeRefusals(ctx context.Context, cfg Config, store *sqlstore.Store, base string, now time.Time, res *Result) error {
+	if cfg.Refusals == 0 {
+		return nil
+	}
+	causes, err := refusalCauses(ctx, store, now)
+	if err == nil {
+		res.Refusals, err = measureRefusals(base, causes, cfg.Refusals)
+	}
+	if err != nil {
+		return fmt.Errorf("refusals: %w", err)
+	}
+	fmt.Fprintf(cfg.Out, "measured the refusals by cause\n")
+	return nil
+}
+
 // refusalCauses makes a credential of each cause of a refusal: keys of a
 // school and of a district, unknown, revoked, or without a valid plan; no
 // key; sessions unknown, expired and signed out.
