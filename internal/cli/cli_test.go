@@ -27,6 +27,7 @@ import (
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/digest/mailtest"
 	"groupanalytics/internal/platform"
+	"groupanalytics/internal/signin/oidctest"
 	"groupanalytics/internal/stores/storetest"
 )
 
@@ -519,16 +520,16 @@ func TestProviderCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := mustRun(t, "provider", "add", "--db", db, "--district", "river", "--id", "river-google", "--name", "Google",
-		"--issuer", "https://accounts.google.com", "--client-id", "abc", "--client-secret-file", secret, "--domain", "River.Example")
+		"--issuer", "https://accounts.google.com", "--client-id", "abc", "--client-secret-file", secret, "--domain", "River.Example", "--skip-discovery")
 	if out != "added sign-in provider river-google (https://accounts.google.com) for district river: emails of river.example\n" {
 		t.Errorf("provider add: %q", out)
 	}
 	if code, out, _ := run(t, "other-secret\n", "provider", "add", "--db", db, "--district", "river", "--id", "river-ms", "--issuer", "https://login.microsoftonline.com/tenant/v2.0",
-		"--client-id", "def", "--client-secret-file", "-", "--domain", "river.example"); code != 0 || strings.Contains(out, "other-secret") {
+		"--client-id", "def", "--client-secret-file", "-", "--domain", "river.example", "--skip-discovery"); code != 0 || strings.Contains(out, "other-secret") {
 		t.Errorf("provider add, its secret from standard input: exit %d, %q", code, out)
 	}
 	if code, _, errOut := run(t, "", "provider", "add", "--db", db, "--district", "river", "--id", "p", "--issuer", "https://idp.example",
-		"--client-id", "a", "--client-secret-file", secret); code != 1 || !strings.Contains(errOut, "Missing emailDomains") {
+		"--client-id", "a", "--client-secret-file", secret, "--skip-discovery"); code != 1 || !strings.Contains(errOut, "Missing emailDomains") {
 		t.Errorf("provider add without a domain: exit %d, %s", code, errOut)
 	}
 	list := mustRun(t, "provider", "list", "--db", db, "--district", "river")
@@ -538,6 +539,26 @@ func TestProviderCommands(t *testing.T) {
 	}
 	if out := mustRun(t, "provider", "remove", "--db", db, "--provider", "river-ms"); out != "removed sign-in provider river-ms\n" {
 		t.Errorf("provider remove: %q", out)
+	}
+
+	// Without --skip-discovery, the issuer is checked against its
+	// discovery document: one that differs from the document's by a
+	// trailing slash is refused, naming the document's; one that cannot
+	// be reached is refused, saying how to go on.
+	op := oidctest.Start(t, nil, "ga-cli", "http://127.0.0.1:1/oidc/callback")
+	add := func(id, issuer string) (int, string) {
+		code, _, errOut := run(t, "", "provider", "add", "--db", db, "--district", "river", "--id", id, "--issuer", issuer,
+			"--client-id", "ga-cli", "--client-secret-file", secret, "--domain", "river.example")
+		return code, errOut
+	}
+	if code, errOut := add("river-slash", op.Issuer+"/"); code != 1 || !strings.Contains(errOut, `its discovery document says the issuer is "`+op.Issuer+`"`) {
+		t.Errorf("an issuer with a trailing slash: exit %d, %s", code, errOut)
+	}
+	if code, errOut := add("river-away", "http://127.0.0.1:1"); code != 1 || !strings.Contains(errOut, "could not be reached") || !strings.Contains(errOut, "skip this check") {
+		t.Errorf("an issuer not reachable: exit %d, %s", code, errOut)
+	}
+	if code, errOut := add("river-exact", op.Issuer); code != 0 {
+		t.Errorf("the document's issuer: exit %d, %s", code, errOut)
 	}
 }
 

@@ -20,7 +20,8 @@ import (
 // a teacher, a school administrator and a district administrator of the
 // demo, each through the login page of a real provider on loopback: each
 // sees what their role may (the teacher their class alone), named in the
-// header, without a key; signing out ends the session.
+// header, without a key; signing out ends the session. An administrator
+// of the school whose plan ended is told so.
 func TestSignInDashboardInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a browser")
@@ -33,6 +34,7 @@ func TestSignInDashboardInBrowser(t *testing.T) {
 		{Email: "ortiz@lakeland.example", Name: "Ms Ortiz", Role: analytics.RoleTeacher, GroupID: school.id, ClassIDs: []string{class.id}},
 		{Email: "head@lakeland.example", Name: "Mr Head", Role: analytics.RoleSchoolAdmin, GroupID: school.id},
 		{Email: "data@lakeland.example", Name: "Dana Data", Role: analytics.RoleDistrictAdmin, DistrictID: demoDistrict.id},
+		{Email: "rita@lakeland.example", Name: "Rita River", Role: analytics.RoleSchoolAdmin, GroupID: demoGroups[2].id}, // its plan ended
 	} {
 		if _, err := p.AddStaff(context.Background(), m); err != nil {
 			t.Fatal(err)
@@ -42,7 +44,7 @@ func TestSignInDashboardInBrowser(t *testing.T) {
 	}
 	op := oidctest.Start(t, users, "ga-dashboard", base+"/oidc/callback")
 	if _, err := p.AddProvider(context.Background(), analytics.Provider{ID: "lakeland-accounts", Name: "Lakeland accounts", Issuer: op.Issuer,
-		ClientID: "ga-dashboard", ClientSecret: oidctest.ClientSecret, DistrictID: demoDistrict.id, EmailDomains: []string{"lakeland.example"}}); err != nil {
+		ClientID: "ga-dashboard", ClientSecret: oidctest.ClientSecret, DistrictID: demoDistrict.id, EmailDomains: []string{"lakeland.example"}}, false); err != nil {
 		t.Fatal(err)
 	}
 	shots := os.Getenv("GROUPANALYTICS_SCREENSHOTS")
@@ -111,5 +113,16 @@ func TestSignInDashboardInBrowser(t *testing.T) {
 		if after != 403 {
 			t.Errorf("after %s signed out, /api/me answers %d, want 403", c.user, after)
 		}
+	}
+
+	// An administrator of a school whose plan ended is told so, rather
+	// than shown the dashboard's key form with no word.
+	var says string
+	run("rita signs in", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#signin-email"),
+		chromedp.SendKeys("#signin-email", "rita@lakeland.example"), chromedp.Click(`#signin-form button[type=submit]`),
+		chromedp.WaitVisible("#username"), chromedp.SendKeys("#username", "rita"), chromedp.SendKeys("#password", "pw"),
+		chromedp.Click(`button[type=submit]`), chromedp.WaitVisible("#signin-message"), chromedp.Text("#signin-message", &says))
+	if !strings.Contains(says, "your school has no valid plan with this service now") {
+		t.Errorf("a school administrator of a school without a plan sees %q", says)
 	}
 }

@@ -22,6 +22,7 @@ func providerAdd(e *env, args []string) error {
 	var domains flagList
 	fs.Var(&domains, "domain", "an email domain it may sign in, such as lakeland.k12.example; repeat it for each")
 	matchClaim := fs.String("match-claim", "", "match people by this claim, which holds their roster id (ClassLink: SourcedId), rather than by their verified email; needs --require-claim")
+	skipDiscovery := fs.Bool("skip-discovery", false, "add it without reading the issuer's discovery document, where the provider is not reachable from here (the service reads it at the first sign-in)")
 	var required flagList
 	fs.Var(&required, "require-claim", "NAME=VALUE: a claim the provider must send with this value, such as TenantId=1234; repeat it for each")
 	return withPlatform(e, fs, db, args, false, []string{"id", "issuer", "client-id", "client-secret-file"}, func(p *platform.Platform) error {
@@ -41,7 +42,7 @@ func providerAdd(e *env, args []string) error {
 			claims[name] = value
 		}
 		pr, err := p.AddProvider(e.ctx, analytics.Provider{GroupID: *group, DistrictID: *district, ID: *id, Name: *name,
-			Issuer: *issuer, ClientID: *clientID, ClientSecret: secret, EmailDomains: domains, MatchClaim: *matchClaim, RequiredClaims: claims})
+			Issuer: *issuer, ClientID: *clientID, ClientSecret: secret, EmailDomains: domains, MatchClaim: *matchClaim, RequiredClaims: claims}, *skipDiscovery)
 		if err == nil {
 			fmt.Fprintf(e.stdout, "added sign-in provider %s (%s) for %s: emails of %s\n", pr.ID, pr.Issuer, ownerName(pr.GroupID, pr.DistrictID),
 				strings.Join(pr.EmailDomains, ", "))

@@ -59,7 +59,7 @@ func TestRosterStaff(t *testing.T) {
 
 		// The teacher signed in; a delta deletes her: signed out.
 		if _, err := e.platform.AddProvider(ctx, analytics.Provider{ID: "lv", Issuer: "https://idp.example", ClientID: "c", ClientSecret: "s",
-			GroupID: "north", EmailDomains: []string{"lakeview.example"}}); err != nil {
+			GroupID: "north", EmailDomains: []string{"lakeview.example"}}, true); err != nil {
 			t.Fatal(err)
 		}
 		list, _ := e.platform.StaffOf(ctx, "north", "")

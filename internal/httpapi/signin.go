@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -58,41 +59,50 @@ func carriesCSRF(r *http.Request, sessionToken string) bool {
 	return subtle.ConstantTimeCompare([]byte(r.Header.Get(csrfHeader)), []byte(csrfToken(sessionToken))) == 1
 }
 
-// sessionAccess opens what the session of the request's cookie opens: as
-// much as the key of its staff member's role, and only while that member
-// is on the staff, their school (or a school of their district) has a
-// valid plan, and the session has not ended. A request other than GET
-// must carry the session's CSRF token.
+// sessionAccess opens what the session of the request's cookie opens:
+// what its staff member's role opens (staffAccess), while the session
+// has not ended. A request other than GET must carry the session's CSRF
+// token.
 func (s *Server) sessionAccess(r *http.Request, token string, now time.Time) (analytics.Access, error) {
-	dir := s.engine.Directory
-	m, err := dir.Session(r.Context(), analytics.HashSecret(token), now)
+	m, err := s.engine.Directory.Session(r.Context(), analytics.HashSecret(token), now)
 	if err != nil {
 		return analytics.Access{}, err
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && !carriesCSRF(r, token) {
 		return analytics.Access{}, errCSRF
 	}
-	person := &analytics.Person{StaffID: m.Staff.ID, Email: m.Staff.Email, Name: m.Staff.Name, Role: m.Staff.Role, ProviderID: m.ProviderID}
-	if m.Staff.Role == analytics.RoleDistrictAdmin {
-		da, err := dir.DistrictAccess(r.Context(), m.Staff.DistrictID, now)
-		if err != nil || len(da.Schools) == 0 {
-			return analytics.Access{}, cmp.Or(err, errUnauthorized)
-		}
-		return analytics.Access{District: da, Person: person}, nil
-	}
-	g, err := dir.Group(r.Context(), m.Staff.GroupID)
+	access, err := s.staffAccess(r.Context(), m.Staff, now)
 	if err != nil {
 		return analytics.Access{}, err
 	}
-	plans, err := dir.Plans(r.Context(), g.ID)
+	access.Person = &analytics.Person{StaffID: m.Staff.ID, Email: m.Staff.Email, Name: m.Staff.Name, Role: m.Staff.Role, ProviderID: m.ProviderID}
+	return access, nil
+}
+
+// staffAccess is what a staff member's role opens at now: as much as the
+// key of their role, and only while their school (or a school of their
+// district) has a valid plan; Unauthorized otherwise.
+func (s *Server) staffAccess(ctx context.Context, m analytics.Staff, now time.Time) (analytics.Access, error) {
+	dir := s.engine.Directory
+	if m.Role == analytics.RoleDistrictAdmin {
+		da, err := dir.DistrictAccess(ctx, m.DistrictID, now)
+		if err != nil || len(da.Schools) == 0 {
+			return analytics.Access{}, cmp.Or(err, errUnauthorized)
+		}
+		return analytics.Access{District: da}, nil
+	}
+	g, err := dir.Group(ctx, m.GroupID)
+	if err != nil {
+		return analytics.Access{}, err
+	}
+	plans, err := dir.Plans(ctx, g.ID)
 	if err != nil {
 		return analytics.Access{}, err
 	}
 	if !slices.ContainsFunc(plans, func(p analytics.Plan) bool { return p.ValidAt(now) }) {
 		return analytics.Access{}, errUnauthorized
 	}
-	teacher := m.Staff.Role == analytics.RoleTeacher
-	return analytics.Access{Group: g, ForClasses: teacher, Classes: m.Staff.ClassIDs, Person: person}, nil
+	return analytics.Access{Group: g, ForClasses: m.Role == analytics.RoleTeacher, Classes: m.ClassIDs}, nil
 }
 
 // signInPage is the page of a sign-in that cannot go on, or of a choice
@@ -202,7 +212,12 @@ func (s *Server) signInWith(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := s.engine.Directory.Provider(r.Context(), r.PathValue("providerId"))
-	if err != nil {
+	if analytics.ErrorCode(err) == analytics.NotFound {
+		s.failedAuth(w, s.limits.clientAddress(r), s.now())
+		s.writeSignInPage(w, http.StatusNotFound, "This sign-in link is not valid",
+			"No sign-in here goes by "+r.PathValue("providerId")+": the link is not, or no longer, valid. Ask your school's administrator for the right one, or sign in with your school email address on the dashboard.", nil)
+		return
+	} else if err != nil {
 		s.signInFailed(w, r, err)
 		return
 	}
@@ -271,8 +286,12 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 			"You signed in as "+cmp.Or(id.Email, id.SourcedID)+", but no school or district here lists you as its staff. Ask your school's administrator to add you.", nil)
 		return
 	}
+	member := widestRole(staff)
+	if !s.planned(w, r, member, now) {
+		return
+	}
 	token := randomToken()
-	m := analytics.Session{TokenHash: analytics.HashSecret(token), Staff: widestRole(staff), ProviderID: p.ID,
+	m := analytics.Session{TokenHash: analytics.HashSecret(token), Staff: member, ProviderID: p.ID,
 		Created: now, Expires: now.Add(s.sessions.Lifetime), Idle: s.sessions.Idle}
 	if err := s.engine.Directory.OpenSession(r.Context(), m); err != nil {
 		s.signInFailed(w, r, err)
@@ -281,6 +300,28 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 	s.setCookie(w, r, sessionCookie, token, s.sessions.Lifetime)
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, a.ReturnTo, http.StatusSeeOther)
+}
+
+// planned tells whether the staff member's role opens anything at now: a
+// person whose school (or every school of whose district) has no valid
+// plan gets a page that says so, and no session, rather than a dashboard
+// that would ask for a key.
+func (s *Server) planned(w http.ResponseWriter, r *http.Request, m analytics.Staff, now time.Time) bool {
+	_, err := s.staffAccess(r.Context(), m, now)
+	who := cmp.Or(m.Email, m.Name)
+	switch {
+	case err == nil:
+		return true
+	case analytics.ErrorCode(err) != analytics.Unauthorized:
+		s.signInFailed(w, r, err)
+	case m.Role == analytics.RoleDistrictAdmin:
+		s.writeSignInPage(w, http.StatusForbidden, "No school of your district has a plan",
+			"You signed in as "+who+", but none of your district's schools has a valid plan with this service now, so there is nothing to show you. Ask the person who arranges the service for your district.", nil)
+	default:
+		s.writeSignInPage(w, http.StatusForbidden, "Your school has no plan",
+			"You signed in as "+who+", but your school has no valid plan with this service now, so there is nothing to show you. Ask your school's administrator.", nil)
+	}
+	return false
 }
 
 // widestRole picks, of the staff records of one email, the one that sees

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/signin/oidctest"
 	"groupanalytics/internal/stores/storetest"
 )
@@ -186,7 +187,7 @@ func signInEnv(t *testing.T, e *testEnv, clientID string) *oidctest.Provider {
 	}
 	p := oidctest.Start(t, opUsers, clientID, e.server.URL+"/oidc/callback")
 	if _, err := e.platform.AddProvider(ctx, analytics.Provider{ID: "lakeland-idp", Name: "Lakeland accounts", Issuer: p.Issuer,
-		ClientID: clientID, ClientSecret: oidctest.ClientSecret, DistrictID: "lakeland", EmailDomains: []string{"north.example"}}); err != nil {
+		ClientID: clientID, ClientSecret: oidctest.ClientSecret, DistrictID: "lakeland", EmailDomains: []string{"north.example"}}, false); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -389,8 +390,59 @@ func TestSignInRefusals(t *testing.T) {
 	if r := newBrowser(t, e.server.URL).signIn(p, "lakeland-idp", "ada"); r.status != http.StatusSeeOther {
 		t.Errorf("an honest sign-in after them: %d %s", r.status, r.body)
 	}
+
+	// An issuer that differs from its discovery document's by a trailing
+	// slash is refused when the provider is added, naming the document's.
+	added := e.call("POST", "/v1/admin/districts/lakeland/sign-in-providers", e.token(), `{"id": "lakeland-slash", "issuer": "`+p.Issuer+`/", "clientId": "ga-refusals", "clientSecret": "s", "emailDomains": ["north.example"]}`)
+	if want := `its discovery document says the issuer is "` + p.Issuer + `"`; added.status != http.StatusBadRequest || !strings.Contains(added.errorMessage(t), want) {
+		t.Errorf("an issuer with a trailing slash: %d %s, want 400 saying %q", added.status, added.body, want)
+	}
+
+	// A link to a provider that is not (or no longer) one: it says so,
+	// rather than to begin again.
+	refused("a link to no provider", b.get(e.server.URL+"/signin/lakeland-old", true), http.StatusNotFound, "the link is not, or no longer, valid")
+
+	// Staff of a school without a valid plan, and of a district none of
+	// whose schools has one: a page that says so, and no session.
+	for _, g := range []string{"north", "south"} {
+		plans, err := e.platform.Plans(ctx, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.platform.CancelPlan(ctx, g, plans[0].ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused("a school administrator of a school without a plan", newBrowser(t, e.server.URL).signIn(p, "lakeland-idp", "sam"),
+		http.StatusForbidden, "your school has no valid plan with this service now")
+	refused("a district administrator of schools without a plan", newBrowser(t, e.server.URL).signIn(p, "lakeland-idp", "dee"),
+		http.StatusForbidden, "schools has a valid plan with this service now")
 	if strings.Contains(e.logs.String(), "client-secret") || strings.Contains(e.logs.String(), "gas_") {
 		t.Errorf("the log holds a secret: %s", e.logs.String())
+	}
+}
+
+// TestSessionIdleHonoured: with an idle lifetime of 30 seconds, a person
+// who makes a request every 5 seconds for two minutes stays signed in,
+// and is signed out once 30 seconds pass without one: the last use is
+// written often enough for any idle lifetime.
+func TestSessionIdleHonoured(t *testing.T) {
+	e := newEnvWith(t, storetest.OpenKind(t, "sqlite"), func(c *httpapi.Config) { c.Sessions.Idle = 30 * time.Second })
+	p := signInEnv(t, e, "ga-idle")
+	b := newBrowser(t, e.server.URL)
+	if r := b.signIn(p, "lakeland-idp", "sam"); r.status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d %s", r.status, r.body)
+	}
+	start := e.clock.Now()
+	for step := range 25 {
+		e.clock.Set(start.Add(time.Duration(step) * 5 * time.Second))
+		if r := b.api("GET", "/api/me", ""); r.status != http.StatusOK {
+			t.Fatalf("a request every 5 s, %d s in: %d, want 200", step*5, r.status)
+		}
+	}
+	e.clock.Set(e.clock.Now().Add(30 * time.Second))
+	if r := b.api("GET", "/api/me", ""); r.status != http.StatusForbidden {
+		t.Errorf("30 s without a request: %d, want 403", r.status)
 	}
 }
 

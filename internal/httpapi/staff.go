@@ -97,13 +97,14 @@ func (s *Server) addProvider(r *http.Request) (int, any, error) {
 		EmailDomains   []string          `json:"emailDomains"`
 		MatchClaim     string            `json:"matchClaim"`
 		RequiredClaims map[string]string `json:"requiredClaims"`
+		SkipDiscovery  bool              `json:"skipDiscovery"`
 	}
 	if err := decodeBody(r, &in); err != nil {
 		return 0, nil, err
 	}
 	p, err := s.platform.AddProvider(r.Context(), analytics.Provider{GroupID: r.PathValue("groupId"), DistrictID: r.PathValue("districtId"),
 		ID: in.ID, Name: in.Name, Issuer: in.Issuer, ClientID: in.ClientID, ClientSecret: in.ClientSecret, EmailDomains: in.EmailDomains,
-		MatchClaim: in.MatchClaim, RequiredClaims: in.RequiredClaims})
+		MatchClaim: in.MatchClaim, RequiredClaims: in.RequiredClaims}, in.SkipDiscovery)
 	return http.StatusCreated, toProvider(p), err
 }
 

@@ -111,12 +111,12 @@ func TestSignInProviders(t *testing.T) {
 		e.school("north", "UTC")
 		e.district("river", "UTC", "north")
 		school, district := "/v1/admin/groups/north/sign-in-providers", "/v1/admin/districts/river/sign-in-providers"
-		const good = `"issuer": "https://accounts.google.com", "clientId": "abc", "clientSecret": "s3cret-value"`
+		const good = `"issuer": "https://accounts.google.com", "clientId": "abc", "clientSecret": "s3cret-value", "skipDiscovery": true`
 		got := e.mustCall("POST", district, token, `{"id": "river-google", "name": "Google", `+good+`, "emailDomains": ["River.Example", "north.river.example", "river.example"]}`, http.StatusCreated)
 		if fmt.Sprint(got["emailDomains"]) != "[north.river.example river.example]" || got["districtId"] != "river" || got["groupId"] != nil || got["clientSecret"] != nil {
 			t.Errorf("added: %v", got)
 		}
-		e.mustCall("POST", school, token, `{"id": "north-test", "issuer": "http://127.0.0.1:9998", "clientId": "abc", "clientSecret": "x", "emailDomains": ["north.example"]}`, http.StatusCreated)
+		e.mustCall("POST", school, token, `{"id": "north-test", "issuer": "http://127.0.0.1:9998", "clientId": "abc", "clientSecret": "x", "emailDomains": ["north.example"], "skipDiscovery": true}`, http.StatusCreated)
 		for _, tt := range []struct {
 			body   string
 			status int

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/signin"
 )
 
 // Platform performs the operations on a directory and a usage store.
@@ -21,6 +22,9 @@ type Platform struct {
 	Directory analytics.Directory
 	Usage     analytics.UsageStore
 	Now       func() time.Time
+	// Issuers checks a sign-in provider's issuer against its discovery
+	// document when the provider is added.
+	Issuers *signin.RelyingParty
 	// What every event request reads of the directory, kept for a moment
 	// (recentFor, zoneFor): tokens accepted, by hash; groups' zones and
 	// retention, by id.
@@ -30,7 +34,7 @@ type Platform struct {
 
 // New returns a Platform on the given stores and the wall clock.
 func New(d analytics.Directory, u analytics.UsageStore) *Platform {
-	return &Platform{Directory: d, Usage: u, Now: time.Now}
+	return &Platform{Directory: d, Usage: u, Now: time.Now, Issuers: signin.New()}
 }
 
 var groupIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)

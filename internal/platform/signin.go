@@ -15,7 +15,9 @@ import (
 // (pr.GroupID) or a district's and its schools' (pr.DistrictID) sign in
 // with: its issuer (https, or http on loopback for a test), the client
 // the operator registered with it, and the email domains it may sign in.
-func (p *Platform) AddProvider(ctx context.Context, pr analytics.Provider) (analytics.Provider, error) {
+// Unless skipDiscovery, the issuer must be its discovery document's,
+// exactly.
+func (p *Platform) AddProvider(ctx context.Context, pr analytics.Provider, skipDiscovery bool) (analytics.Provider, error) {
 	if err := p.knownOwner(ctx, pr.GroupID, pr.DistrictID); err != nil {
 		return pr, err
 	}
@@ -39,6 +41,11 @@ func (p *Platform) AddProvider(ctx context.Context, pr analytics.Provider) (anal
 	}
 	if err := checkMatching(pr); err != nil {
 		return pr, err
+	}
+	if !skipDiscovery {
+		if err := p.Issuers.CheckIssuer(ctx, pr.Issuer); err != nil {
+			return pr, err
+		}
 	}
 	pr.EmailDomains, pr.Created = domains, p.Now().UTC().Truncate(time.Millisecond)
 	return pr, p.Directory.AddProvider(ctx, pr)

@@ -9,7 +9,9 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -239,4 +241,31 @@ func claimText(v any) string {
 		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
 	return fmt.Sprint(v)
+}
+
+// CheckIssuer reads the issuer's discovery document and checks that the
+// issuer it names is this one exactly, as every ID token's must be
+// (OpenID Connect Discovery, section 4.3): a trailing slash the document
+// lacks would make every sign-in fail later, with no word but in the log.
+func (rp *RelyingParty) CheckIssuer(ctx context.Context, issuer string) error {
+	where := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, where, nil)
+	if err != nil {
+		return analytics.Errorf(analytics.Invalid, "Invalid issuer %q: %v", issuer, err)
+	}
+	resp, err := rp.Client.Do(req)
+	if err != nil {
+		return analytics.Errorf(analytics.Invalid, "Issuer %q could not be reached (%s): check it, or skip this check where the provider is not reachable from here", issuer, where)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Issuer string `json:"issuer"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc) != nil || doc.Issuer == "" {
+		return analytics.Errorf(analytics.Invalid, "Issuer %q has no discovery document at %s (%s): check it", issuer, where, resp.Status)
+	}
+	if doc.Issuer != issuer {
+		return analytics.Errorf(analytics.Invalid, "Invalid issuer %q: its discovery document says the issuer is %q, which ID tokens will name: give that, exactly", issuer, doc.Issuer)
+	}
+	return nil
 }

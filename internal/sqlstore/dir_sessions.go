@@ -83,9 +83,11 @@ func (s *Store) OpenSession(ctx context.Context, m analytics.Session) error {
 	})
 }
 
-// seenEvery is how often a session's last request is written down: its
-// idle lifetime is kept to within this.
-const seenEvery = time.Minute
+// seenEvery is how often a session's last request is written down, at
+// most: a minute, or a quarter of its idle lifetime when that is shorter,
+// so that a person active more often than the idle lifetime stays
+// signed in, however short it is.
+func seenEvery(idle time.Duration) time.Duration { return min(time.Minute, idle/4) }
 
 // Session returns the session of this token hash with its staff member
 // as they are now, or answers Unauthorized for one that has ended (past
@@ -128,7 +130,7 @@ func (s *Store) Session(ctx context.Context, tokenHash []byte, now time.Time) (a
 	if !found || !now.Before(m.Expires) || !now.Before(m.Seen.Add(m.Idle)) {
 		return analytics.Session{}, errUnauthorized
 	}
-	if now.Sub(m.Seen) >= seenEvery {
+	if now.Sub(m.Seen) >= seenEvery(m.Idle) {
 		err := s.transact(ctx, "Session", func(tx *txn) error {
 			_, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET seen_at = ? WHERE token_hash = ? AND seen_at < ?`), millis(now), tokenHash, millis(now))
 			return err
