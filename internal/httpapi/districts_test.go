@@ -844,10 +844,10 @@ func TestDistrictRosterImport(t *testing.T) {
 			t.Errorf("the renamed student: %q", names["u00004"])
 		}
 		// Broken: nothing of it is imported, in any school.
-		broken := bundle{"classes.csv": {classesHeader, {"sch09-new", "active", "yesterday", "New", "09", "", "", "scheduled", "", "sch09", "", "", "", ""}},
+		broken := bundle{"classes.csv": {classesHeader, {"sch09-new", "active", "2026-11-20", "", "09", "", "", "scheduled", "", "sch09", "", "", "", ""}},
 			"orgs.csv": b["orgs.csv"]}
 		resp = post("", broken.zip(t, map[string]string{"orgs": "bulk", "classes": "delta"}))
-		if resp.status != http.StatusBadRequest || !strings.Contains(resp.errorMessage(t), "classes.csv line 2, column dateLastModified") {
+		if resp.status != http.StatusBadRequest || !strings.Contains(resp.errorMessage(t), "classes.csv line 2, column title") {
 			t.Errorf("broken: %d %s", resp.status, resp.body)
 		}
 	})
