@@ -9,7 +9,8 @@
 // at GROUPANALYTICS_TEST_CLICKHOUSE (default the two shards that
 // deploy/clickhouse/cluster starts). Where a server does not answer, its
 // tests are skipped with a warning on stderr, unless CI is set: in CI they
-// fail.
+// fail. With go test -short, the everyday loop, they are skipped whatever
+// runs: SQLite alone is tried.
 package storetest
 
 import (
@@ -54,6 +55,7 @@ var (
 // PostgreSQL server answers.
 func RequirePostgres(t testing.TB) {
 	t.Helper()
+	skipShort(t)
 	probeOnce.Do(func() {
 		db, err := sql.Open("pgx", PostgresURL())
 		if err == nil {
@@ -73,6 +75,14 @@ func RequirePostgres(t testing.TB) {
 			t.Fatalf("PostgreSQL is required in CI: %v", probeErr)
 		}
 		t.Skipf("SKIPPED: no PostgreSQL server (%v)", probeErr)
+	}
+}
+
+// skipShort skips a test of a database server under go test -short.
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: SQLite only, no database server")
 	}
 }
 
@@ -205,6 +215,7 @@ var (
 // replica of a shard of the test cluster answers.
 func RequireClickHouse(t testing.TB) {
 	t.Helper()
+	skipShort(t)
 	chProbeOnce.Do(func() {
 		for _, shard := range ClickHouseShards() {
 			var answered bool
