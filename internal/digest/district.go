@@ -235,7 +235,7 @@ var districtTemplate = template.Must(template.Must(htmlTemplate.Clone()).New("di
 {{template "sections" .Sections}}
 <h2 style="font-size:1.1em;margin-top:1.5em">Schools, the lowest share of students who used it first</h2>
 <table style="border-collapse:collapse;width:100%">
-<tr style="color:#57606a;text-align:right"><th style="padding:4px 8px 4px 0;text-align:left">School</th><th style="padding:4px">Used</th><th style="padding:4px">Enrolled</th><th style="padding:4px">Share</th><th style="padding:4px">Seats</th><th style="padding:4px 0 4px 4px">vs the week before</th></tr>
+<tr style="color:#57606a;text-align:right"><th scope="col" style="padding:4px 8px 4px 0;text-align:left">School</th><th scope="col" style="padding:4px">Used</th><th scope="col" style="padding:4px">Enrolled</th><th scope="col" style="padding:4px">Share</th><th scope="col" style="padding:4px">Seats</th><th scope="col" style="padding:4px 0 4px 4px">vs the week before</th></tr>
 {{range .Listed}}{{template "school" .}}{{end}}{{template "school" .Total}}</table>
 {{with .MoreLine}}<p>{{.}}</p>{{end}}{{with .LeftOutLine}}<p>{{.}}</p>{{end}}
 <p style="margin-top:1.5em"><a href="{{.Links.Dashboard}}">Open the dashboard on this week</a></p>

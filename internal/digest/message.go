@@ -246,7 +246,7 @@ var htmlTemplate = template.Must(template.New("digest").Funcs(template.FuncMap{
 </body></html>
 {{define "sections"}}{{range .}}<h2 style="font-size:1.1em;margin-top:1.5em">{{.Title}}</h2>
 <table style="border-collapse:collapse;width:100%;table-layout:fixed">
-<tr style="color:#57606a;text-align:left"><th style="padding:4px 8px 4px 0;width:40%">Total</th><th style="padding:4px 8px;text-align:right">This week</th><th style="padding:4px 8px;text-align:right">Change</th><th style="padding:4px 0 4px 8px;text-align:right">Week before</th></tr>
+<tr style="color:#57606a;text-align:left"><th scope="col" style="padding:4px 8px 4px 0;width:40%">Total</th><th scope="col" style="padding:4px 8px;text-align:right">This week</th><th scope="col" style="padding:4px 8px;text-align:right">Change</th><th scope="col" style="padding:4px 0 4px 8px;text-align:right">Week before</th></tr>
 {{range .Rows}}<tr style="border-top:1px solid #d0d7de"><td style="padding:4px 8px 4px 0">{{.Title}}</td><td style="padding:4px 8px;text-align:right"><strong>{{thousands .Value}}</strong></td><td style="padding:4px 8px;text-align:right">{{change .Value .Previous}}</td><td style="padding:4px 0 4px 8px;text-align:right">{{thousands .Previous}}</td></tr>
 {{end}}</table>
 {{end}}{{end}}`))

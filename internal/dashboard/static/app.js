@@ -11,7 +11,10 @@ const keyStore = "groupanalytics-key";
 const $ = (id) => document.getElementById(id);
 const endpoints = ["live-lecture", "chat"];
 const names = { "live-lecture": "Live lecture", chat: "Chat" };
-const colors = ["#2456a6", "#d9822b", "#3a9e5f", "#b8439a", "#7b61c9", "#c8a415", "#4aa3b5"];
+// The series' colours, each at least 3:1 against the card, and each its
+// own pattern, so that no series is told apart by colour alone.
+const colors = ["#2456a6", "#b45309", "#2e7d32", "#a4377f", "#6c4ab6", "#7d6608", "#00798c"];
+const patterns = ["solid", "diagonal", "dots", "horizontal", "vertical", "cross", "backdiagonal"];
 
 let charts = {};
 let running = null; // the AbortController of the load under way
@@ -107,6 +110,8 @@ function showKeyForm(message) {
   $("key-form").hidden = false;
   $("signin-form").hidden = false;
   $("key").value = "";
+  showTitle();
+  showSkipLinks();
   let note = $("key-error");
   if (!note) {
     note = document.createElement("p");
@@ -116,7 +121,49 @@ function showKeyForm(message) {
     $("key-form").append(note);
   }
   note.textContent = message || "";
+  // A refused key is marked so, and described by why.
+  if (message) {
+    $("key").setAttribute("aria-invalid", "true");
+    $("key").setAttribute("aria-describedby", "key-error");
+  } else {
+    $("key").removeAttribute("aria-invalid");
+    $("key").removeAttribute("aria-describedby");
+  }
   $("key").focus();
+}
+
+// showTitle names the view in the browser's title: what it shows, then
+// where (the student, the class, the school, its district), then the
+// service; the forms' view is the entry's.
+function showTitle(student) {
+  let parts = ["Your school's or district's usage"];
+  if (me && !$("dashboard").hidden) {
+    const classId = $("class").value;
+    parts = inDistrictView()
+      ? [me.district.name]
+      : [student?.name, classId ? classNames.get(classId) : "", districtSchool?.name ?? me.school?.name, districtSchool ? me.district.name : ""];
+  }
+  document.title = [...parts.filter(Boolean), "groupanalytics"].join(" · ");
+}
+
+// showSkipLinks offers a skip link to each section the view shows.
+function showSkipLinks() {
+  for (const link of document.querySelectorAll(".skip-links a[data-section]")) {
+    const section = $(link.hash.slice(1)).closest("section, details");
+    link.hidden = $("dashboard").hidden || !$("student-view").hidden || section.hidden;
+  }
+}
+
+// busy marks the parts that a load redraws as busy, or no longer: the
+// status line, which says what is happening, stays outside them.
+function busy(on) {
+  for (const id of ["totals", "school-charts", "students-section", "schools-section", "student-view"]) {
+    if (on) {
+      $(id).setAttribute("aria-busy", "true");
+    } else {
+      $(id).removeAttribute("aria-busy");
+    }
+  }
 }
 
 function showDashboard() {
@@ -145,7 +192,7 @@ async function resumeSession() {
   }
   session = { csrfToken: me.csrfToken };
   showDashboard();
-  load();
+  load({ focus: true });
   return true;
 }
 
@@ -222,8 +269,9 @@ function periodLabels(start, end, interval) {
 // drawChart draws, on the canvas of id, the endpoint's metrics of reports
 // as bars (chat's stacked, its total left out: it is their sum) and one
 // line over them: {label, data, axis}, axis "y" (counts) or "students".
-// A period with a note (periodNotes) is named with it, its bars pale and
-// the line to it dashed, as it is not a whole period.
+// A period with a note (periodNotes) is named with it, and the line to it
+// dashed, as it is not a whole period. Its legend is a row of buttons
+// (drawLegend), its figures a table (drawChartTable).
 function drawChart(id, endpoint, reports, { starts, notes }, line) {
   const titles = reports.length ? reports[0].data.map((m) => m.title) : [];
   const shown = endpoint === "chat" ? titles.slice(1) : titles;
@@ -232,8 +280,10 @@ function drawChart(id, endpoint, reports, { starts, notes }, line) {
     type: "bar",
     label: title,
     data: reports.map((r) => value(r, title)),
-    // Pale where the period is not whole.
-    backgroundColor: (ctx) => colors[i % colors.length] + (ctx.type === "data" && notes[ctx.dataIndex] ? "59" : ""),
+    backgroundColor: fill(i),
+    // A white edge between stacked segments.
+    borderColor: "#fff",
+    borderWidth: { top: 1 },
     yAxisID: "y",
     order: 1,
   }));
@@ -271,24 +321,113 @@ function drawChart(id, endpoint, reports, { starts, notes }, line) {
       animation: false,
       interaction: { mode: "index", intersect: false },
       scales,
-      // The legend's swatches in the bars' whole colour, whichever period
-      // comes first; on a phone below the plot, small, so that the plot
-      // keeps most of the height.
-      plugins: {
-        legend: {
-          position: narrow() ? "bottom" : "top",
-          labels: {
-            boxWidth: narrow() ? 10 : 40,
-            font: { size: narrow() ? 10 : 12 },
-            generateLabels: (chart) =>
-              Chart.defaults.plugins.legend.labels.generateLabels(chart).map((item) =>
-                item.datasetIndex < shown.length ? { ...item, fillStyle: colors[item.datasetIndex % colors.length] } : item,
-              ),
-          },
-        },
-      },
+      // The legend is the page's own, of buttons (drawLegend).
+      plugins: { legend: { display: false } },
     },
   });
+  drawLegend(id, datasets);
+  drawChartTable(id, starts, notes, datasets);
+}
+
+// fillCache keeps each series' pattern, made once.
+const fillCache = new Map();
+
+// fill is the ith series' colour with its pattern drawn over it in white:
+// solid, stripes one way or the other, dots, lines across or down, a
+// cross. Its tile (a canvas) draws the legend's swatch too.
+function fill(i) {
+  const color = colors[i % colors.length];
+  const kind = patterns[i % patterns.length];
+  if (!fillCache.has(i)) {
+    const tile = Object.assign(document.createElement("canvas"), { width: 10, height: 10 });
+    const c = tile.getContext("2d");
+    c.fillStyle = color;
+    c.fillRect(0, 0, 10, 10);
+    c.strokeStyle = c.fillStyle = "rgba(255, 255, 255, 0.85)";
+    c.lineWidth = 2;
+    const stroke = (...xy) => {
+      c.beginPath();
+      c.moveTo(xy[0], xy[1]);
+      c.lineTo(xy[2], xy[3]);
+      c.stroke();
+    };
+    if (kind === "diagonal") {
+      stroke(0, 10, 10, 0);
+      stroke(-5, 5, 5, -5);
+      stroke(5, 15, 15, 5);
+    } else if (kind === "backdiagonal") {
+      stroke(0, 0, 10, 10);
+      stroke(-5, 5, 5, 15);
+      stroke(5, -5, 15, 5);
+    } else if (kind === "dots") {
+      c.beginPath();
+      c.arc(5, 5, 1.8, 0, 2 * Math.PI);
+      c.fill();
+    } else if (kind === "horizontal") {
+      stroke(0, 5, 10, 5);
+    } else if (kind === "vertical") {
+      stroke(5, 0, 5, 10);
+    } else if (kind === "cross") {
+      stroke(0, 5, 10, 5);
+      stroke(5, 0, 5, 10);
+    }
+    fillCache.set(i, { tile, pattern: c.createPattern(tile, "repeat") });
+  }
+  return fillCache.get(i).pattern;
+}
+
+// drawLegend writes the chart's legend as buttons that hide and show its
+// series, from the keyboard as from the pointer.
+function drawLegend(id, datasets) {
+  const chart = charts[id];
+  $(`${id}-legend`).replaceChildren(
+    ...datasets.map((d, i) => {
+      const swatch = Object.assign(document.createElement("span"), { className: d.type === "line" ? "swatch line" : "swatch" });
+      swatch.setAttribute("aria-hidden", "true");
+      if (d.type !== "line") {
+        swatch.style.backgroundImage = `url(${fillCache.get(i).tile.toDataURL()})`;
+      }
+      const button = Object.assign(document.createElement("button"), { type: "button" });
+      button.setAttribute("aria-pressed", "true");
+      button.append(swatch, d.label);
+      button.addEventListener("click", () => {
+        const visible = !chart.isDatasetVisible(i);
+        chart.setDatasetVisibility(i, visible);
+        chart.update();
+        button.setAttribute("aria-pressed", String(visible));
+      });
+      return button;
+    }),
+  );
+}
+
+// drawChartTable writes the chart's figures as a table: a row a period
+// (with its note), a column a series.
+function drawChartTable(id, starts, notes, datasets) {
+  const table = $(`${id}-table`);
+  const head = document.createElement("tr");
+  for (const title of ["Period", ...datasets.map((d) => d.label)]) {
+    head.append(Object.assign(document.createElement("th"), { scope: "col", textContent: title }));
+  }
+  table.tHead.replaceChildren(head);
+  table.tBodies[0].replaceChildren(
+    ...starts.map((start, p) => {
+      const tr = document.createElement("tr");
+      const period = notes[p] ? `${showDay(start)} (${notes[p]})` : showDay(start);
+      tr.append(Object.assign(document.createElement("th"), { scope: "row", textContent: period }));
+      for (const d of datasets) {
+        const v = d.data[p];
+        tr.append(Object.assign(document.createElement("td"), { textContent: v === null || v === undefined ? "hidden" : showNumber(v) }));
+      }
+      return tr;
+    }),
+  );
+}
+
+// showNumber writes a figure as the tables do: thousands separated, an
+// average to a tenth.
+function showNumber(n) {
+  return n.toLocaleString("en-US", { maximumFractionDigits: 1 });
 }
 
 // narrow tells whether the page is laid out for a phone (style.css's breakpoint).
@@ -580,8 +719,10 @@ async function loadClasses() {
 }
 
 // load shows what the key opens over the range: a district's view, or a
-// school's, counting its requests on the status line and the progress bar.
-async function load() {
+// school's, counting its requests on the progress bar; the status line
+// says it is loading, once, and then what it shows. With focus, a new
+// view, it moves focus to the view's heading when it is shown.
+async function load({ focus } = {}) {
   showStudentView(false);
   delete $("dashboard").dataset.loaded;
   running?.abort();
@@ -591,16 +732,15 @@ async function load() {
   let done = 0;
   progress.value = 0;
   progress.hidden = false;
-  $("dashboard").setAttribute("aria-busy", "true");
+  busy(true);
   const asked = 8;
-  setStatus(`Loading… 0 of ${asked} reports`);
+  setStatus(`Loading ${asked} reports…`);
   const loading = {
     signal: controller.signal,
     // tick counts n requests done, or not made.
     tick(n = 1) {
       done += n;
       progress.value = done;
-      setStatus(`Loading… ${done} of ${asked} reports`);
     },
   };
   try {
@@ -611,6 +751,10 @@ async function load() {
     }
     showPlace();
     await (inDistrictView() ? loadDistrict(loading) : loadSchool(loading));
+    showTitle();
+    if (focus) {
+      $("place-name").focus();
+    }
   } catch (err) {
     if (err.name === "AbortError") {
       return;
@@ -624,7 +768,7 @@ async function load() {
   } finally {
     if (running === controller) {
       progress.hidden = true;
-      $("dashboard").removeAttribute("aria-busy");
+      busy(false);
     }
   }
 }
@@ -643,6 +787,8 @@ function showPlace() {
   $("district-back").hidden = !districtSchool;
   $("schools-section").hidden = !inDistrictView();
   $("students-section").hidden = inDistrictView();
+  showTitle();
+  showSkipLinks();
 }
 
 // loadSchool shows the school view: its totals against the days before,
@@ -724,6 +870,7 @@ function showStudentView(show) {
   if (!show) {
     delete $("student-view").dataset.loaded;
   }
+  showSkipLinks();
 }
 
 // comparedWith names what the school view shows, which a student's page
@@ -775,7 +922,8 @@ async function openStudent(student) {
     drawStudentTotals(reports, totals, versus.name);
     setStatus(`${student.name}: ${showRange(period.startDate, period.endDate)}, by ${interval}`);
     $("student-view").dataset.loaded = student.id;
-    $("student-back").focus();
+    showTitle(student);
+    $("student-heading").focus();
   } catch (err) {
     if (err.name !== "AbortError") {
       setStatus(err.message || "The service could not be reached.", true);
@@ -902,7 +1050,7 @@ async function init() {
     ev.preventDefault();
     sessionStorage.setItem(keyStore, $("key").value.trim());
     showDashboard();
-    load();
+    load({ focus: true });
   });
   // Sign-in goes to the provider by redirects, which the page's policy
   // (form-action 'self') would stop after a form's submission: it is a
@@ -917,9 +1065,13 @@ async function init() {
   });
   $("class").addEventListener("change", load);
   $("sign-out").addEventListener("click", signOut);
+  // Back to the school: focus returns to the student's name it came from.
   $("student-back").addEventListener("click", () => {
+    const from = $("student-view").dataset.loaded;
     showStudentView(false);
     showPeriod(loaded);
+    showTitle();
+    $("students").querySelector(`tr[data-id="${CSS.escape(from ?? "")}"] button.student`)?.focus();
   });
   $("search").addEventListener("input", drawFirstPage);
   $("inactive-only").addEventListener("change", drawFirstPage);

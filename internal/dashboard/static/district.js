@@ -186,7 +186,7 @@ async function openSchool(school) {
   window.scrollTo(0, 0);
   await load();
   if (school) {
-    $("district-back").focus();
+    $("place-name").focus();
   } else if (from) {
     $("schools").querySelector(`tr[data-id="${CSS.escape(from.id)}"] button`)?.focus();
   }
