@@ -115,6 +115,32 @@ type Directory interface {
 	Session(ctx context.Context, tokenHash []byte, now time.Time) (Session, error)
 	CloseSession(ctx context.Context, tokenHash []byte) error
 
+	// LTI platforms, a school's or a district's: AddLTIPlatform
+	// (Conflict for an id, or an issuer and client id, taken),
+	// LTIPlatformsOf lists them by id, LTIPlatform returns one,
+	// LTIPlatformOf the one of an issuer and client id (the issuer's only
+	// one when clientID is empty), RemoveLTIPlatform takes one away with
+	// its logins and sessions. NotFound for one that is not.
+	AddLTIPlatform(ctx context.Context, p LTIPlatform) error
+	LTIPlatformsOf(ctx context.Context, groupID, districtID string) ([]LTIPlatform, error)
+	LTIPlatform(ctx context.Context, platformID string) (LTIPlatform, error)
+	LTIPlatformOf(ctx context.Context, issuer, clientID string) (LTIPlatform, error)
+	RemoveLTIPlatform(ctx context.Context, platformID string) error
+	// A launch's login, kept and taken once as a sign-in's attempt is;
+	// UseLTINonce records a launch's nonce, until expires, or answers
+	// Conflict for one used before.
+	StartLTILogin(ctx context.Context, l LTILogin, maxAge time.Duration) error
+	TakeLTILogin(ctx context.Context, stateHash []byte, now time.Time, maxAge time.Duration) (LTILogin, error)
+	UseLTINonce(ctx context.Context, platformID, nonce string, now, expires time.Time) error
+	// A launch's session: OpenLTISession keeps one (and forgets those
+	// ended); LTISession returns the one of this token hash and notes it
+	// seen, or answers Unauthorized for one ended or never opened.
+	OpenLTISession(ctx context.Context, s LTISession) error
+	LTISession(ctx context.Context, tokenHash []byte, now time.Time) (LTISession, error)
+	// The tool's keys, newest first; AddLTIToolKey keeps a new one.
+	LTIToolKeys(ctx context.Context) ([]LTIToolKey, error)
+	AddLTIToolKey(ctx context.Context, k LTIToolKey) error
+
 	// The weekly digest's recipients, a group's or a district's
 	// (Conflict for an address already one, NotFound for one that is
 	// not), and the record of the digests sent. Recipients lists every

@@ -1040,3 +1040,29 @@ func TestHelp(t *testing.T) {
 		t.Errorf("group bogus: exit %d, %q", code, errOut)
 	}
 }
+
+// TestLTIPlatformCommands: a school's LMS registered by hand, listed, and
+// removed; one without a deployment, or of plain http elsewhere than on
+// loopback, refused, saying why.
+func TestLTIPlatformCommands(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "group", "create", "--db", db, "--id", "north")
+	add := []string{"lti", "platform", "add", "--db", db, "--group", "north", "--id", "north-canvas", "--name", "Canvas",
+		"--issuer", "https://canvas.instructure.com", "--client-id", "10000000000042", "--auth-url", "https://sso.canvaslms.com/api/lti/authorize_redirect",
+		"--token-url", "https://sso.canvaslms.com/login/oauth2/token", "--jwks-url", "https://sso.canvaslms.com/api/lti/security/jwks"}
+	if code, _, errOut := run(t, "", add...); code != 1 || !strings.Contains(errOut, "Missing deploymentIds") {
+		t.Errorf("a platform without a deployment: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := run(t, "", append(slices.Clone(add), "--deployment", "42:abc", "--auth-url", "http://lms.example/auth")...); code != 1 || !strings.Contains(errOut, "Invalid authUrl") {
+		t.Errorf("a platform's endpoint of plain http: exit %d, %s", code, errOut)
+	}
+	if out := mustRun(t, append(add, "--deployment", "42:abc", "--deployment", "42:abc")...); out != "registered LTI platform north-canvas (https://canvas.instructure.com, client 10000000000042) for group north: deployments 42:abc\n" {
+		t.Errorf("lti platform add: %q", out)
+	}
+	if out := mustRun(t, "lti", "platform", "list", "--db", db, "--group", "north"); !regexp.MustCompile(`^ID +NAME +ISSUER +CLIENT +DEPLOYMENTS\nnorth-canvas +Canvas +https://canvas\.instructure\.com +10000000000042 +42:abc\n$`).MatchString(out) {
+		t.Errorf("lti platform list:\n%s", out)
+	}
+	if out := mustRun(t, "lti", "platform", "remove", "--db", db, "--platform", "north-canvas"); out != "removed LTI platform north-canvas: its launches' sessions have ended\n" {
+		t.Errorf("lti platform remove: %q", out)
+	}
+}

@@ -5,9 +5,12 @@
 package dashboard
 
 import (
+	"bytes"
 	"embed"
+	"html"
 	"io/fs"
 	"net/http"
+	"strings"
 )
 
 //go:embed static
@@ -19,12 +22,40 @@ var files, _ = fs.Sub(static, "static")
 // securityHeaders keep the page to its own assets and its own origin: no
 // inline script, no third-party connection, no framing.
 func securityHeaders(h http.Header) {
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
-		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", policy("'none'"))
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	// Embedded files have no dates: ask the browser to check each time.
 	h.Set("Cache-Control", "no-cache")
+}
+
+// policy is the pages' Content-Security-Policy, framed by these
+// ancestors.
+func policy(frameAncestors string) string {
+	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors " + frameAncestors
+}
+
+// Launched serves the page that an LTI launch opens: the dashboard, with
+// the launch's session token in it (which the page keeps in its tab and
+// sends as its key), framed only by the LMS's origins, and never cached.
+func Launched(w http.ResponseWriter, r *http.Request, token string, frameAncestors []string) {
+	page, err := fs.ReadFile(files, "index.html")
+	if err != nil {
+		http.Error(w, "Internal error", http.StatusInternalServerError)
+		return
+	}
+	meta := `<meta name="groupanalytics-session" content="` + html.EscapeString(token) + `">` + "\n"
+	page = bytes.Replace(page, []byte("<meta charset=\"utf-8\">\n"), []byte("<meta charset=\"utf-8\">\n"+meta), 1)
+	securityHeaders(w.Header())
+	ancestors := strings.Join(frameAncestors, " ")
+	if ancestors == "" {
+		ancestors = "'none'"
+	}
+	w.Header().Set("Content-Security-Policy", policy(ancestors))
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(page)
 }
 
 // Page serves the dashboard's page.

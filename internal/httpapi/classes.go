@@ -193,8 +193,12 @@ func (s *Server) keyMe(w http.ResponseWriter, r *http.Request, access analytics.
 	place := func(g analytics.Group) placeJSON { return placeJSON{g.ID, g.Name, g.TimeZone} }
 	var signedIn signedInJSON
 	if p := access.Person; p != nil {
-		c, _ := r.Cookie(sessionCookie)
-		signedIn = signedInJSON{&mePersonJSON{p.Email, p.Name, string(p.Role), p.ProviderID}, csrfToken(c.Value)}
+		signedIn.Person = &mePersonJSON{p.Email, p.Name, string(p.Role), p.ProviderID}
+		// A cookie's session needs its CSRF token; an LTI launch's, sent
+		// as a key, none.
+		if c, err := r.Cookie(sessionCookie); err == nil && r.Header.Get("x-api-key") == "" {
+			signedIn.CSRFToken = csrfToken(c.Value)
+		}
 	}
 	if access.District != nil && access.Group.ID == "" {
 		d := access.District.District

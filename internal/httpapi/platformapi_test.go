@@ -435,6 +435,10 @@ func staffAndProvidersTour(e *testEnv, token string) {
 		e.mustCall("POST", owner+"/sign-in-providers", token, `{"id": "`+id+`", "issuer": "https://idp.example", "clientId": "a", "clientSecret": "b", "emailDomains": ["north.example"], "skipDiscovery": true}`, http.StatusCreated)
 		e.mustCall("GET", owner+"/sign-in-providers", token, "", http.StatusOK)
 		e.mustCall("DELETE", "/v1/admin/sign-in-providers/"+id, token, "", http.StatusNoContent)
+		e.mustCall("POST", owner+"/lti-platforms", token, `{"id": "`+id+`", "issuer": "https://lms.example/`+id+`", "clientId": "a", "deploymentIds": ["d"],
+			"authUrl": "https://lms.example/auth", "tokenUrl": "https://lms.example/token", "jwksUrl": "https://lms.example/jwks"}`, http.StatusCreated)
+		e.mustCall("GET", owner+"/lti-platforms", token, "", http.StatusOK)
+		e.mustCall("DELETE", "/v1/admin/lti-platforms/"+id, token, "", http.StatusNoContent)
 	}
 }
 

@@ -217,9 +217,10 @@ func (s *Server) withKey(h func(w http.ResponseWriter, r *http.Request, access a
 	}
 }
 
-// authorize returns what the request's key (x-api-key) opens or, without
-// one, its session's (the cookie), and the name of the budget it spends:
-// the key's or the session's hash.
+// authorize returns what the request's key (x-api-key) opens, or an LTI
+// launch's session token sent as one (LTISessionPrefix), or, without one,
+// its session's (the cookie), and the name of the budget it spends: the
+// key's or the session's hash.
 func (s *Server) authorize(r *http.Request, now time.Time) (analytics.Access, string, error) {
 	key := r.Header.Get("x-api-key")
 	if c, err := r.Cookie(sessionCookie); key == "" && err == nil && c.Value != "" {
@@ -227,6 +228,10 @@ func (s *Server) authorize(r *http.Request, now time.Time) (analytics.Access, st
 		return access, string(analytics.HashSecret(c.Value)), err
 	}
 	keyHash := analytics.HashSecret(key)
+	if strings.HasPrefix(key, LTISessionPrefix) {
+		access, err := s.ltiAccess(r, key, now)
+		return access, string(keyHash), err
+	}
 	access, err := s.engine.Directory.Authorize(r.Context(), keyHash, now)
 	return access, string(keyHash), err
 }

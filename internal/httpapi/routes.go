@@ -36,6 +36,13 @@ func (s *Server) routes() []route {
 		{"GET /signin/{providerId}", 0, s.signInWith},
 		{"POST /signout", 0, s.signOut},
 
+		// The LTI 1.3 tool: a launch's login, its id_token posted back, and
+		// the tool's keys.
+		{"GET /lti/login", 0, s.ltiLogin},
+		{"POST /lti/login", maxAdminBody, s.ltiLogin},
+		{"POST /lti/launch", maxLaunchBody, s.ltiLaunch},
+		{"GET /lti/jwks", 0, s.ltiJWKS},
+
 		// The weekly digest's unsubscribe link, which needs no key.
 		{"GET /unsubscribe", 0, s.unsubscribeForm},
 		{"POST /unsubscribe", maxAdminBody, s.unsubscribe},
@@ -82,6 +89,8 @@ func (s *Server) platformRoutes() []route {
 		{"GET /v1/admin/groups/{groupId}/access-log", maxAdminBody, s.withToken(s.adminAccessLog)},
 		{"GET /v1/admin/groups/{groupId}/staff", maxAdminBody, s.withToken(s.listStaff)},
 		{"POST /v1/admin/groups/{groupId}/staff", maxAdminBody, s.withToken(s.addStaff)},
+		{"GET /v1/admin/groups/{groupId}/lti-platforms", maxAdminBody, s.withToken(s.listLTIPlatforms)},
+		{"POST /v1/admin/groups/{groupId}/lti-platforms", maxAdminBody, s.withToken(s.addLTIPlatform)},
 		{"GET /v1/admin/groups/{groupId}/sign-in-providers", maxAdminBody, s.withToken(s.listProviders)},
 		{"POST /v1/admin/groups/{groupId}/sign-in-providers", maxAdminBody, s.withToken(s.addProvider)},
 		{"GET /v1/admin/groups/{groupId}/digest-recipients", maxAdminBody, s.withToken(s.listRecipients)},
@@ -101,6 +110,9 @@ func (s *Server) platformRoutes() []route {
 		{"GET /v1/admin/districts/{districtId}/staff", maxAdminBody, s.withToken(s.listStaff)},
 		{"POST /v1/admin/districts/{districtId}/staff", maxAdminBody, s.withToken(s.addStaff)},
 		{"DELETE /v1/admin/staff/{staffId}", maxAdminBody, s.withToken(s.removeStaff)},
+		{"GET /v1/admin/districts/{districtId}/lti-platforms", maxAdminBody, s.withToken(s.listLTIPlatforms)},
+		{"POST /v1/admin/districts/{districtId}/lti-platforms", maxAdminBody, s.withToken(s.addLTIPlatform)},
+		{"DELETE /v1/admin/lti-platforms/{platformId}", maxAdminBody, s.withToken(s.removeLTIPlatform)},
 		{"GET /v1/admin/districts/{districtId}/sign-in-providers", maxAdminBody, s.withToken(s.listProviders)},
 		{"POST /v1/admin/districts/{districtId}/sign-in-providers", maxAdminBody, s.withToken(s.addProvider)},
 		{"DELETE /v1/admin/sign-in-providers/{providerId}", maxAdminBody, s.withToken(s.removeProvider)},

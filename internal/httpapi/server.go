@@ -27,6 +27,7 @@ import (
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/buildinfo"
 	"groupanalytics/internal/dashboard"
+	"groupanalytics/internal/lti"
 	"groupanalytics/internal/metrics"
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/report"
@@ -54,6 +55,8 @@ type Server struct {
 	signIn    *signin.RelyingParty
 	sessions  Sessions
 	refusals  *gate
+	// ltiVerifier checks LTI launches, keeping the platforms' keys.
+	ltiVerifier *lti.Verifier
 }
 
 // Config is what a Server is made of.
@@ -102,6 +105,7 @@ func New(cfg Config) *Server {
 		publicURL:          strings.TrimRight(cfg.PublicURL, "/"),
 		signIn:             signin.New(),
 		refusals:           newGate(),
+		ltiVerifier:        lti.NewVerifier(),
 		sessions: Sessions{Lifetime: cmp.Or(cfg.Sessions.Lifetime, 12*time.Hour),
 			Idle: cmp.Or(cfg.Sessions.Idle, 2*time.Hour)},
 	}

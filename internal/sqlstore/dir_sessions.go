@@ -40,32 +40,43 @@ func (s *Store) StartSignIn(ctx context.Context, a analytics.SignInAttempt, maxA
 	})
 }
 
-// TakeSignIn returns the attempt of this state hash and forgets it: of
-// two takes, in any processes, one finds it (its DELETE is the one that
-// removes the row). One begun more than maxAge before now is NotFound.
+// TakeSignIn returns the attempt of this state hash and forgets it, once
+// (takeOnce).
 func (s *Store) TakeSignIn(ctx context.Context, stateHash []byte, now time.Time, maxAge time.Duration) (analytics.SignInAttempt, error) {
 	a := analytics.SignInAttempt{StateHash: stateHash}
-	err := s.transact(ctx, "TakeSignIn", func(tx *txn) error {
-		var created int64
-		err := tx.QueryRowContext(ctx, s.q(`SELECT browser_hash, provider_id, nonce, verifier, return_to, created_at
-			FROM sign_in_attempts WHERE state_hash = ?`), stateHash).Scan(&a.BrowserHash, &a.ProviderID, &a.Nonce, &a.Verifier, &a.ReturnTo, &created)
+	err := s.takeOnce(ctx, "TakeSignIn", `SELECT browser_hash, provider_id, nonce, verifier, return_to, created_at FROM sign_in_attempts WHERE state_hash = ?`,
+		`DELETE FROM sign_in_attempts WHERE state_hash = ?`, stateHash, now, maxAge, func(row *sql.Row) (time.Time, error) {
+			var created int64
+			err := row.Scan(&a.BrowserHash, &a.ProviderID, &a.Nonce, &a.Verifier, &a.ReturnTo, &created)
+			a.Created = fromMillis(created)
+			return a.Created, err
+		})
+	return a, err
+}
+
+// takeOnce reads the row of this state hash (selectRow; scan returns
+// when it was begun) and deletes it (deleteRow): of two takes, in any
+// processes, one finds it (its DELETE is the one that removes the row).
+// One begun more than maxAge before now, or none, is NotFound.
+func (s *Store) takeOnce(ctx context.Context, op, selectRow, deleteRow string, stateHash []byte, now time.Time, maxAge time.Duration,
+	scan func(*sql.Row) (time.Time, error)) error {
+	return s.transact(ctx, op, func(tx *txn) error {
+		created, err := scan(tx.QueryRowContext(ctx, s.q(selectRow), stateHash))
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNoSignIn
 		}
 		if err != nil {
 			return err
 		}
-		a.Created = fromMillis(created)
-		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM sign_in_attempts WHERE state_hash = ?`), stateHash)
+		res, err := tx.ExecContext(ctx, s.q(deleteRow), stateHash)
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 || now.Sub(a.Created) > maxAge {
+		if n, _ := res.RowsAffected(); n == 0 || now.Sub(created) > maxAge {
 			return errNoSignIn
 		}
 		return nil
 	})
-	return a, err
 }
 
 var errNoSignIn = analytics.Errorf(analytics.NotFound, "No such sign-in: it was finished already, or began too long ago")
@@ -131,16 +142,21 @@ func (s *Store) Session(ctx context.Context, tokenHash []byte, now time.Time) (a
 		return analytics.Session{}, errUnauthorized
 	}
 	if now.Sub(m.Seen) >= seenEvery(m.Idle) {
-		err := s.transact(ctx, "Session", func(tx *txn) error {
-			_, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET seen_at = ? WHERE token_hash = ? AND seen_at < ?`), millis(now), tokenHash, millis(now))
-			return err
-		})
-		if err != nil {
+		if err := s.noteSeen(ctx, "Session", "sessions", tokenHash, now); err != nil {
 			return analytics.Session{}, err
 		}
 		m.Seen = now
 	}
 	return m, nil
+}
+
+// noteSeen writes down that the session of this token hash, of table,
+// was seen at now.
+func (s *Store) noteSeen(ctx context.Context, op, table string, tokenHash []byte, now time.Time) error {
+	return s.transact(ctx, op, func(tx *txn) error {
+		_, err := tx.ExecContext(ctx, s.q(`UPDATE `+table+` SET seen_at = ? WHERE token_hash = ? AND seen_at < ?`), millis(now), tokenHash, millis(now))
+		return err
+	})
 }
 
 // CloseSession ends the session of this token hash, if there is one.

@@ -73,6 +73,8 @@ async function call(method, path, signal) {
   } catch {}
   if (resp.status === 403 && session) {
     message = "Your session has ended, or your school's plan has: sign in again.";
+  } else if (resp.status === 403 && key?.startsWith("gal_")) {
+    message = "Your launch from your course has ended, or your school's plan has: open the tool again from your course.";
   } else if (resp.status === 403) {
     message = "This key was not accepted: it may be mistyped or revoked, or your school's plan may have ended.";
   } else if (resp.status === 429) {
@@ -171,10 +173,17 @@ function showDashboard() {
   $("signin-form").hidden = true;
   $("dashboard").hidden = false;
   $("sign-out").hidden = false;
-  $("sign-out").textContent = session ? "Sign out" : "Forget key";
-  $("person").hidden = !session;
-  if (session) {
-    $("person").textContent = `${me.person.name || me.person.email} · ${roleNames[me.person.role] || me.person.role}`;
+  showPerson();
+}
+
+// showPerson names in the header who asks, when a person does (a
+// signed-in session, or an LTI launch's), and how to leave.
+function showPerson() {
+  const person = me?.person;
+  $("sign-out").textContent = session ? "Sign out" : person ? "Leave" : "Forget key";
+  $("person").hidden = !person;
+  if (person) {
+    $("person").textContent = `${person.name || person.email} · ${roleNames[person.role] || person.role}`;
   }
 }
 
@@ -750,6 +759,7 @@ async function load({ focus } = {}) {
       me = await (await call("GET", "/api/me", controller.signal)).json();
     }
     showPlace();
+    showPerson();
     await (inDistrictView() ? loadDistrict(loading) : loadSchool(loading));
     showTitle();
     if (focus) {
@@ -1093,9 +1103,18 @@ async function init() {
   $("download-adoption").addEventListener("click", () => download(() => call("GET", `/api/adoption?${new URLSearchParams({ ...range(), format: "csv" })}`)));
   $("school-search").addEventListener("input", drawSchools);
   $("district-back").addEventListener("click", () => openSchool(null));
+  // An LTI launch's page carries its session's token: kept in this tab
+  // as its key (no cookie needed in the LMS's frame), the page's address
+  // made the dashboard's, so that a reload does not post the launch again.
+  const launched = document.querySelector('meta[name="groupanalytics-session"]');
+  if (launched) {
+    sessionStorage.setItem(keyStore, launched.content);
+    launched.remove();
+    history.replaceState(null, "", "/");
+  }
   if (sessionStorage.getItem(keyStore)) {
     showDashboard();
-    load();
+    load({ focus: Boolean(launched) });
   } else if (!(await resumeSession().catch(() => false))) {
     showKeyForm("");
   }

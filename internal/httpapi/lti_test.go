@@ -1,0 +1,244 @@
+package httpapi_test
+
+import (
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/lti/ltitest"
+	"groupanalytics/internal/stores/storetest"
+)
+
+// ltiEnv is a school (north) with a roster's class (sec-1, of students s1
+// and s2; another, sec-2, of s3) and an LMS registered for it through the
+// admin API: a platform of the test's own.
+func ltiEnv(t *testing.T, e *testEnv) *ltitest.Platform {
+	t.Helper()
+	e.school("north", "UTC")
+	for _, st := range []string{"s1", "s2", "s3"} {
+		e.enrol("north", st, "Student "+st)
+	}
+	for class, members := range map[string][]string{"sec-1": {"s1", "s2"}, "sec-2": {"s3"}} {
+		if _, err := e.platform.CreateClass(ctx, analytics.Class{GroupID: "north", ID: class, Name: "Class " + class, Members: members}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.send(session("north", "s1", "2026-11-20T10:00:00Z"), session("north", "s3", "2026-11-20T11:00:00Z"))
+	p := ltitest.Start(t, "ga-tool", "dep-1")
+	p.ToolLogin, p.ToolLaunch, p.Now = e.server.URL+"/lti/login", e.server.URL+"/lti/launch", e.clock.Now
+	e.mustCall("POST", "/v1/admin/groups/north/lti-platforms", e.token(), `{"id": "north-canvas", "name": "Canvas", "issuer": "`+p.Issuer+
+		`", "clientId": "ga-tool", "deploymentIds": ["dep-1"], "authUrl": "`+p.AuthURL()+`", "tokenUrl": "`+p.TokenURL()+`", "jwksUrl": "`+p.JWKSURL()+`"}`,
+		http.StatusCreated)
+	return p
+}
+
+var (
+	teacher = ltitest.Person{ID: "u-teach", Name: "Tess Teach", Email: "tess@north.example", SourcedID: "t-1", Roles: []string{ltitest.Instructor}}
+	admin   = ltitest.Person{ID: "u-admin", Name: "Ada Admin", Email: "ada@north.example", Roles: []string{ltitest.InstitutionAdmin}}
+	learner = ltitest.Person{ID: "u-learn", Name: "Lee Learn", Email: "lee@north.example", SourcedID: "s1", Roles: []string{ltitest.Learner}}
+	course  = ltitest.Course{ID: "course-7", Title: "Biology 7", SectionSourcedID: "sec-1"}
+)
+
+var sessionMeta = regexp.MustCompile(`<meta name="groupanalytics-session" content="(gal_[A-Z0-9]+)">`)
+
+// launch launches the tool from platform p as person in c, in browser b:
+// its login, the platform's answer, and the form it posts; it returns
+// the launch's answer.
+func launch(t *testing.T, b *browser, p *ltitest.Platform, person ltitest.Person, c ltitest.Course) response {
+	t.Helper()
+	page := b.get(p.LoginURL(person, c, false), false)
+	if page.status != http.StatusOK {
+		t.Fatalf("the login went to %d: %s", page.status, page.body)
+	}
+	return b.post(p.ToolLaunch, ltitest.Posted(t, strings.NewReader(string(page.body))))
+}
+
+// post posts a form, as the platform's page does.
+func (b *browser) post(u string, form url.Values) response {
+	b.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return b.do(req, true)
+}
+
+// launchedToken is the session token of a launch's page, or "".
+func launchedToken(r response) string {
+	if m := sessionMeta.FindSubmatch(r.body); m != nil {
+		return string(m[1])
+	}
+	return ""
+}
+
+// TestLTILaunch: an instructor launching from a course that is a
+// roster's class sees that class, as its teacher would; an instructor of
+// a course that is none gets a class made for it; an administrator sees
+// the school; a learner sees a page saying the reports are for staff,
+// and nothing opens. Each answer of a launch's session names the person
+// and the LMS in the access log. The page is framed by the platform only.
+// The tool's keys are published at /lti/jwks.
+func TestLTILaunch(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		p := ltiEnv(t, e)
+		asTeacher := launch(t, newBrowser(t, e.server.URL), p, teacher, course)
+		token := launchedToken(asTeacher)
+		if asTeacher.status != http.StatusOK || token == "" {
+			t.Fatalf("the instructor's launch: %d %s", asTeacher.status, asTeacher.body)
+		}
+		if csp := asTeacher.header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors "+p.Issuer) {
+			t.Errorf("the launch's page may be framed by %q, want the platform", csp)
+		}
+		if cache := asTeacher.header.Get("Cache-Control"); cache != "no-store" {
+			t.Errorf("the launch's page, holding a session's token, is cached: %q", cache)
+		}
+		me := e.do("GET", "/api/me", token, "").json(t)
+		if me["kind"] != "teacher" || strings.Join(stringsOf(me["classIds"]), ",") != "sec-1" {
+			t.Errorf("the instructor's /api/me: %v, want the class sec-1 alone", me)
+		}
+		person, _ := me["person"].(map[string]any)
+		if person["email"] != teacher.Email || person["provider"] != "lti:north-canvas" || me["csrfToken"] != nil {
+			t.Errorf("the instructor's person: %v", me)
+		}
+		if r := e.reportRequest("live-lecture", token, "classId=sec-1&startDate=2026-11-20&endDate=2026-11-20", ""); r.status != http.StatusOK {
+			t.Errorf("the course's class's report: %d %s", r.status, r.body)
+		}
+		if r := e.reportRequest("live-lecture", token, "classId=sec-2&startDate=2026-11-20&endDate=2026-11-20", ""); r.status == http.StatusOK {
+			t.Errorf("another class's report opened to the course's instructor")
+		}
+		if r := e.reportRequest("chat", token, "students=true", ""); r.status != http.StatusOK || strings.Contains(string(r.body), `"s3"`) {
+			t.Errorf("the instructor's student reports: %d, or another class's student in them: %s", r.status, r.body)
+		}
+		entries := e.mustCall("GET", "/v1/admin/groups/north/access-log", e.token(), "", http.StatusOK)["entries"].([]any)
+		last, _ := entries[0].(map[string]any)
+		if who, _ := last["person"].(map[string]any); who["email"] != teacher.Email || who["provider"] != "lti:north-canvas" {
+			t.Errorf("the access log's entry of the launch's answer: %v, want the person and the LMS", last)
+		}
+
+		// A course no roster's class is: a class of the school made for it.
+		other := launch(t, newBrowser(t, e.server.URL), p, teacher, ltitest.Course{ID: "course-9", Title: "Art 9"})
+		me = e.do("GET", "/api/me", launchedToken(other), "").json(t)
+		ids := stringsOf(me["classIds"])
+		if len(ids) != 1 || !strings.HasPrefix(ids[0], "lms-") {
+			t.Fatalf("a course no class is: %v", me)
+		}
+		if c, err := e.platform.Class(ctx, "north", ids[0]); err != nil || c.Name != "Art 9 (from Canvas)" {
+			t.Errorf("the class made for the course: %+v, %v", c, err)
+		}
+		if again := e.do("GET", "/api/me", launchedToken(launch(t, newBrowser(t, e.server.URL), p, teacher, ltitest.Course{ID: "course-9", Title: "Art 9"})), "").json(t); strings.Join(stringsOf(again["classIds"]), ",") != ids[0] {
+			t.Errorf("the course launched again: %v, want the same class %s", again, ids[0])
+		}
+
+		// An administrator: the school.
+		asAdmin := launch(t, newBrowser(t, e.server.URL), p, admin, course)
+		if me := e.do("GET", "/api/me", launchedToken(asAdmin), "").json(t); me["kind"] != "school" || me["school"].(map[string]any)["id"] != "north" {
+			t.Errorf("the administrator's /api/me: %v", me)
+		}
+		// The tool's keys: made once, the same at each ask.
+		keys := e.do("GET", "/lti/jwks", "", "").json(t)["keys"].([]any)
+		again := e.do("GET", "/lti/jwks", "", "").json(t)["keys"].([]any)
+		if len(keys) != 1 || keys[0].(map[string]any)["kty"] != "RSA" || keys[0].(map[string]any)["kid"] != again[0].(map[string]any)["kid"] {
+			t.Errorf("the tool's keys: %v, then %v", keys, again)
+		}
+		// A learner: a page, and nothing opens.
+		asLearner := launch(t, newBrowser(t, e.server.URL), p, learner, course)
+		if asLearner.status != http.StatusForbidden || !strings.Contains(string(asLearner.body), "for your school") || launchedToken(asLearner) != "" {
+			t.Errorf("the learner's launch: %d %s", asLearner.status, asLearner.body)
+		}
+	})
+}
+
+func stringsOf(v any) []string {
+	list, _ := v.([]any)
+	out := make([]string, len(list))
+	for i, x := range list {
+		out[i], _ = x.(string)
+	}
+	return out
+}
+
+// TestLTILaunchRefusals: a launch that is not what it should be (another
+// audience or issuer, expired, another launch's nonce, an unregistered
+// deployment, a message of another version, alg none, a key the platform
+// does not publish, the id_token replayed, the launch finished in another
+// browser, an LMS not registered) is refused with a page that says why,
+// and opens nothing. The platform's keys rotated, a launch signed by the
+// new one passes; removing the platform ends its sessions.
+func TestLTILaunchRefusals(t *testing.T) {
+	e := newEnv(t, storetest.OpenKind(t, "sqlite"))
+	p := ltiEnv(t, e)
+	const c = "https://purl.imsglobal.org/spec/lti/claim/"
+	refused := func(what string, r response, says string) {
+		t.Helper()
+		if r.status == http.StatusOK || launchedToken(r) != "" || !strings.Contains(string(r.body), says) {
+			t.Errorf("%s: %d %s, want a refusal saying %q, no session", what, r.status, r.body, says)
+		}
+	}
+	for _, tc := range []struct {
+		name, says string
+		tamper     func(claims map[string]any)
+	}{
+		{"another audience", "meant for another tool", func(m map[string]any) { m["aud"] = "someone-else" }},
+		{"several audiences without azp", "meant for another tool", func(m map[string]any) { m["aud"] = []string{"ga-tool", "other"} }},
+		{"another issuer", "another platform", func(m map[string]any) { m["iss"] = "https://evil.example" }},
+		{"expired", "expired", func(m map[string]any) { m["exp"] = e.clock.Now().Add(-time.Minute).Unix() }},
+		{"issued long ago", "not issued now", func(m map[string]any) { m["iat"] = e.clock.Now().Add(-time.Hour).Unix() }},
+		{"another launch's nonce", "another launch", func(m map[string]any) { m["nonce"] = "replayed-nonce" }},
+		{"an unregistered deployment", "deployment", func(m map[string]any) { m[c+"deployment_id"] = "dep-9" }},
+		{"another version", "LTI 1.3", func(m map[string]any) { m[c+"version"] = "1.1" }},
+		{"another message", "kind this tool does not take", func(m map[string]any) { m[c+"message_type"] = "LtiSubmissionReviewRequest" }},
+	} {
+		p.Tamper(tc.tamper)
+		refused(tc.name, launch(t, newBrowser(t, e.server.URL), p, teacher, course), tc.says)
+	}
+	p.Tamper(nil)
+	p.Sign(func(claims map[string]any) string {
+		return ltitest.SignWith(t, "not-theirs", claims)
+	})
+	refused("a key the platform does not publish", launch(t, newBrowser(t, e.server.URL), p, teacher, course), "does not publish")
+	p.Sign(func(claims map[string]any) string {
+		head := `{"alg":"none","typ":"JWT"}`
+		return b64(head) + "." + b64(string(mustJSON(claims))) + "."
+	})
+	refused("alg none", launch(t, newBrowser(t, e.server.URL), p, teacher, course), "not a signed token")
+	p.Sign(nil)
+
+	// The id_token posted twice: the second is refused (its state is
+	// taken; its nonce is used).
+	b := newBrowser(t, e.server.URL)
+	page := b.get(p.LoginURL(teacher, course, false), false)
+	form := ltitest.Posted(t, strings.NewReader(string(page.body)))
+	if first := b.post(p.ToolLaunch, form); launchedToken(first) == "" {
+		t.Fatalf("the first post: %d %s", first.status, first.body)
+	}
+	refused("the id_token replayed", b.post(p.ToolLaunch, form), "not known")
+	// Finished in another browser than the one that began it.
+	page = newBrowser(t, e.server.URL).get(p.LoginURL(teacher, course, false), false)
+	refused("a launch finished in another browser", newBrowser(t, e.server.URL).post(p.ToolLaunch, ltitest.Posted(t, strings.NewReader(string(page.body)))), "another browser")
+	// An LMS not registered.
+	refused("an LMS not registered", newBrowser(t, e.server.URL).get(e.server.URL+"/lti/login?iss=https://other.example&login_hint=x&client_id=ga-tool", false),
+		"not registered")
+
+	// The platform rotates its keys: a launch signed by the new key passes.
+	p.Rotate()
+	rotated := launch(t, newBrowser(t, e.server.URL), p, teacher, course)
+	if launchedToken(rotated) == "" {
+		t.Fatalf("a launch after the platform rotated its keys: %d %s", rotated.status, rotated.body)
+	}
+	// Removing the platform ends its sessions.
+	e.mustCall("DELETE", "/v1/admin/lti-platforms/north-canvas", e.token(), "", http.StatusNoContent)
+	if r := e.do("GET", "/api/me", launchedToken(rotated), ""); r.status != http.StatusForbidden {
+		t.Errorf("a session of a platform removed: %d, want 403", r.status)
+	}
+	if strings.Contains(e.logs.String(), "gal_") {
+		t.Error("the log holds a session's token")
+	}
+}
+
+func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
