@@ -153,7 +153,8 @@ var errLearner = &lti.Refusal{Reason: "These usage reports are for your school's
 // LTI): an administrator's, of the platform's school or district; an
 // instructor's, of the course's class (the roster's class the course is
 // a section of, in the platform's school or one of its district's; else
-// a class of the school made for the course); a learner's, none.
+// a class of the school made for the course, its members the course's
+// learners); a learner's, none.
 func (s *Server) ltiSessionOf(r *http.Request, p analytics.LTIPlatform, launch lti.Launch, now time.Time) (analytics.LTISession, error) {
 	m := analytics.LTISession{PlatformID: p.ID, Subject: launch.Subject, Name: launch.Name, Email: launch.Email, Role: launch.Role(),
 		Created: now, Expires: now.Add(s.sessions.Lifetime), Idle: s.sessions.Idle}
@@ -204,6 +205,9 @@ func (s *Server) courseClass(r *http.Request, p analytics.LTIPlatform, launch lt
 		if analytics.ErrorCode(err) == analytics.Conflict {
 			err = nil // made by a launch beside this one
 		}
+	}
+	if err == nil {
+		s.syncCourseMembers(r.Context(), p, launch, p.GroupID, classID)
 	}
 	return p.GroupID, classID, err
 }
@@ -263,30 +267,6 @@ func (s *Server) ltiAccess(r *http.Request, token string, now time.Time) (analyt
 	}
 	access.Person = &analytics.Person{Email: m.Email, Name: m.Name, Role: staff.Role, ProviderID: "lti:" + m.PlatformID}
 	return access, nil
-}
-
-// ltiJWKS serves the tool's public keys (GET /lti/jwks), made on first
-// use.
-func (s *Server) ltiJWKS(w http.ResponseWriter, r *http.Request) {
-	keys, err := s.engine.Directory.LTIToolKeys(r.Context())
-	if err == nil && len(keys) == 0 {
-		var k analytics.LTIToolKey
-		if k, err = lti.NewToolKey(s.now()); err == nil {
-			if err = s.engine.Directory.AddLTIToolKey(r.Context(), k); err == nil {
-				keys, err = s.engine.Directory.LTIToolKeys(r.Context())
-			}
-		}
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	set, err := lti.PublicKeys(keys)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, set)
 }
 
 // maxLaunchBody caps a launch's post: an id_token and a state.

@@ -154,6 +154,78 @@ func TestLTILaunch(t *testing.T) {
 	})
 }
 
+// TestLTINamesAndRoles: a class made for a course takes its members from
+// the platform's Names and Role Provisioning, with a token asked with the
+// tool's signed assertion, page by page: its active learners that are the
+// school's students, by their roster id or else their platform id. It
+// takes them again at a launch a day later, not before; a roster's class
+// keeps the roster's members; a platform that refuses the tool's token
+// leaves the class as it was, and the launch opens all the same.
+func TestLTINamesAndRoles(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		p := ltiEnv(t, e)
+		p.ToolJWKS, p.PageSize = e.server.URL+"/lti/jwks", 2
+		art := ltitest.Course{ID: "course-9", Title: "Art 9"}
+		learners := []ltitest.Member{
+			{UserID: "u-1", PersonSourcedID: "s1", Roles: []string{ltitest.Learner}, Status: "Active"},
+			{UserID: "s2", Roles: []string{ltitest.Learner}}, // no roster id: the platform's id is the student's
+			{UserID: "u-3", PersonSourcedID: "s3", Roles: []string{ltitest.Learner}, Status: "Inactive"},
+			{UserID: "u-4", PersonSourcedID: "nobody", Roles: []string{ltitest.Learner}},
+			{UserID: teacher.ID, PersonSourcedID: teacher.SourcedID, Roles: []string{ltitest.Instructor}},
+		}
+		p.SetMembers(art.ID, learners)
+		p.SetMembers(course.ID, learners)
+		members := func(token string) string {
+			t.Helper()
+			ids := stringsOf(e.do("GET", "/api/me", token, "").json(t)["classIds"])
+			if len(ids) != 1 {
+				t.Fatalf("the launch's classes: %v", ids)
+			}
+			c, err := e.platform.Class(ctx, "north", ids[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.Join(c.Members, ",")
+		}
+		token := launchedToken(launch(t, newBrowser(t, e.server.URL), p, teacher, art))
+		if got := members(token); got != "s1,s2" {
+			t.Errorf("the course's class's members: %q, want s1,s2 (s3 inactive, nobody no student, the instructor no learner)", got)
+		}
+		if scopes := p.Scopes(); len(scopes) != 1 || scopes[0] != "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly" {
+			t.Errorf("the tokens asked: %v", scopes)
+		}
+		if r := e.reportRequest("chat", token, "students=true", ""); r.status != http.StatusOK || !strings.Contains(string(r.body), `"s2"`) || strings.Contains(string(r.body), `"s3"`) {
+			t.Errorf("the class's student report: %d %s", r.status, r.body)
+		}
+
+		learners[2].Status = "Active"
+		p.SetMembers(art.ID, learners)
+		if got := members(launchedToken(launch(t, newBrowser(t, e.server.URL), p, teacher, art))); got != "s1,s2" || len(p.Scopes()) != 1 {
+			t.Errorf("launched again at once: members %q after %d tokens, want no second sync", got, len(p.Scopes()))
+		}
+		e.clock.Set(e.clock.Now().Add(25 * time.Hour))
+		if got := members(launchedToken(launch(t, newBrowser(t, e.server.URL), p, teacher, art))); got != "s1,s2,s3" {
+			t.Errorf("launched a day later: members %q, want s1,s2,s3", got)
+		}
+
+		// A roster's class: the roster's members stay.
+		asked := len(p.Scopes())
+		if got := members(launchedToken(launch(t, newBrowser(t, e.server.URL), p, teacher, course))); got != "s1,s2" || len(p.Scopes()) != asked {
+			t.Errorf("the roster's class: members %q, %d tokens asked, want the roster's and none", got, len(p.Scopes())-asked)
+		}
+
+		// The platform refuses the tool's assertion: the launch opens, the
+		// class is as it was.
+		p.ToolJWKS = p.JWKSURL() // the platform's own keys: not the tool's
+		bio := ltitest.Course{ID: "course-10", Title: "Bio 10"}
+		p.SetMembers(bio.ID, learners)
+		r := launch(t, newBrowser(t, e.server.URL), p, teacher, bio)
+		if r.status != http.StatusOK || members(launchedToken(r)) != "" {
+			t.Errorf("a refused token: the launch %d, the class's members %q", r.status, members(launchedToken(r)))
+		}
+	})
+}
+
 func stringsOf(v any) []string {
 	list, _ := v.([]any)
 	out := make([]string, len(list))

@@ -57,6 +57,7 @@ type Server struct {
 	refusals  *gate
 	// ltiVerifier checks LTI launches, keeping the platforms' keys.
 	ltiVerifier *lti.Verifier
+	courseSyncs courseSyncs
 }
 
 // Config is what a Server is made of.

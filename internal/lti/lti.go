@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -170,15 +169,7 @@ func (v *Verifier) fetch(ctx context.Context, address string) (jose.JSONWebKeySe
 	if err != nil {
 		return keys, err
 	}
-	resp, err := v.Client.Do(req)
-	if err != nil {
-		return keys, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return keys, fmt.Errorf("GET %s: %s", address, resp.Status)
-	}
-	return keys, json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&keys)
+	return keys, v.getJSON(req, &keys)
 }
 
 // Verify checks a launch's id_token from platform p: its signature, by a
@@ -307,6 +298,35 @@ func NewToolKey(now time.Time) (analytics.LTIToolKey, error) {
 	}
 	return analytics.LTIToolKey{ID: strings.ToLower(rand.Text()[:16]), Created: now,
 		PrivatePEM: string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))}, nil
+}
+
+// The tool's keys rotate: a key signs for ToolKeyLifetime, and the next
+// is published toolKeyNotice before it signs, so that a platform that
+// keeps the tool's keys has it; the key before goes on being published
+// until the next signs, so that what it signed still verifies.
+const (
+	ToolKeyLifetime = 90 * 24 * time.Hour
+	toolKeyNotice   = 24 * time.Hour
+)
+
+// ToolKeys picks, from the tool's keys (newest first), the one that signs
+// now and those published; due says that a new key is to be made (there
+// is none, or the newest is older than ToolKeyLifetime).
+func ToolKeys(keys []analytics.LTIToolKey, now time.Time) (signing analytics.LTIToolKey, published []analytics.LTIToolKey, due bool) {
+	if len(keys) == 0 {
+		return signing, nil, true
+	}
+	// The signing key: the newest published for toolKeyNotice, else the
+	// oldest (a first key signs at once).
+	at := len(keys) - 1
+	for i, k := range keys {
+		if !k.Created.After(now.Add(-toolKeyNotice)) {
+			at = i
+			break
+		}
+	}
+	published = keys[:min(at+2, len(keys))]
+	return keys[at], published, now.Sub(keys[0].Created) > ToolKeyLifetime
 }
 
 // PublicKeys is the tool's keys as its JWKS address publishes them: the

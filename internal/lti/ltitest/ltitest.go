@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"fmt"
 	"html"
 	"html/template"
 	"io"
@@ -17,6 +18,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +60,12 @@ type Platform struct {
 	ToolLogin, ToolLaunch string
 	// Now is the platform's clock, which stamps its id_tokens.
 	Now func() time.Time
+	// ToolJWKS is the tool's keyset address, whose keys must sign the
+	// client assertions its token endpoint takes.
+	ToolJWKS string
+	// PageSize is how many members a page of Names and Role Provisioning
+	// holds.
+	PageSize int
 
 	t       testing.TB
 	server  *httptest.Server
@@ -65,6 +74,35 @@ type Platform struct {
 	pending map[string]pendingLaunch
 	tamper  func(claims map[string]any)
 	sign    func(claims map[string]any) string
+	members map[string][]Member // by course id
+	tokens  map[string]bool     // the access tokens given
+	asked   []string            // the scopes asked for tokens
+}
+
+// Member is a member of a course, as Names and Role Provisioning sends
+// it.
+type Member struct {
+	UserID          string   `json:"user_id"`
+	Roles           []string `json:"roles"`
+	Status          string   `json:"status,omitempty"`
+	Name            string   `json:"name,omitempty"`
+	Email           string   `json:"email,omitempty"`
+	PersonSourcedID string   `json:"lis_person_sourcedid,omitempty"`
+}
+
+// SetMembers sets a course's members, and offers Names and Role
+// Provisioning in its launches.
+func (p *Platform) SetMembers(courseID string, members []Member) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.members[courseID] = members
+}
+
+// Scopes are the scopes the tool asked tokens for, in order.
+func (p *Platform) Scopes() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.asked)
 }
 
 type signingKey struct {
@@ -82,11 +120,14 @@ type pendingLaunch struct {
 // deployment ids, stopped when the test ends.
 func Start(t testing.TB, clientID, deploymentID string) *Platform {
 	t.Helper()
-	p := &Platform{ClientID: clientID, DeploymentID: deploymentID, Now: time.Now, t: t, pending: map[string]pendingLaunch{}}
+	p := &Platform{ClientID: clientID, DeploymentID: deploymentID, Now: time.Now, PageSize: 100, t: t, pending: map[string]pendingLaunch{},
+		members: map[string][]Member{}, tokens: map[string]bool{}}
 	p.Rotate()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /jwks", p.jwks)
 	mux.HandleFunc("GET /auth", p.authorize)
+	mux.HandleFunc("POST /token", p.token)
+	mux.HandleFunc("GET /nrps/{course}", p.memberships)
 	p.server = httptest.NewServer(mux)
 	t.Cleanup(p.server.Close)
 	p.Issuer = p.server.URL
@@ -216,7 +257,7 @@ func (p *Platform) authorize(w http.ResponseWriter, r *http.Request) {
 func (p *Platform) claims(l pendingLaunch, nonce string) map[string]any {
 	const c = "https://purl.imsglobal.org/spec/lti/claim/"
 	now := p.Now()
-	return map[string]any{
+	claims := map[string]any{
 		"iss": p.Issuer, "sub": l.person.ID, "aud": p.ClientID, "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(), "nonce": nonce,
 		"name": l.person.Name, "email": l.person.Email,
 		c + "message_type": l.message, c + "version": "1.3.0", c + "deployment_id": p.DeploymentID, c + "target_link_uri": p.ToolLaunch,
@@ -226,6 +267,97 @@ func (p *Platform) claims(l pendingLaunch, nonce string) map[string]any {
 		c + "launch_presentation": map[string]any{"document_target": "iframe", "return_url": p.Issuer + "/return"},
 		c + "tool_platform":       map[string]any{"guid": "ltitest", "name": "ltitest", "product_family_code": "ltitest"},
 	}
+	p.mu.Lock()
+	_, offered := p.members[l.course.ID]
+	p.mu.Unlock()
+	if offered {
+		claims["https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"] = map[string]any{
+			"context_memberships_url": p.Issuer + "/nrps/" + url.PathEscape(l.course.ID), "service_versions": []string{"2.0"}}
+	}
+	return claims
+}
+
+// token answers a request for a services' token as LTI Advantage says:
+// client credentials, with a JWT client assertion signed by a key the
+// tool publishes, issued by and for its client id, meant for this
+// endpoint.
+func (p *Platform) token(w http.ResponseWriter, r *http.Request) {
+	fail := func(format string, args ...any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]string{"error": "invalid_request", "error_description": fmt.Sprintf(format, args...)})
+	}
+	if r.FormValue("grant_type") != "client_credentials" || r.FormValue("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" {
+		fail("grant_type or client_assertion_type")
+		return
+	}
+	jws, err := jose.ParseSigned(r.FormValue("client_assertion"), []jose.SignatureAlgorithm{jose.RS256})
+	if err != nil || len(jws.Signatures) != 1 {
+		fail("client_assertion: %v", err)
+		return
+	}
+	resp, err := http.Get(p.ToolJWKS)
+	if err != nil {
+		fail("the tool's keys: %v", err)
+		return
+	}
+	var keys jose.JSONWebKeySet
+	err = json.NewDecoder(resp.Body).Decode(&keys)
+	resp.Body.Close()
+	found := keys.Key(jws.Signatures[0].Header.KeyID)
+	if err != nil || len(found) == 0 {
+		fail("the tool publishes no key %q", jws.Signatures[0].Header.KeyID)
+		return
+	}
+	payload, err := jws.Verify(&found[0])
+	if err != nil {
+		fail("client_assertion: %v", err)
+		return
+	}
+	var a struct {
+		Iss, Sub, Aud, Jti string
+		Exp                int64
+	}
+	json.Unmarshal(payload, &a)
+	if a.Iss != p.ClientID || a.Sub != p.ClientID || a.Aud != p.TokenURL() || a.Jti == "" || a.Exp < p.Now().Unix() {
+		fail("client_assertion's claims")
+		return
+	}
+	token := rand.Text()
+	p.mu.Lock()
+	p.tokens[token] = true
+	p.asked = append(p.asked, r.FormValue("scope"))
+	p.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"access_token": token, "token_type": "Bearer", "expires_in": 3600, "scope": r.FormValue("scope")})
+}
+
+// memberships answers Names and Role Provisioning for a course, a page of
+// PageSize members at a time, linking to the next.
+func (p *Platform) memberships(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	granted := p.tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+	members, ok := p.members[r.PathValue("course")]
+	size := p.PageSize
+	p.mu.Unlock()
+	switch {
+	case !granted:
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	case !ok:
+		http.NotFound(w, r)
+		return
+	}
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	from, to := min(page*size, len(members)), min((page+1)*size, len(members))
+	if to < len(members) {
+		next := *r.URL
+		next.RawQuery = url.Values{"page": {strconv.Itoa(page + 1)}}.Encode()
+		w.Header().Set("Link", "<"+p.Issuer+next.RequestURI()+">; rel=\"next\"")
+	}
+	w.Header().Set("Content-Type", "application/vnd.ims.lti-nrps.v2.membershipcontainer+json")
+	json.NewEncoder(w).Encode(map[string]any{"id": p.Issuer + r.URL.Path,
+		"context": map[string]any{"id": r.PathValue("course")}, "members": members[from:to]})
 }
 
 var formPost = template.Must(template.New("post").Parse(`<!doctype html>
