@@ -1,6 +1,9 @@
 package analytics
 
-import "time"
+import (
+	"net"
+	"time"
+)
 
 // Provider is an OpenID Connect identity provider that the staff of a
 // school (GroupID) or of a district and its schools (DistrictID) sign in
@@ -70,4 +73,11 @@ type Person struct {
 	Name       string
 	Role       Role
 	ProviderID string
+}
+
+// Loopback tells whether host is this machine's (localhost, or a loopback
+// address), where http may stand in for https: in tests.
+func Loopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }

@@ -36,16 +36,25 @@ func policy(frameAncestors string) string {
 		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors " + frameAncestors
 }
 
+// Views a launch may open on, besides the report: the students who
+// stopped.
+const ViewStopped = "stopped"
+
 // Launched serves the page that an LTI launch opens: the dashboard, with
 // the launch's session token in it (which the page keeps in its tab and
-// sends as its key), framed only by the LMS's origins, and never cached.
-func Launched(w http.ResponseWriter, r *http.Request, token string, frameAncestors []string) {
+// sends as its key), on the view a placed link names, framed only by the
+// LMS's origins, and never cached.
+func Launched(w http.ResponseWriter, r *http.Request, token, view string, frameAncestors []string) {
 	page, err := fs.ReadFile(files, "index.html")
 	if err != nil {
 		http.Error(w, "Internal error", http.StatusInternalServerError)
 		return
 	}
-	meta := `<meta name="groupanalytics-session" content="` + html.EscapeString(token) + `">` + "\n"
+	meta := `<meta name="groupanalytics-session" content="` + html.EscapeString(token) + `"`
+	if view == ViewStopped {
+		meta += ` data-view="` + ViewStopped + `"`
+	}
+	meta += ">\n"
 	page = bytes.Replace(page, []byte("<meta charset=\"utf-8\">\n"), []byte("<meta charset=\"utf-8\">\n"+meta), 1)
 	securityHeaders(w.Header())
 	ancestors := strings.Join(frameAncestors, " ")

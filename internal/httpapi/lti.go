@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -81,15 +80,10 @@ func (s *Server) ltiLogin(w http.ResponseWriter, r *http.Request) {
 func (s *Server) setLaunchCookie(w http.ResponseWriter, r *http.Request, value string) {
 	c := &http.Cookie{Name: ltiBrowserCookie, Value: value, Path: "/lti/", HttpOnly: true, MaxAge: int(ltiLoginMaxAge.Seconds()),
 		Secure: s.secureCookies(r), SameSite: http.SameSiteLaxMode}
-	if u, err := url.Parse(s.publicURL); c.Secure || err == nil && loopbackHost(u.Hostname()) {
+	if u, err := url.Parse(s.publicURL); c.Secure || err == nil && analytics.Loopback(u.Hostname()) {
 		c.Secure, c.SameSite, c.Partitioned = true, http.SameSiteNoneMode, true
 	}
 	http.SetCookie(w, c)
-}
-
-func loopbackHost(host string) bool {
-	ip := net.ParseIP(host)
-	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // ltiLaunch serves the platform's post of the id_token (POST /lti/launch):
@@ -136,13 +130,17 @@ func (s *Server) ltiLaunch(w http.ResponseWriter, r *http.Request) {
 		s.ltiRefused(w, r, err)
 		return
 	}
+	if launch.MessageType == lti.MessageDeepLink {
+		s.ltiDeepLink(w, r, p, launch, m)
+		return
+	}
 	token := LTISessionPrefix + strings.TrimPrefix(randomToken(), "gas_")
 	m.TokenHash = analytics.HashSecret(token)
 	if err := dir.OpenLTISession(r.Context(), m); err != nil {
 		s.ltiRefused(w, r, err)
 		return
 	}
-	dashboard.Launched(w, r, token, frameAncestors(p))
+	dashboard.Launched(w, r, token, launch.View, frameAncestors(p))
 }
 
 // errLearner refuses the launch of a learner, or of anyone neither an

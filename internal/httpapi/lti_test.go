@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/base64"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -44,14 +45,20 @@ var (
 	course  = ltitest.Course{ID: "course-7", Title: "Biology 7", SectionSourcedID: "sec-1"}
 )
 
-var sessionMeta = regexp.MustCompile(`<meta name="groupanalytics-session" content="(gal_[A-Z0-9]+)">`)
+var sessionMeta = regexp.MustCompile(`<meta name="groupanalytics-session" content="(gal_[A-Z0-9]+)"`)
 
 // launch launches the tool from platform p as person in c, in browser b:
 // its login, the platform's answer, and the form it posts; it returns
 // the launch's answer.
 func launch(t *testing.T, b *browser, p *ltitest.Platform, person ltitest.Person, c ltitest.Course) response {
 	t.Helper()
-	page := b.get(p.LoginURL(person, c, false), false)
+	return launchFrom(t, b, p, p.LoginURL(person, c, false))
+}
+
+// launchFrom launches the tool from the platform's login address.
+func launchFrom(t *testing.T, b *browser, p *ltitest.Platform, loginURL string) response {
+	t.Helper()
+	page := b.get(loginURL, false)
 	if page.status != http.StatusOK {
 		t.Fatalf("the login went to %d: %s", page.status, page.body)
 	}
@@ -224,6 +231,62 @@ func TestLTINamesAndRoles(t *testing.T) {
 			t.Errorf("a refused token: the launch %d, the class's members %q", r.status, members(launchedToken(r)))
 		}
 	})
+}
+
+// deepLinkForm is a form of the deep linking page: where it posts, and
+// its signed answer.
+var deepLinkForm = regexp.MustCompile(`<form method="post" action="([^"]+)"><input type="hidden" name="JWT" value="([^"]+)">\s*<button type="submit" class="button">([^<]+)</button>`)
+
+// TestLTIDeepLinking: an instructor's deep linking request is answered
+// with the links the tool may place (the class's usage, its students who
+// stopped), each a form posting a signed LtiDeepLinkingResponse that the
+// platform takes; a launch of the placed link opens the students who
+// stopped. An administrator's links are the school's; a learner's request
+// is refused, as is one whose return address is not the platform's kind
+// (http off loopback).
+func TestLTIDeepLinking(t *testing.T) {
+	e := newEnv(t, storetest.OpenKind(t, "sqlite"))
+	p := ltiEnv(t, e)
+	p.ToolJWKS = e.server.URL + "/lti/jwks"
+	b := newBrowser(t, e.server.URL)
+	page := launchFrom(t, b, p, p.LoginURL(teacher, course, true))
+	forms := deepLinkForm.FindAllStringSubmatch(string(page.body), -1)
+	if page.status != http.StatusOK || len(forms) != 2 || launchedToken(page) != "" {
+		t.Fatalf("the deep linking page: %d, %d forms, a session %q:\n%s", page.status, len(forms), launchedToken(page), page.body)
+	}
+	if titles := forms[0][3] + "; " + forms[1][3]; titles != "Usage: Class sec-1; Students who stopped: Class sec-1" {
+		t.Errorf("the links offered: %s", titles)
+	}
+	if csp := page.header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action "+p.Issuer+";") || !strings.Contains(csp, "frame-ancestors "+p.Issuer) {
+		t.Errorf("the deep linking page's policy: %q", csp)
+	}
+	placed, err := http.PostForm(html.UnescapeString(forms[1][1]), url.Values{"JWT": {forms[1][2]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed.Body.Close()
+	links := p.Links()
+	if placed.StatusCode != http.StatusOK || len(links) != 1 || links[0].URL != e.server.URL+"/lti/launch" || links[0].Custom["view"] != "stopped" {
+		t.Fatalf("the platform took %d, placed %+v", placed.StatusCode, links)
+	}
+	opened := launchFrom(t, newBrowser(t, e.server.URL), p, p.LinkLoginURL(teacher, course, links[0]))
+	if opened.status != http.StatusOK || !strings.Contains(string(opened.body), `data-view="stopped"`) || launchedToken(opened) == "" {
+		t.Errorf("the placed link's launch: %d %s", opened.status, opened.body)
+	}
+
+	asAdmin := launchFrom(t, newBrowser(t, e.server.URL), p, p.LoginURL(admin, course, true))
+	if forms := deepLinkForm.FindAllStringSubmatch(string(asAdmin.body), -1); len(forms) != 2 || forms[0][3] != "Usage: School north" {
+		t.Errorf("the administrator's links: %d %s", asAdmin.status, asAdmin.body)
+	}
+	if r := launchFrom(t, newBrowser(t, e.server.URL), p, p.LoginURL(learner, course, true)); r.status != http.StatusForbidden || deepLinkForm.Match(r.body) {
+		t.Errorf("a learner's deep linking request: %d %s", r.status, r.body)
+	}
+	p.Tamper(func(claims map[string]any) {
+		claims["https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"].(map[string]any)["deep_link_return_url"] = "http://lms.example/return"
+	})
+	if r := launchFrom(t, newBrowser(t, e.server.URL), p, p.LoginURL(teacher, course, true)); r.status != http.StatusForbidden || deepLinkForm.Match(r.body) {
+		t.Errorf("a return address over http: %d %s", r.status, r.body)
+	}
 }
 
 func stringsOf(v any) []string {

@@ -79,6 +79,8 @@ type Launch struct {
 	MembershipsURL                  string // Names and Role Provisioning's, if offered
 	DocumentTarget                  string // iframe, window, or none said
 	DeepLinkReturnURL, DeepLinkData string
+	DeepLinkTypes                   []string // the content items' types the platform accepts
+	View                            string   // the custom parameter view: what a placed link opens
 	Expires                         time.Time
 }
 
@@ -235,9 +237,11 @@ type claims struct {
 		URL string `json:"context_memberships_url"`
 	} `json:"https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"`
 	DeepLinking struct {
-		ReturnURL string `json:"deep_link_return_url"`
-		Data      string `json:"data"`
+		ReturnURL   string   `json:"deep_link_return_url"`
+		Data        string   `json:"data"`
+		AcceptTypes []string `json:"accept_types"`
 	} `json:"https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"`
+	Custom map[string]any `json:"https://purl.imsglobal.org/spec/lti/claim/custom"`
 }
 
 // audience is an aud claim, a string or an array of them.
@@ -273,6 +277,8 @@ func (c claims) check(p analytics.LTIPlatform, now time.Time) error {
 		return refuse("The launch is of a kind this tool does not take", fmt.Errorf("message_type %q", c.Message))
 	case c.Version != version:
 		return refuse("The launch is not of LTI 1.3", fmt.Errorf("version %q", c.Version))
+	case c.Message == MessageDeepLink && checkReturnURL(c.DeepLinking.ReturnURL) != nil:
+		return refuse("The platform asked for a link without saying where to send it", checkReturnURL(c.DeepLinking.ReturnURL))
 	}
 	return nil
 }
@@ -282,7 +288,14 @@ func (c claims) launch() Launch {
 		DeploymentID: c.Deployment, TargetLinkURI: c.Target, Roles: c.Roles, ContextID: c.Context.ID,
 		ContextTitle: cmp.Or(c.Context.Title, c.Context.Label, c.Context.ID), PersonSourcedID: c.LIS.Person,
 		CourseSectionSourcedID: c.LIS.CourseSection, MembershipsURL: c.NRPS.URL, DocumentTarget: c.Presentation.DocumentTarget,
-		DeepLinkReturnURL: c.DeepLinking.ReturnURL, DeepLinkData: c.DeepLinking.Data, Expires: time.Unix(int64(c.Expires), 0)}
+		DeepLinkReturnURL: c.DeepLinking.ReturnURL, DeepLinkData: c.DeepLinking.Data, DeepLinkTypes: c.DeepLinking.AcceptTypes,
+		View: viewOf(c.Custom), Expires: time.Unix(int64(c.Expires), 0)}
+}
+
+// viewOf is a launch's custom parameter view, when it is a string.
+func viewOf(custom map[string]any) string {
+	v, _ := custom["view"].(string)
+	return v
 }
 
 // NewToolKey makes a new key of the tool's: RSA of 2048 bits, named by a

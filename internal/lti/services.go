@@ -154,3 +154,46 @@ func (v *Verifier) getJSONLinked(req *http.Request, into any) (string, error) {
 	}
 	return "", nil
 }
+
+// A deep link's content items are LTI resource links.
+const linkType = "ltiResourceLink"
+
+// Link is a link the tool places in a course: its title, and the custom
+// parameter view that its launches carry.
+type Link struct {
+	Title, View string
+}
+
+// AcceptsLinks tells whether a deep linking request takes resource links
+// (a platform that names no type takes any).
+func (l Launch) AcceptsLinks() bool {
+	return len(l.DeepLinkTypes) == 0 || slices.Contains(l.DeepLinkTypes, linkType)
+}
+
+// DeepLinkResponse is the signed LtiDeepLinkingResponse that places link
+// in the course of a deep linking request l from platform p: issued by
+// the tool's client id for the platform's issuer, its deployment's, the
+// request's data echoed, the link launching launchURL.
+func DeepLinkResponse(p analytics.LTIPlatform, l Launch, k analytics.LTIToolKey, link Link, launchURL string, now time.Time) (string, error) {
+	item := map[string]any{"type": linkType, "title": link.Title, "url": launchURL}
+	if link.View != "" {
+		item["custom"] = map[string]string{"view": link.View}
+	}
+	claims := map[string]any{"iss": p.ClientID, "aud": p.Issuer, "iat": now.Unix(), "exp": now.Add(time.Hour).Unix(), "nonce": rand.Text(),
+		claim + "message_type": "LtiDeepLinkingResponse", claim + "version": version, claim + "deployment_id": l.DeploymentID,
+		"https://purl.imsglobal.org/spec/lti-dl/claim/content_items": []any{item}}
+	if l.DeepLinkData != "" {
+		claims["https://purl.imsglobal.org/spec/lti-dl/claim/data"] = l.DeepLinkData
+	}
+	return Sign(k, claims)
+}
+
+// checkReturnURL checks a deep link's return address: https, or http on
+// loopback, since the page posts the signed link there.
+func checkReturnURL(address string) error {
+	u, err := url.Parse(address)
+	if err != nil || u.Host == "" || u.Scheme != "https" && !(u.Scheme == "http" && analytics.Loopback(u.Hostname())) {
+		return fmt.Errorf("deep_link_return_url %q", address)
+	}
+	return nil
+}

@@ -2,7 +2,6 @@ package platform
 
 import (
 	"context"
-	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -67,15 +66,10 @@ func checkIssuer(issuer string) error {
 		return bad("an issuer has no query or fragment")
 	case u.Scheme == "https":
 		return nil
-	case u.Scheme == "http" && loopback(u.Hostname()):
+	case u.Scheme == "http" && analytics.Loopback(u.Hostname()):
 		return nil
 	}
 	return bad("expected https (http only on loopback, for a test)")
-}
-
-func loopback(host string) bool {
-	ip := net.ParseIP(host)
-	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // checkMatching checks how a provider's people are matched: by a claim

@@ -730,7 +730,8 @@ async function loadClasses() {
 // load shows what the key opens over the range: a district's view, or a
 // school's, counting its requests on the progress bar; the status line
 // says it is loading, once, and then what it shows. With focus, a new
-// view, it moves focus to the view's heading when it is shown.
+// view, it moves focus to the view's heading when it is shown (or to the
+// section of that id, in a school's view).
 async function load({ focus } = {}) {
   showStudentView(false);
   delete $("dashboard").dataset.loaded;
@@ -763,7 +764,7 @@ async function load({ focus } = {}) {
     await (inDistrictView() ? loadDistrict(loading) : loadSchool(loading));
     showTitle();
     if (focus) {
-      $("place-name").focus();
+      $(typeof focus === "string" && !inDistrictView() ? focus : "place-name").focus();
     }
   } catch (err) {
     if (err.name === "AbortError") {
@@ -1056,6 +1057,11 @@ async function init() {
   if (["day", "week", "month"].includes(linked.get("interval"))) {
     $("interval").value = linked.get("interval");
   }
+  // A link may open on the students who stopped (a link placed in an
+  // LMS's course does, its launch's page says so).
+  const launched = document.querySelector('meta[name="groupanalytics-session"]');
+  const stoppedView = (launched?.dataset.view ?? linked.get("view")) === "stopped";
+  $("stopped-only").checked = stoppedView;
   $("key-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     sessionStorage.setItem(keyStore, $("key").value.trim());
@@ -1106,15 +1112,14 @@ async function init() {
   // An LTI launch's page carries its session's token: kept in this tab
   // as its key (no cookie needed in the LMS's frame), the page's address
   // made the dashboard's, so that a reload does not post the launch again.
-  const launched = document.querySelector('meta[name="groupanalytics-session"]');
   if (launched) {
     sessionStorage.setItem(keyStore, launched.content);
     launched.remove();
-    history.replaceState(null, "", "/");
+    history.replaceState(null, "", stoppedView ? "/?view=stopped" : "/");
   }
   if (sessionStorage.getItem(keyStore)) {
     showDashboard();
-    load({ focus: Boolean(launched) });
+    load({ focus: stoppedView ? "students-section" : Boolean(launched) });
   } else if (!(await resumeSession().catch(() => false))) {
     showKeyForm("");
   }

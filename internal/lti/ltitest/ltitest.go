@@ -77,6 +77,7 @@ type Platform struct {
 	members map[string][]Member // by course id
 	tokens  map[string]bool     // the access tokens given
 	asked   []string            // the scopes asked for tokens
+	links   []Link              // placed by deep linking, in order
 }
 
 // Member is a member of a course, as Names and Role Provisioning sends
@@ -114,7 +115,20 @@ type pendingLaunch struct {
 	person  Person
 	course  Course
 	message string
+	link    *Link // the placed link launched, if one is
 }
+
+// Link is a link a tool placed in a course by deep linking: its title,
+// the address it launches, and its custom parameters.
+type Link struct {
+	Title  string            `json:"title"`
+	URL    string            `json:"url"`
+	Custom map[string]string `json:"custom"`
+}
+
+// DeepLinkData is what the platform's deep linking requests carry as
+// their data, for the tool to echo.
+const DeepLinkData = "ltitest-deep-link-data"
 
 // Start runs a platform for a tool registered with these client and
 // deployment ids, stopped when the test ends.
@@ -128,6 +142,7 @@ func Start(t testing.TB, clientID, deploymentID string) *Platform {
 	mux.HandleFunc("GET /auth", p.authorize)
 	mux.HandleFunc("POST /token", p.token)
 	mux.HandleFunc("GET /nrps/{course}", p.memberships)
+	mux.HandleFunc("POST /deep-link-return", p.deepLinkReturn)
 	p.server = httptest.NewServer(mux)
 	t.Cleanup(p.server.Close)
 	p.Issuer = p.server.URL
@@ -219,6 +234,31 @@ func (p *Platform) LoginURL(person Person, course Course, deepLinking bool) stri
 	return p.ToolLogin + "?" + q.Encode()
 }
 
+// LinkLoginURL is the address that launches a placed link as person from
+// course.
+func (p *Platform) LinkLoginURL(person Person, course Course, link Link) string {
+	u, err := url.Parse(p.LoginURL(person, course, false))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("target_link_uri", link.URL)
+	p.mu.Lock()
+	launch := p.pending[q.Get("lti_message_hint")]
+	launch.link = &link
+	p.pending[q.Get("lti_message_hint")] = launch
+	p.mu.Unlock()
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Links are the links the tool placed, in order.
+func (p *Platform) Links() []Link {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.links)
+}
+
 // authorize answers the tool's authorization request, checked as the
 // Security Framework says (an implicit flow, its form posted back, to
 // the registered launch address), with the form that posts the id_token.
@@ -267,6 +307,16 @@ func (p *Platform) claims(l pendingLaunch, nonce string) map[string]any {
 		c + "launch_presentation": map[string]any{"document_target": "iframe", "return_url": p.Issuer + "/return"},
 		c + "tool_platform":       map[string]any{"guid": "ltitest", "name": "ltitest", "product_family_code": "ltitest"},
 	}
+	if l.message == "LtiDeepLinkingRequest" {
+		delete(claims, c+"resource_link")
+		claims["https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"] = map[string]any{
+			"deep_link_return_url": p.Issuer + "/deep-link-return", "accept_types": []string{"ltiResourceLink"},
+			"accept_presentation_document_targets": []string{"iframe", "window"}, "accept_multiple": false, "data": DeepLinkData}
+	}
+	if l.link != nil {
+		claims[c+"target_link_uri"], claims[c+"custom"] = l.link.URL, l.link.Custom
+		claims[c+"resource_link"] = map[string]any{"id": "rl-" + l.course.ID + "-" + l.link.Title, "title": l.link.Title}
+	}
 	p.mu.Lock()
 	_, offered := p.members[l.course.ID]
 	p.mu.Unlock()
@@ -291,34 +341,14 @@ func (p *Platform) token(w http.ResponseWriter, r *http.Request) {
 		fail("grant_type or client_assertion_type")
 		return
 	}
-	jws, err := jose.ParseSigned(r.FormValue("client_assertion"), []jose.SignatureAlgorithm{jose.RS256})
-	if err != nil || len(jws.Signatures) != 1 {
-		fail("client_assertion: %v", err)
-		return
-	}
-	resp, err := http.Get(p.ToolJWKS)
-	if err != nil {
-		fail("the tool's keys: %v", err)
-		return
-	}
-	var keys jose.JSONWebKeySet
-	err = json.NewDecoder(resp.Body).Decode(&keys)
-	resp.Body.Close()
-	found := keys.Key(jws.Signatures[0].Header.KeyID)
-	if err != nil || len(found) == 0 {
-		fail("the tool publishes no key %q", jws.Signatures[0].Header.KeyID)
-		return
-	}
-	payload, err := jws.Verify(&found[0])
-	if err != nil {
-		fail("client_assertion: %v", err)
-		return
-	}
 	var a struct {
 		Iss, Sub, Aud, Jti string
 		Exp                int64
 	}
-	json.Unmarshal(payload, &a)
+	if err := p.fromTool(r.FormValue("client_assertion"), &a); err != nil {
+		fail("client_assertion: %v", err)
+		return
+	}
 	if a.Iss != p.ClientID || a.Sub != p.ClientID || a.Aud != p.TokenURL() || a.Jti == "" || a.Exp < p.Now().Unix() {
 		fail("client_assertion's claims")
 		return
@@ -330,6 +360,74 @@ func (p *Platform) token(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{"access_token": token, "token_type": "Bearer", "expires_in": 3600, "scope": r.FormValue("scope")})
+}
+
+// fromTool reads a JWT the tool signed, with a key it publishes at
+// ToolJWKS, into claims.
+func (p *Platform) fromTool(raw string, claims any) error {
+	jws, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
+	if err != nil {
+		return err
+	}
+	if len(jws.Signatures) != 1 {
+		return fmt.Errorf("%d signatures", len(jws.Signatures))
+	}
+	resp, err := http.Get(p.ToolJWKS)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var keys jose.JSONWebKeySet
+	if err := json.NewDecoder(resp.Body).Decode(&keys); err != nil {
+		return err
+	}
+	found := keys.Key(jws.Signatures[0].Header.KeyID)
+	if len(found) == 0 {
+		return fmt.Errorf("the tool publishes no key %q", jws.Signatures[0].Header.KeyID)
+	}
+	payload, err := jws.Verify(&found[0])
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(payload, claims)
+}
+
+// deepLinkReturn takes the tool's LtiDeepLinkingResponse, checked as Deep
+// Linking says (signed by the tool, issued by its client id for this
+// platform, of the deployment, the request's data echoed, fresh), and
+// places its link.
+func (p *Platform) deepLinkReturn(w http.ResponseWriter, r *http.Request) {
+	const c = "https://purl.imsglobal.org/spec/lti/claim/"
+	var answer map[string]json.RawMessage
+	if err := p.fromTool(r.FormValue("JWT"), &answer); err != nil {
+		http.Error(w, "invalid JWT: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var (
+		iss, aud, message, version, deployment, data, nonce string
+		exp                                                 int64
+		items                                               []struct {
+			Type string `json:"type"`
+			Link
+		}
+	)
+	for name, into := range map[string]any{"iss": &iss, "aud": &aud, "exp": &exp, "nonce": &nonce, c + "message_type": &message,
+		c + "version": &version, c + "deployment_id": &deployment, "https://purl.imsglobal.org/spec/lti-dl/claim/data": &data,
+		"https://purl.imsglobal.org/spec/lti-dl/claim/content_items": &items} {
+		if raw, ok := answer[name]; ok {
+			json.Unmarshal(raw, into)
+		}
+	}
+	if iss != p.ClientID || aud != p.Issuer || message != "LtiDeepLinkingResponse" || version != "1.3.0" || deployment != p.DeploymentID ||
+		data != DeepLinkData || nonce == "" || exp < p.Now().Unix() || len(items) != 1 || items[0].Type != "ltiResourceLink" || items[0].URL == "" {
+		http.Error(w, "invalid LtiDeepLinkingResponse", http.StatusBadRequest)
+		return
+	}
+	p.mu.Lock()
+	p.links = append(p.links, items[0].Link)
+	p.mu.Unlock()
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	io.WriteString(w, "<!doctype html><title>Placed</title><p>The link "+html.EscapeString(items[0].Title)+" is in the course.</p>")
 }
 
 // memberships answers Names and Role Provisioning for a course, a page of
