@@ -1,6 +1,9 @@
 package analytics
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // LTIPlatform is a learning management system (Canvas, Schoology, Moodle,
 // any LTI 1.3 platform) registered for a school (GroupID) or a district
@@ -12,7 +15,7 @@ type LTIPlatform struct {
 	Name          string
 	Issuer        string
 	ClientID      string
-	DeploymentIDs []string // in byte order
+	DeploymentIDs []string // in byte order; none: any of its client id's (TakesDeployment)
 	AuthURL       string   // the platform's OIDC authorization endpoint
 	TokenURL      string   // its OAuth 2.0 token endpoint, for its services
 	JWKSURL       string   // its keys, which sign its launches
@@ -20,6 +23,28 @@ type LTIPlatform struct {
 	DistrictID    string
 	Created       time.Time
 }
+
+// TakesDeployment tells whether the platform may launch from deployment
+// id: one registered, or any when none is (a platform registered
+// dynamically that named none: its deployments are the installs of the
+// client id it gave this tool).
+func (p LTIPlatform) TakesDeployment(id string) bool {
+	return len(p.DeploymentIDs) == 0 || slices.Contains(p.DeploymentIDs, id)
+}
+
+// LTIRegistration is an invitation to an LMS to register itself for a
+// school (GroupID) or a district (DistrictID) by LTI Dynamic
+// Registration: the hash of the token its registration address carries,
+// taken once, within LTIRegistrationLifetime of Created.
+type LTIRegistration struct {
+	TokenHash  []byte
+	GroupID    string
+	DistrictID string
+	Created    time.Time
+}
+
+// LTIRegistrationLifetime is how long a registration address may be used.
+const LTIRegistrationLifetime = 7 * 24 * time.Hour
 
 // LTILogin is a launch's login begun and not yet finished: what the
 // browser must bring back from the platform with its id_token, as a

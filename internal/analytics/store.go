@@ -137,6 +137,14 @@ type Directory interface {
 	// seen, or answers Unauthorized for one ended or never opened.
 	OpenLTISession(ctx context.Context, s LTISession) error
 	LTISession(ctx context.Context, tokenHash []byte, now time.Time) (LTISession, error)
+	// Invitations to register by LTI Dynamic Registration:
+	// AddLTIRegistration keeps one (and forgets those expired),
+	// LTIRegistration returns the one of a token hash while it may be
+	// used, TakeLTIRegistration returns it and forgets it, once. Either
+	// answers NotFound for one unknown, taken or expired.
+	AddLTIRegistration(ctx context.Context, r LTIRegistration) error
+	LTIRegistration(ctx context.Context, tokenHash []byte, now time.Time) (LTIRegistration, error)
+	TakeLTIRegistration(ctx context.Context, tokenHash []byte, now time.Time) (LTIRegistration, error)
 	// The tool's keys, newest first; AddLTIToolKey keeps a new one.
 	LTIToolKeys(ctx context.Context) ([]LTIToolKey, error)
 	AddLTIToolKey(ctx context.Context, k LTIToolKey) error

@@ -88,6 +88,8 @@ func init() {
 		{"provider remove", "--provider ID", "remove a sign-in provider", providerRemove},
 		{"lti platform add", "--group ID | --district ID --id ID --issuer URL --client-id ID --deployment ID ... --auth-url URL --token-url URL --jwks-url URL [--name NAME]",
 			"register a school's or a district's LMS (LTI 1.3) by hand: its launches open the dashboard in its courses", ltiPlatformAdd},
+		{"lti platform register-url", "--group ID | --district ID --public-url URL",
+			"make the address a school's or a district's LMS registers itself at (LTI Dynamic Registration), usable once within a week", ltiPlatformRegisterURL},
 		{"lti platform list", "--group ID | --district ID", "list a school's or a district's LMSs", ltiPlatformList},
 		{"lti platform remove", "--platform ID", "remove an LMS: its launches' sessions end", ltiPlatformRemove},
 		{"recipient add", "--group ID | --district ID --address EMAIL [--class CLASS_ID]", "send a group's weekly digest to an address (a class's, to its teacher, with --class), or a district's", recipientAdd},

@@ -1065,4 +1065,11 @@ func TestLTIPlatformCommands(t *testing.T) {
 	if out := mustRun(t, "lti", "platform", "remove", "--db", db, "--platform", "north-canvas"); out != "removed LTI platform north-canvas: its launches' sessions have ended\n" {
 		t.Errorf("lti platform remove: %q", out)
 	}
+	if out := mustRun(t, "lti", "platform", "register-url", "--db", db, "--group", "north", "--public-url", "https://analytics.example.org/"); !regexp.MustCompile(
+		`^https://analytics\.example\.org/lti/register\?token=gar_[A-Z0-9]{26}\n\(for group north: paste it into the LMS where it asks for a tool's registration URL; usable once, until \d{4}-\d\d-\d\dT`).MatchString(out) {
+		t.Errorf("lti platform register-url: %q", out)
+	}
+	if code, _, errOut := run(t, "", "lti", "platform", "register-url", "--db", db, "--group", "north"); code != 2 || !strings.Contains(errOut, "public-url") {
+		t.Errorf("lti platform register-url without --public-url: exit %d, %s", code, errOut)
+	}
 }

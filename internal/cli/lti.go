@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/platform"
 )
 
@@ -31,6 +32,25 @@ func ltiPlatformAdd(e *env, args []string) error {
 		if err == nil {
 			fmt.Fprintf(e.stdout, "registered LTI platform %s (%s, client %s) for %s: deployments %s\n", lp.ID, lp.Issuer, lp.ClientID,
 				ownerName(lp.GroupID, lp.DistrictID), strings.Join(lp.DeploymentIDs, ", "))
+		}
+		return err
+	})
+}
+
+func ltiPlatformRegisterURL(e *env, args []string) error {
+	fs, db := flags(e, "lti platform register-url")
+	group := fs.String("group", "", "the school whose LMS registers")
+	district := fs.String("district", "", "the district whose LMS registers, for its schools too (instead of --group)")
+	publicURL := fs.String("public-url", "", "the service's address as the LMS reaches it, as serve's --public-url")
+	return withPlatform(e, fs, db, args, false, []string{"public-url"}, func(p *platform.Platform) error {
+		if err := oneOwner("lti platform register-url", "LMS", *group, *district); err != nil {
+			return err
+		}
+		token, r, err := p.CreateLTIRegistration(e.ctx, *group, *district)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "%s\n(for %s: paste it into the LMS where it asks for a tool's registration URL; usable once, until %s)\n",
+				httpapi.RegistrationURL(*publicURL, token), ownerName(r.GroupID, r.DistrictID),
+				analytics.FormatTime(r.Created.Add(analytics.LTIRegistrationLifetime)))
 		}
 		return err
 	})

@@ -50,7 +50,7 @@ func (s *Server) ltiLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	req := lti.LoginRequestOf(r.Form)
 	p, err := s.engine.Directory.LTIPlatformOf(r.Context(), req.Issuer, req.ClientID)
-	if analytics.ErrorCode(err) == analytics.NotFound || err == nil && req.DeploymentID != "" && !slices.Contains(p.DeploymentIDs, req.DeploymentID) {
+	if analytics.ErrorCode(err) == analytics.NotFound || err == nil && req.DeploymentID != "" && !p.TakesDeployment(req.DeploymentID) {
 		s.failedAuth(w, s.limits.clientAddress(r), s.now())
 		s.writeSignInPage(w, http.StatusBadRequest, "This LMS is not registered here",
 			"The learning management system that sent you here, or this deployment of it, is not registered with this service. Ask your school's administrator.", nil)
@@ -225,19 +225,28 @@ func frameAncestors(p analytics.LTIPlatform) []string {
 // ltiRefused answers a launch that cannot go on with a page that says why
 // (the cause is logged), and opens nothing.
 func (s *Server) ltiRefused(w http.ResponseWriter, r *http.Request, err error) {
+	s.ltiRefusedPage(w, r, "launch", "It was finished already, or began too long ago. Open the tool again from your course.", err)
+}
+
+// ltiRefusedPage answers an LTI exchange (what: a launch, a registration)
+// that cannot go on: a refusal's reason, or why what it names is not
+// known (gone), counted against the address's failed checks; what the
+// service would not take, as it says; else a page that asks to try again.
+func (s *Server) ltiRefusedPage(w http.ResponseWriter, r *http.Request, what, gone string, err error) {
 	var refusal *lti.Refusal
-	switch {
+	switch code := analytics.ErrorCode(err); {
 	case errors.As(err, &refusal):
 		s.failedAuth(w, s.limits.clientAddress(r), s.now())
-		s.log.WarnContext(r.Context(), "LTI launch refused", "error", refusal.Error())
-		s.writeSignInPage(w, http.StatusForbidden, "This launch cannot go on", refusal.Reason+".", nil)
-	case analytics.ErrorCode(err) == analytics.NotFound:
+		s.log.WarnContext(r.Context(), "LTI "+what+" refused", "error", refusal.Error())
+		s.writeSignInPage(w, http.StatusForbidden, "This "+what+" cannot go on", refusal.Reason+".", nil)
+	case code == analytics.NotFound:
 		s.failedAuth(w, s.limits.clientAddress(r), s.now())
-		s.writeSignInPage(w, http.StatusBadRequest, "This launch is not known",
-			"It was finished already, or began too long ago. Open the tool again from your course.", nil)
+		s.writeSignInPage(w, http.StatusBadRequest, "This "+what+" is not known", gone, nil)
+	case code == analytics.Invalid || code == analytics.Conflict:
+		s.writeSignInPage(w, statusOf[code], "This "+what+" cannot go on", analytics.ErrorMessage(err), nil)
 	default:
-		s.log.ErrorContext(r.Context(), "LTI launch failed", "error", err.Error())
-		s.writeSignInPage(w, http.StatusServiceUnavailable, "The launch is unavailable", "Try again in a moment.", nil)
+		s.log.ErrorContext(r.Context(), "LTI "+what+" failed", "error", err.Error())
+		s.writeSignInPage(w, http.StatusServiceUnavailable, "The "+what+" is unavailable", "Try again in a moment.", nil)
 	}
 }
 

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/base64"
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
@@ -20,6 +21,18 @@ import (
 // admin API: a platform of the test's own.
 func ltiEnv(t *testing.T, e *testEnv) *ltitest.Platform {
 	t.Helper()
+	ltiSchool(t, e)
+	p := ltitest.Start(t, "ga-tool", "dep-1")
+	p.ToolLogin, p.ToolLaunch, p.Now = e.server.URL+"/lti/login", e.server.URL+"/lti/launch", e.clock.Now
+	e.mustCall("POST", "/v1/admin/groups/north/lti-platforms", e.token(), `{"id": "north-canvas", "name": "Canvas", "issuer": "`+p.Issuer+
+		`", "clientId": "ga-tool", "deploymentIds": ["dep-1"], "authUrl": "`+p.AuthURL()+`", "tokenUrl": "`+p.TokenURL()+`", "jwksUrl": "`+p.JWKSURL()+`"}`,
+		http.StatusCreated)
+	return p
+}
+
+// ltiSchool is ltiEnv's school, without an LMS.
+func ltiSchool(t *testing.T, e *testEnv) {
+	t.Helper()
 	e.school("north", "UTC")
 	for _, st := range []string{"s1", "s2", "s3"} {
 		e.enrol("north", st, "Student "+st)
@@ -30,12 +43,6 @@ func ltiEnv(t *testing.T, e *testEnv) *ltitest.Platform {
 		}
 	}
 	e.send(session("north", "s1", "2026-11-20T10:00:00Z"), session("north", "s3", "2026-11-20T11:00:00Z"))
-	p := ltitest.Start(t, "ga-tool", "dep-1")
-	p.ToolLogin, p.ToolLaunch, p.Now = e.server.URL+"/lti/login", e.server.URL+"/lti/launch", e.clock.Now
-	e.mustCall("POST", "/v1/admin/groups/north/lti-platforms", e.token(), `{"id": "north-canvas", "name": "Canvas", "issuer": "`+p.Issuer+
-		`", "clientId": "ga-tool", "deploymentIds": ["dep-1"], "authUrl": "`+p.AuthURL()+`", "tokenUrl": "`+p.TokenURL()+`", "jwksUrl": "`+p.JWKSURL()+`"}`,
-		http.StatusCreated)
-	return p
 }
 
 var (
@@ -286,6 +293,118 @@ func TestLTIDeepLinking(t *testing.T) {
 	})
 	if r := launchFrom(t, newBrowser(t, e.server.URL), p, p.LoginURL(teacher, course, true)); r.status != http.StatusForbidden || deepLinkForm.Match(r.body) {
 		t.Errorf("a return address over http: %d %s", r.status, r.body)
+	}
+}
+
+// TestLTIDynamicRegistration: an address made for a school with the admin
+// API, opened by the LMS with its configuration and registration token,
+// registers the tool with the LMS (its login, launch and keys, a course
+// navigation link, deep linking, Names and Role Provisioning) and records
+// the platform the LMS made for the school; its page tells the LMS it is
+// done. A launch then opens the course's class. The address is used once.
+func TestLTIDynamicRegistration(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		ltiSchool(t, e)
+		p := ltitest.Start(t, "dyn-client", "dep-9")
+		p.RegistrationToken, p.Now = "platform-registration-token", e.clock.Now
+		made := e.mustCall("POST", "/v1/admin/groups/north/lti-registrations", e.token(), "", http.StatusCreated)
+		address, _ := made["url"].(string)
+		if !strings.HasPrefix(address, e.server.URL+"/lti/register?token=gar_") || made["expiresAt"] != "2026-11-28T12:00:00.000Z" || made["groupId"] != "north" {
+			t.Fatalf("the registration address: %v", made)
+		}
+		page := newBrowser(t, e.server.URL).get(p.RegistrationURL(address), false)
+		if page.status != http.StatusOK || !strings.Contains(string(page.body), `<script src="/assets/lti-registered.js">`) {
+			t.Fatalf("the registration's page: %d %s", page.status, page.body)
+		}
+		if csp := page.header.Get("Content-Security-Policy"); !strings.HasSuffix(csp, "frame-ancestors "+p.Issuer) {
+			t.Errorf("the registration's page may be framed by %q, want the LMS", csp)
+		}
+		reg := p.Registered()
+		config, _ := reg["https://purl.imsglobal.org/spec/lti-tool-configuration"].(map[string]any)
+		messages, _ := config["messages"].([]any)
+		if reg["initiate_login_uri"] != e.server.URL+"/lti/login" || reg["jwks_uri"] != e.server.URL+"/lti/jwks" ||
+			reg["scope"] != "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly" || len(messages) != 2 ||
+			!strings.Contains(fmt.Sprint(messages), "course_navigation") || !strings.Contains(fmt.Sprint(messages), "LtiDeepLinkingRequest") {
+			t.Errorf("the tool's registration: %v", reg)
+		}
+		platforms := e.mustCall("GET", "/v1/admin/groups/north/lti-platforms", e.token(), "", http.StatusOK)["platforms"].([]any)
+		if len(platforms) != 1 {
+			t.Fatalf("the school's platforms: %v", platforms)
+		}
+		got := platforms[0].(map[string]any)
+		if !strings.HasPrefix(got["id"].(string), "ltitest-") || got["issuer"] != p.Issuer || got["clientId"] != "dyn-client" ||
+			strings.Join(stringsOf(got["deploymentIds"]), ",") != "dep-9" || got["tokenUrl"] != p.TokenURL() || got["jwksUrl"] != p.JWKSURL() {
+			t.Errorf("the platform registered: %v", got)
+		}
+		if r := launch(t, newBrowser(t, e.server.URL), p, teacher, course); r.status != http.StatusOK || launchedToken(r) == "" {
+			t.Errorf("a launch of the registered LMS: %d %s", r.status, r.body)
+		}
+		if again := newBrowser(t, e.server.URL).get(p.RegistrationURL(address), false); again.status != http.StatusBadRequest ||
+			!strings.Contains(string(again.body), "used already") {
+			t.Errorf("the address used again: %d %s", again.status, again.body)
+		}
+	})
+}
+
+// TestLTIDynamicRegistrationRefusals: a registration the LMS refuses (its
+// token wrong), or whose configuration names an issuer of another site,
+// records nothing and leaves the address usable; an address past its
+// week, or opened without a configuration, registers nothing; a
+// district's address registers the LMS for the district, and an LMS that
+// names no deployment takes its client id's.
+func TestLTIDynamicRegistrationRefusals(t *testing.T) {
+	e := newEnv(t, storetest.OpenKind(t, "sqlite"))
+	ltiSchool(t, e)
+	p := ltitest.Start(t, "dyn-client", "dep-9")
+	p.RegistrationToken, p.Now = "platform-registration-token", e.clock.Now
+	address := e.mustCall("POST", "/v1/admin/groups/north/lti-registrations", e.token(), "", http.StatusCreated)["url"].(string)
+	platforms := func() int {
+		return len(e.mustCall("GET", "/v1/admin/groups/north/lti-platforms", e.token(), "", http.StatusOK)["platforms"].([]any))
+	}
+	registerWith := func(u string) response { return newBrowser(t, e.server.URL).get(u, false) }
+
+	if r := registerWith(address); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "Paste this address into your LMS") {
+		t.Errorf("the address opened without the LMS's configuration: %d %s", r.status, r.body)
+	}
+	good := p.RegistrationToken
+	p.RegistrationToken = "another"
+	u := p.RegistrationURL(address)
+	p.RegistrationToken = good
+	if r := registerWith(strings.Replace(u, "registration_token=another", "registration_token=forged", 1)); r.status != http.StatusForbidden ||
+		!strings.Contains(string(r.body), "The LMS did not register this tool") || platforms() != 0 {
+		t.Errorf("a registration the LMS refused: %d %s; %d platforms", r.status, r.body, platforms())
+	}
+	p.Configure = func(config map[string]any) { config["issuer"] = "https://lms.example" }
+	if r := registerWith(p.RegistrationURL(address)); r.status != http.StatusForbidden || platforms() != 0 {
+		t.Errorf("a configuration of another site's issuer: %d %s; %d platforms", r.status, r.body, platforms())
+	}
+	p.Configure = nil
+	if r := registerWith(p.RegistrationURL(address)); r.status != http.StatusOK || platforms() != 1 {
+		t.Errorf("the address after refusals: %d %s; %d platforms", r.status, r.body, platforms())
+	}
+
+	stale := e.mustCall("POST", "/v1/admin/groups/north/lti-registrations", e.token(), "", http.StatusCreated)["url"].(string)
+	e.clock.Set(e.clock.Now().Add(8 * 24 * time.Hour))
+	other := ltitest.Start(t, "dyn-2", "dep-2")
+	other.Now, other.RegistrationToken = e.clock.Now, "other-registration-token"
+	if r := registerWith(other.RegistrationURL(stale)); r.status != http.StatusBadRequest || other.Registered() != nil {
+		t.Errorf("an address past its week: %d %s", r.status, r.body)
+	}
+
+	e.district("metro", "UTC", "north")
+	other.NoDeploymentOnRegistration = true
+	if r := registerWith(other.RegistrationURL(e.mustCall("POST", "/v1/admin/districts/metro/lti-registrations", e.token(), "", http.StatusCreated)["url"].(string))); r.status != http.StatusOK {
+		t.Fatalf("a district's registration: %d %s", r.status, r.body)
+	}
+	got := e.mustCall("GET", "/v1/admin/districts/metro/lti-platforms", e.token(), "", http.StatusOK)["platforms"].([]any)
+	if len(got) != 1 || len(stringsOf(got[0].(map[string]any)["deploymentIds"])) != 0 {
+		t.Fatalf("the district's platforms: %v", got)
+	}
+	if r := launch(t, newBrowser(t, e.server.URL), other, admin, course); r.status != http.StatusOK {
+		t.Errorf("a launch of the district's LMS, of a deployment it did not name: %d %s", r.status, r.body)
+	}
+	if r := e.call("POST", "/v1/admin/groups/nowhere/lti-registrations", e.token(), ""); r.status != http.StatusNotFound {
+		t.Errorf("a registration for no school: %d %s", r.status, r.body)
 	}
 }
 

@@ -42,6 +42,7 @@ func (s *Server) routes() []route {
 		{"POST /lti/login", maxAdminBody, s.ltiLogin},
 		{"POST /lti/launch", maxLaunchBody, s.ltiLaunch},
 		{"GET /lti/jwks", 0, s.ltiJWKS},
+		{"GET /lti/register", 0, s.ltiRegister},
 
 		// The weekly digest's unsubscribe link, which needs no key.
 		{"GET /unsubscribe", 0, s.unsubscribeForm},
@@ -91,6 +92,7 @@ func (s *Server) platformRoutes() []route {
 		{"POST /v1/admin/groups/{groupId}/staff", maxAdminBody, s.withToken(s.addStaff)},
 		{"GET /v1/admin/groups/{groupId}/lti-platforms", maxAdminBody, s.withToken(s.listLTIPlatforms)},
 		{"POST /v1/admin/groups/{groupId}/lti-platforms", maxAdminBody, s.withToken(s.addLTIPlatform)},
+		{"POST /v1/admin/groups/{groupId}/lti-registrations", maxAdminBody, s.withToken(s.addLTIRegistration)},
 		{"GET /v1/admin/groups/{groupId}/sign-in-providers", maxAdminBody, s.withToken(s.listProviders)},
 		{"POST /v1/admin/groups/{groupId}/sign-in-providers", maxAdminBody, s.withToken(s.addProvider)},
 		{"GET /v1/admin/groups/{groupId}/digest-recipients", maxAdminBody, s.withToken(s.listRecipients)},
@@ -112,6 +114,7 @@ func (s *Server) platformRoutes() []route {
 		{"DELETE /v1/admin/staff/{staffId}", maxAdminBody, s.withToken(s.removeStaff)},
 		{"GET /v1/admin/districts/{districtId}/lti-platforms", maxAdminBody, s.withToken(s.listLTIPlatforms)},
 		{"POST /v1/admin/districts/{districtId}/lti-platforms", maxAdminBody, s.withToken(s.addLTIPlatform)},
+		{"POST /v1/admin/districts/{districtId}/lti-registrations", maxAdminBody, s.withToken(s.addLTIRegistration)},
 		{"DELETE /v1/admin/lti-platforms/{platformId}", maxAdminBody, s.withToken(s.removeLTIPlatform)},
 		{"GET /v1/admin/districts/{districtId}/sign-in-providers", maxAdminBody, s.withToken(s.listProviders)},
 		{"POST /v1/admin/districts/{districtId}/sign-in-providers", maxAdminBody, s.withToken(s.addProvider)},

@@ -129,7 +129,8 @@ var algorithms = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, j
 
 // Verifier checks launches against their platforms' keys, which it
 // fetches from their JWKS addresses and keeps, fetching them again when
-// a launch names a key it does not know (the platform rotated its keys).
+// a launch names a key it does not know (the platform rotated its keys);
+// it is also the tool's client of its platforms (registration, services).
 // Forged launches cannot make it fetch at will: each needs a login of its
 // own, and the service counts each refusal against the address.
 type Verifier struct {
@@ -271,14 +272,15 @@ func (c claims) check(p analytics.LTIPlatform, now time.Time) error {
 		return refuse("The launch was not issued now: open the tool again from your course", nil)
 	case c.Nonce == "" || c.Subject == "":
 		return refuse("The launch has no nonce or no person", nil)
-	case !slices.Contains(p.DeploymentIDs, c.Deployment):
+	case c.Deployment == "" || !p.TakesDeployment(c.Deployment):
 		return refuse("The launch comes from a deployment of the platform that is not registered here", fmt.Errorf("deployment %q", c.Deployment))
 	case c.Message != MessageLaunch && c.Message != MessageDeepLink:
 		return refuse("The launch is of a kind this tool does not take", fmt.Errorf("message_type %q", c.Message))
 	case c.Version != version:
 		return refuse("The launch is not of LTI 1.3", fmt.Errorf("version %q", c.Version))
-	case c.Message == MessageDeepLink && checkReturnURL(c.DeepLinking.ReturnURL) != nil:
-		return refuse("The platform asked for a link without saying where to send it", checkReturnURL(c.DeepLinking.ReturnURL))
+	case c.Message == MessageDeepLink && checkPlatformURL("deep_link_return_url", c.DeepLinking.ReturnURL) != nil:
+		return refuse("The platform asked for a link without saying where to send it",
+			checkPlatformURL("deep_link_return_url", c.DeepLinking.ReturnURL))
 	}
 	return nil
 }

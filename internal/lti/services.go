@@ -138,7 +138,7 @@ func (v *Verifier) getJSONLinked(req *http.Request, into any) (string, error) {
 		return "", err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 != 2 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 		return "", fmt.Errorf("%s %s: %s %s", req.Method, req.URL.Redacted(), resp.Status, strings.TrimSpace(string(body)))
 	}
@@ -188,12 +188,12 @@ func DeepLinkResponse(p analytics.LTIPlatform, l Launch, k analytics.LTIToolKey,
 	return Sign(k, claims)
 }
 
-// checkReturnURL checks a deep link's return address: https, or http on
-// loopback, since the page posts the signed link there.
-func checkReturnURL(address string) error {
+// checkPlatformURL checks an address of a platform's that the tool sends
+// to or reads from: https, or http on loopback.
+func checkPlatformURL(name, address string) error {
 	u, err := url.Parse(address)
 	if err != nil || u.Host == "" || u.Scheme != "https" && !(u.Scheme == "http" && analytics.Loopback(u.Hostname())) {
-		return fmt.Errorf("deep_link_return_url %q", address)
+		return fmt.Errorf("%s %q", name, address)
 	}
 	return nil
 }

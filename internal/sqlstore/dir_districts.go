@@ -97,7 +97,7 @@ func (s *Store) DeleteDistrict(ctx context.Context, districtID string) error {
 			`DELETE FROM district_keys WHERE district_id = ?`, `DELETE FROM district_digest_sends WHERE district_id = ?`,
 			`DELETE FROM district_digest_recipients WHERE district_id = ?`, `DELETE FROM staff WHERE district_id = ?`,
 			`DELETE FROM sign_in_providers WHERE district_id = ?`, `DELETE FROM lti_platforms WHERE district_id = ?`,
-			`DELETE FROM districts WHERE district_id = ?`} {
+			`DELETE FROM lti_registrations WHERE district_id = ?`, `DELETE FROM districts WHERE district_id = ?`} {
 			if _, err := tx.ExecContext(ctx, s.q(stmt), districtID); err != nil {
 				return err
 			}

@@ -230,3 +230,62 @@ func (s *Store) AddLTIToolKey(ctx context.Context, k analytics.LTIToolKey) error
 		return err
 	})
 }
+
+// AddLTIRegistration keeps an invitation to register, and forgets those
+// expired.
+func (s *Store) AddLTIRegistration(ctx context.Context, r analytics.LTIRegistration) error {
+	return s.transact(ctx, "AddLTIRegistration", func(tx *txn) error {
+		if r.DistrictID != "" {
+			if err := s.lockDistrict(ctx, tx, r.DistrictID); err != nil {
+				return err
+			}
+		} else if err := s.lockGroup(ctx, tx, r.GroupID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM lti_registrations WHERE created_at < ?`),
+			millis(r.Created.Add(-analytics.LTIRegistrationLifetime))); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO lti_registrations (token_hash, group_id, district_id, created_at) VALUES (?, ?, ?, ?)`),
+			r.TokenHash, nullable(r.GroupID), nullable(r.DistrictID), millis(r.Created))
+		return err
+	})
+}
+
+const ltiRegistrationRow = `SELECT COALESCE(group_id, ''), COALESCE(district_id, ''), created_at FROM lti_registrations WHERE token_hash = ?`
+
+func scanLTIRegistration(r *analytics.LTIRegistration) func(row *sql.Row) (time.Time, error) {
+	return func(row *sql.Row) (time.Time, error) {
+		var created int64
+		err := row.Scan(&r.GroupID, &r.DistrictID, &created)
+		r.Created = fromMillis(created)
+		return r.Created, err
+	}
+}
+
+var errNoRegistration = analytics.Errorf(analytics.NotFound, "No such registration: it was used already, or made too long ago")
+
+// LTIRegistration returns the invitation of this token hash while it may
+// be used.
+func (s *Store) LTIRegistration(ctx context.Context, tokenHash []byte, now time.Time) (analytics.LTIRegistration, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	r := analytics.LTIRegistration{TokenHash: tokenHash}
+	created, err := scanLTIRegistration(&r)(s.read.QueryRowContext(ctx, s.q(ltiRegistrationRow), tokenHash))
+	if errors.Is(err, sql.ErrNoRows) || err == nil && now.Sub(created) > analytics.LTIRegistrationLifetime {
+		return r, errNoRegistration
+	}
+	return r, s.wrap("LTIRegistration", err)
+}
+
+// TakeLTIRegistration returns the invitation of this token hash and
+// forgets it, once (takeOnce).
+func (s *Store) TakeLTIRegistration(ctx context.Context, tokenHash []byte, now time.Time) (analytics.LTIRegistration, error) {
+	r := analytics.LTIRegistration{TokenHash: tokenHash}
+	err := s.takeOnce(ctx, "TakeLTIRegistration", ltiRegistrationRow, `DELETE FROM lti_registrations WHERE token_hash = ?`, tokenHash, now,
+		analytics.LTIRegistrationLifetime, scanLTIRegistration(&r))
+	if analytics.ErrorCode(err) == analytics.NotFound {
+		err = errNoRegistration
+	}
+	return r, err
+}

@@ -66,6 +66,12 @@ type Platform struct {
 	// PageSize is how many members a page of Names and Role Provisioning
 	// holds.
 	PageSize int
+	// RegistrationToken is the token a tool's dynamic registration must
+	// bear; NoDeploymentOnRegistration answers it without a deployment id.
+	RegistrationToken          string
+	NoDeploymentOnRegistration bool
+	// Configure changes the platform's OpenID configuration as it is read.
+	Configure func(config map[string]any)
 
 	t       testing.TB
 	server  *httptest.Server
@@ -78,6 +84,7 @@ type Platform struct {
 	tokens  map[string]bool     // the access tokens given
 	asked   []string            // the scopes asked for tokens
 	links   []Link              // placed by deep linking, in order
+	tool    map[string]any      // the tool's registration, once it registered
 }
 
 // Member is a member of a course, as Names and Role Provisioning sends
@@ -143,6 +150,8 @@ func Start(t testing.TB, clientID, deploymentID string) *Platform {
 	mux.HandleFunc("POST /token", p.token)
 	mux.HandleFunc("GET /nrps/{course}", p.memberships)
 	mux.HandleFunc("POST /deep-link-return", p.deepLinkReturn)
+	mux.HandleFunc("GET /.well-known/openid-configuration", p.configuration)
+	mux.HandleFunc("POST /register", p.register)
 	p.server = httptest.NewServer(mux)
 	t.Cleanup(p.server.Close)
 	p.Issuer = p.server.URL
@@ -428,6 +437,103 @@ func (p *Platform) deepLinkReturn(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	io.WriteString(w, "<!doctype html><title>Placed</title><p>The link "+html.EscapeString(items[0].Title)+" is in the course.</p>")
+}
+
+// ConfigurationURL is the address of the platform's OpenID configuration,
+// which it gives a tool's registration address.
+func (p *Platform) ConfigurationURL() string { return p.Issuer + "/.well-known/openid-configuration" }
+
+// RegistrationURL is the address the platform opens to register a tool
+// at its registration address: with its configuration's address and its
+// registration token.
+func (p *Platform) RegistrationURL(toolURL string) string {
+	sep := "?"
+	if strings.Contains(toolURL, "?") {
+		sep = "&"
+	}
+	return toolURL + sep + url.Values{"openid_configuration": {p.ConfigurationURL()}, "registration_token": {p.RegistrationToken}}.Encode()
+}
+
+// Registered is the tool's registration, nil before it registered.
+func (p *Platform) Registered() map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tool
+}
+
+func (p *Platform) configuration(w http.ResponseWriter, r *http.Request) {
+	config := map[string]any{"issuer": p.Issuer, "authorization_endpoint": p.AuthURL(), "token_endpoint": p.TokenURL(),
+		"jwks_uri": p.JWKSURL(), "registration_endpoint": p.Issuer + "/register", "response_types_supported": []string{"id_token"},
+		"scopes_supported":                      []string{"openid", "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"},
+		"token_endpoint_auth_methods_supported": []string{"private_key_jwt"},
+		"id_token_signing_alg_values_supported": []string{"RS256"},
+		"https://purl.imsglobal.org/spec/lti-platform-configuration": map[string]any{"product_family_code": "ltitest", "version": "1",
+			"messages_supported": []map[string]any{{"type": "LtiResourceLinkRequest"}, {"type": "LtiDeepLinkingRequest"}}},
+	}
+	if p.Configure != nil {
+		p.Configure(config)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(config)
+}
+
+// register takes a tool's registration as LTI Dynamic Registration says:
+// bearing the registration token, an OpenID client of the implicit flow
+// and client credentials with private_key_jwt, its login, redirect and
+// keys' addresses, and an LTI tool configuration with a resource link
+// message. The tool's addresses become the platform's to launch it.
+func (p *Platform) register(w http.ResponseWriter, r *http.Request) {
+	fail := func(what string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]string{"error": "invalid_client_metadata", "error_description": what})
+	}
+	if r.Header.Get("Authorization") != "Bearer "+p.RegistrationToken {
+		fail("registration token")
+		return
+	}
+	var reg struct {
+		ApplicationType string   `json:"application_type"`
+		ResponseTypes   []string `json:"response_types"`
+		GrantTypes      []string `json:"grant_types"`
+		LoginURI        string   `json:"initiate_login_uri"`
+		RedirectURIs    []string `json:"redirect_uris"`
+		JWKSURI         string   `json:"jwks_uri"`
+		AuthMethod      string   `json:"token_endpoint_auth_method"`
+		Tool            struct {
+			Domain        string `json:"domain"`
+			TargetLinkURI string `json:"target_link_uri"`
+			Messages      []struct {
+				Type string `json:"type"`
+			} `json:"messages"`
+		} `json:"https://purl.imsglobal.org/spec/lti-tool-configuration"`
+	}
+	body, _ := io.ReadAll(r.Body)
+	var raw map[string]any
+	if json.Unmarshal(body, &reg) != nil || json.Unmarshal(body, &raw) != nil {
+		fail("not JSON")
+		return
+	}
+	switch {
+	case reg.ApplicationType != "web" || !slices.Equal(reg.ResponseTypes, []string{"id_token"}) ||
+		!slices.Contains(reg.GrantTypes, "implicit") || !slices.Contains(reg.GrantTypes, "client_credentials"):
+		fail("application_type, response_types or grant_types")
+	case reg.LoginURI == "" || len(reg.RedirectURIs) == 0 || reg.JWKSURI == "" || reg.AuthMethod != "private_key_jwt":
+		fail("initiate_login_uri, redirect_uris, jwks_uri or token_endpoint_auth_method")
+	case reg.Tool.Domain == "" || reg.Tool.TargetLinkURI == "" || len(reg.Tool.Messages) == 0 || reg.Tool.Messages[0].Type != "LtiResourceLinkRequest":
+		fail("the LTI tool configuration")
+	default:
+		p.mu.Lock()
+		p.tool, p.ToolLogin, p.ToolLaunch, p.ToolJWKS = raw, reg.LoginURI, reg.RedirectURIs[0], reg.JWKSURI
+		p.mu.Unlock()
+		config := map[string]any{"domain": reg.Tool.Domain, "messages": raw["https://purl.imsglobal.org/spec/lti-tool-configuration"].(map[string]any)["messages"]}
+		if !p.NoDeploymentOnRegistration {
+			config["deployment_id"] = p.DeploymentID
+		}
+		raw["client_id"], raw["https://purl.imsglobal.org/spec/lti-tool-configuration"] = p.ClientID, config
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(raw)
+	}
 }
 
 // memberships answers Names and Role Provisioning for a course, a page of
