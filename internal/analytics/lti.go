@@ -54,7 +54,12 @@ type LTILogin struct {
 	BrowserHash []byte
 	PlatformID  string
 	Nonce       string
-	Created     time.Time
+	// StorageTarget is the frame of the platform's storage the login was
+	// offered (lti_storage_target), where it kept its state: "" when none.
+	StorageTarget string
+	// Query is the login's parameters, to begin it again in a new window.
+	Query   string
+	Created time.Time
 }
 
 // LTI roles a launch opens with: what the person may see.

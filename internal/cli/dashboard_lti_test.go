@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/storage"
 	"github.com/chromedp/chromedp"
 
 	"groupanalytics/internal/analytics"
@@ -68,5 +71,58 @@ func TestLTILaunchInBrowser(t *testing.T) {
 		if again != want.Person {
 			t.Errorf("%s: after a reload, the header says %q", size.name, again)
 		}
+	}
+}
+
+// TestLTILaunchInFrameWithoutCookies launches the tool in Chromium from a
+// course's page of an LMS on another site, in its iframe, with the
+// browser keeping no cookie at all (as Safari keeps none of a site in
+// another's frame): the login keeps its secret in the LMS's storage
+// (lti.put_data), the launch's page reads it back (lti.get_data) to open
+// its sealed session, and the dashboard opens on the course's class,
+// naming the instructor, inside the frame.
+func TestLTILaunchInFrameWithoutCookies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	ctx, run, _ := openBrowserWith(t, 90*time.Second, `{"profile": {"default_content_setting_values": {"cookies": 2}}}`)
+	base, _, p := demoSite(t)
+	lms := ltitest.Start(t, "ga-frame", "dep-1")
+	lms.OnHost("localhost") // another site than the tool's 127.0.0.1
+	lms.Storage, lms.ToolLogin, lms.ToolLaunch = true, base+"/lti/login", base+"/lti/launch"
+	if _, err := p.AddLTIPlatform(context.Background(), analytics.LTIPlatform{ID: "frame-lms", Name: "Frame LMS", Issuer: lms.Issuer, ClientID: "ga-frame",
+		DeploymentIDs: []string{"dep-1"}, AuthURL: lms.AuthURL(), TokenURL: lms.TokenURL(), JWKSURL: lms.JWKSURL(), GroupID: demoGroups[0].id}); err != nil {
+		t.Fatal(err)
+	}
+	instructor := ltitest.Person{ID: "u-1", Name: "Tess Teach", Email: "tess@northside.example", Roles: []string{ltitest.Instructor}}
+	chemistry := ltitest.Course{ID: "c-9a", Title: "Chemistry 9A", SectionSourcedID: demoClasses[0].id}
+	run("the course's page", chromedp.Navigate(lms.CoursePageURL(instructor, chemistry)))
+
+	// The frame navigates from the login to the LMS and back: its
+	// document is read afresh until the dashboard has loaded in it.
+	var seen struct{ Place, Person, Loaded string }
+	deadline := time.Now().Add(45 * time.Second)
+	for seen.Loaded == "" && time.Now().Before(deadline) {
+		time.Sleep(250 * time.Millisecond)
+		var frames []*cdp.Node
+		run("the tool's frame", chromedp.Nodes("#tool", &frames, chromedp.ByQuery))
+		var places []*cdp.Node
+		if chromedp.Run(ctx, chromedp.Nodes("#dashboard[data-loaded]", &places, chromedp.ByQuery, chromedp.FromNode(frames[0]), chromedp.AtLeast(0))) != nil || len(places) == 0 {
+			continue
+		}
+		run("the dashboard in the frame", chromedp.Text("#place-name", &seen.Place, chromedp.ByQuery, chromedp.FromNode(frames[0])),
+			chromedp.Text("#person", &seen.Person, chromedp.ByQuery, chromedp.FromNode(frames[0])))
+		seen.Loaded = "yes"
+	}
+	if want := (struct{ Place, Person, Loaded string }{demoGroups[0].name, "Tess Teach · Teacher", "yes"}); seen != want {
+		t.Errorf("the launch in the frame opens %+v, want %+v", seen, want)
+	}
+	var cookies []*network.Cookie
+	run("the browser's cookies", chromedp.ActionFunc(func(ctx context.Context) (err error) {
+		cookies, err = storage.GetCookies().Do(ctx)
+		return err
+	}))
+	if len(cookies) != 0 {
+		t.Errorf("the browser kept cookies: %v", cookies)
 	}
 }

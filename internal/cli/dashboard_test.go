@@ -839,6 +839,14 @@ func openBrowser(t *testing.T) (context.Context, func(string, ...chromedp.Action
 // than 90 s, for a test of many views.
 func openBrowserFor(t *testing.T, limit time.Duration) (context.Context, func(string, ...chromedp.Action), func(string, string, any)) {
 	t.Helper()
+	return openBrowserWith(t, limit, "")
+}
+
+// openBrowserWith is openBrowserFor with a profile of these preferences
+// (Chromium's Preferences file, JSON), and its frames in the process of
+// the page, so that the test can read inside them.
+func openBrowserWith(t *testing.T, limit time.Duration, preferences string) (context.Context, func(string, ...chromedp.Action), func(string, string, any)) {
+	t.Helper()
 	exe := chromium(t)
 	// Chromium's profile, removed once its last process lets go of it
 	// (t.TempDir's cleanup fails on files a helper process still writes).
@@ -854,11 +862,19 @@ func openBrowserFor(t *testing.T, limit time.Duration) (context.Context, func(st
 			time.Sleep(100 * time.Millisecond)
 		}
 	})
+	if preferences != "" {
+		if err := os.MkdirAll(filepath.Join(profile, "Default"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(profile, "Default", "Preferences"), []byte(preferences), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(profile),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 1000),
+		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 1000), chromedp.Flag("disable-site-isolation-trials", true),
 		// CI runs the packages' tests side by side on two cores, where
 		// Chromium has taken more than chromedp's default 20 s to start.
 		chromedp.WSURLReadTimeout(90*time.Second))...)

@@ -40,19 +40,30 @@ func policy(frameAncestors string) string {
 // stopped.
 const ViewStopped = "stopped"
 
+// Launch is what an LTI launch's page carries: the session's token, or
+// the token sealed (lti.Seal) with what opens it in the platform's
+// storage (its key, frame and origin); and the view a placed link names.
+type Launch struct {
+	Token, View                                      string
+	Sealed, StorageKey, StorageTarget, StorageOrigin string
+}
+
 // Launched serves the page that an LTI launch opens: the dashboard, with
 // the launch's session token in it (which the page keeps in its tab and
 // sends as its key), on the view a placed link names, framed only by the
 // LMS's origins, and never cached.
-func Launched(w http.ResponseWriter, r *http.Request, token, view string, frameAncestors []string) {
+func Launched(w http.ResponseWriter, r *http.Request, l Launch, frameAncestors []string) {
 	page, err := fs.ReadFile(files, "index.html")
 	if err != nil {
 		http.Error(w, "Internal error", http.StatusInternalServerError)
 		return
 	}
-	meta := `<meta name="groupanalytics-session" content="` + html.EscapeString(token) + `"`
-	if view == ViewStopped {
-		meta += ` data-view="` + ViewStopped + `"`
+	meta := `<meta name="groupanalytics-session" content="` + html.EscapeString(l.Token) + `"`
+	for _, a := range []struct{ name, value string }{{"view", l.View}, {"sealed", l.Sealed}, {"key", l.StorageKey},
+		{"target", l.StorageTarget}, {"origin", l.StorageOrigin}} {
+		if a.value != "" && (a.name != "view" || a.value == ViewStopped) {
+			meta += ` data-` + a.name + `="` + html.EscapeString(a.value) + `"`
+		}
 	}
 	meta += ">\n"
 	page = bytes.Replace(page, []byte("<meta charset=\"utf-8\">\n"), []byte("<meta charset=\"utf-8\">\n"+meta), 1)

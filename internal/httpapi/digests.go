@@ -66,10 +66,10 @@ func (s *Server) removeDistrictRecipient(r *http.Request) (int, any, error) {
 func (s *Server) unsubscribeForm(w http.ResponseWriter, r *http.Request) {
 	token := r.FormValue("token")
 	if token == "" {
-		writePage(w, http.StatusBadRequest, unsubscribePage{Error: "This link has lost its token: open the whole link from the digest's email again."})
+		writePage(w, http.StatusBadRequest, unsubscribeTemplate, unsubscribePage{Error: "This link has lost its token: open the whole link from the digest's email again."})
 		return
 	}
-	writePage(w, http.StatusOK, unsubscribePage{Token: token})
+	writePage(w, http.StatusOK, unsubscribeTemplate, unsubscribePage{Token: token})
 }
 
 // unsubscribe removes the recipient of the link's token: the page's
@@ -86,13 +86,13 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil && rcpt.DistrictID != "":
 		district, _ := s.platform.Directory.District(r.Context(), rcpt.DistrictID)
-		writePage(w, http.StatusOK, unsubscribePage{Done: true, Address: rcpt.Address, Group: district.Name})
+		writePage(w, http.StatusOK, unsubscribeTemplate, unsubscribePage{Done: true, Address: rcpt.Address, Group: district.Name})
 	case err == nil:
 		group, _ := s.platform.Directory.Group(r.Context(), rcpt.GroupID)
-		writePage(w, http.StatusOK, unsubscribePage{Done: true, Address: rcpt.Address, Group: group.Name})
+		writePage(w, http.StatusOK, unsubscribeTemplate, unsubscribePage{Done: true, Address: rcpt.Address, Group: group.Name})
 	case analytics.ErrorCode(err) == analytics.NotFound:
 		s.failedAuth(w, addr, now)
-		writePage(w, http.StatusNotFound, unsubscribePage{Error: analytics.ErrorMessage(err)})
+		writePage(w, http.StatusNotFound, unsubscribeTemplate, unsubscribePage{Error: analytics.ErrorMessage(err)})
 	default:
 		s.writeError(w, r, err)
 	}
@@ -102,14 +102,6 @@ type unsubscribePage struct {
 	Token, Error   string
 	Done           bool
 	Address, Group string
-}
-
-func writePage(w http.ResponseWriter, status int, page unsubscribePage) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Referrer-Policy", "no-referrer") // the token is in the address
-	w.WriteHeader(status)
-	unsubscribeTemplate.Execute(w, page)
 }
 
 var unsubscribeTemplate = template.Must(template.New("unsubscribe").Parse(`<!DOCTYPE html>

@@ -60,15 +60,26 @@ func (s *Server) ltiLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	state, nonce, browser := randomToken(), randomToken(), randomToken()
+	again := url.Values{}
+	for name, values := range r.Form {
+		if name != "lti_storage_target" {
+			again[name] = values
+		}
+	}
 	login := analytics.LTILogin{StateHash: analytics.HashSecret(state), BrowserHash: analytics.HashSecret(browser), PlatformID: p.ID, Nonce: nonce,
-		Created: s.now()}
+		StorageTarget: req.StorageTarget, Query: again.Encode(), Created: s.now()}
 	if err := s.engine.Directory.StartLTILogin(r.Context(), login, ltiLoginMaxAge); err != nil {
 		s.signInFailed(w, r, err)
 		return
 	}
 	s.setLaunchCookie(w, r, browser)
 	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, lti.AuthRedirect(p, req, s.launchURL(), state, nonce), http.StatusFound)
+	auth := lti.AuthRedirect(p, req, s.launchURL(), state, nonce)
+	if req.StorageTarget != "" {
+		s.ltiStoragePage(w, r, p, auth, lti.StorageKey(state), browser, login)
+		return
+	}
+	http.Redirect(w, r, auth, http.StatusFound)
 }
 
 // setLaunchCookie sets the cookie that ties a launch's login to its
@@ -102,9 +113,14 @@ func (s *Server) ltiLaunch(w http.ResponseWriter, r *http.Request) {
 		s.ltiRefused(w, r, err)
 		return
 	}
+	// The browser that began the login: its cookie; or, where it keeps no
+	// cookie of the tool, whoever can read its secret from the platform's
+	// storage, to whom the page goes sealed.
 	browser, _ := r.Cookie(ltiBrowserCookie)
-	if browser == nil || subtle.ConstantTimeCompare(analytics.HashSecret(browser.Value), login.BrowserHash) != 1 {
-		s.ltiRefused(w, r, &lti.Refusal{Reason: "This launch was begun in another browser, or this browser keeps no cookie of it: open the tool in a new window"})
+	sealed := browser == nil && login.StorageTarget != ""
+	if !sealed && (browser == nil || subtle.ConstantTimeCompare(analytics.HashSecret(browser.Value), login.BrowserHash) != 1) {
+		s.ltiRefused(w, r, &lti.Refusal{Reason: "This launch was begun in another browser, or this browser keeps no cookie of it in your LMS's page",
+			NewWindow: s.publicURL + "/lti/login?" + login.Query})
 		return
 	}
 	p, err := dir.LTIPlatform(r.Context(), login.PlatformID)
@@ -140,7 +156,11 @@ func (s *Server) ltiLaunch(w http.ResponseWriter, r *http.Request) {
 		s.ltiRefused(w, r, err)
 		return
 	}
-	dashboard.Launched(w, r, token, launch.View, frameAncestors(p))
+	if sealed {
+		s.ltiSealedLaunch(w, r, p, login, token, launch.View)
+		return
+	}
+	dashboard.Launched(w, r, dashboard.Launch{Token: token, View: launch.View}, frameAncestors(p))
 }
 
 // errLearner refuses the launch of a learner, or of anyone neither an
@@ -238,7 +258,7 @@ func (s *Server) ltiRefusedPage(w http.ResponseWriter, r *http.Request, what, go
 	case errors.As(err, &refusal):
 		s.failedAuth(w, s.limits.clientAddress(r), s.now())
 		s.log.WarnContext(r.Context(), "LTI "+what+" refused", "error", refusal.Error())
-		s.writeSignInPage(w, http.StatusForbidden, "This "+what+" cannot go on", refusal.Reason+".", nil)
+		writePage(w, http.StatusForbidden, signInPage, signInPageData{Title: "This " + what + " cannot go on", Message: refusal.Reason + ".", NewWindow: refusal.NewWindow})
 	case code == analytics.NotFound:
 		s.failedAuth(w, s.limits.clientAddress(r), s.now())
 		s.writeSignInPage(w, http.StatusBadRequest, "This "+what+" is not known", gone, nil)

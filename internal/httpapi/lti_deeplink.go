@@ -49,9 +49,7 @@ func (s *Server) ltiDeepLink(w http.ResponseWriter, r *http.Request, p analytics
 	returnTo, _ := url.Parse(launch.DeepLinkReturnURL) // checked by lti.Verifier
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; base-uri 'none'; form-action "+
 		returnTo.Scheme+"://"+returnTo.Host+"; frame-ancestors "+strings.Join(frameAncestors(p), " "))
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = deepLinkPage.Execute(w, struct {
+	writePage(w, http.StatusOK, deepLinkPage, struct {
 		ReturnURL string
 		Choices   []deepLinkChoice
 	}{launch.DeepLinkReturnURL, choices})

@@ -78,9 +78,7 @@ func (s *Server) ltiRegister(w http.ResponseWriter, r *http.Request) {
 	config, _ := url.Parse(q.Get("openid_configuration"))
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors "+
 		config.Scheme+"://"+config.Host)
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = registeredPage.Execute(w, p)
+	writePage(w, http.StatusOK, registeredPage, p)
 }
 
 var registeredPage = template.Must(template.New("registered").Parse(`<!doctype html>

@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"html"
 	"net/http"
@@ -238,6 +240,97 @@ func TestLTINamesAndRoles(t *testing.T) {
 			t.Errorf("a refused token: the launch %d, the class's members %q", r.status, members(launchedToken(r)))
 		}
 	})
+}
+
+// dataOf reads the data-name attributes of a page's element of this id.
+func dataOf(t *testing.T, page []byte, id string) map[string]string {
+	t.Helper()
+	tag := regexp.MustCompile(`<[a-z]+ [^>]*id="` + id + `"[^>]*>`).Find(page)
+	if tag == nil {
+		t.Fatalf("no element %q in:\n%s", id, page)
+	}
+	data := map[string]string{}
+	for _, m := range regexp.MustCompile(`data-([a-z]+)="([^"]*)"`).FindAllSubmatch(tag, -1) {
+		data[string(m[1])] = html.UnescapeString(string(m[2]))
+	}
+	return data
+}
+
+// unseal opens a sealed launch's token with the secret its login kept in
+// the platform's storage, as lti.js does.
+func unseal(t *testing.T, sealed, secret string) string {
+	t.Helper()
+	hash := sha256.Sum256([]byte(secret))
+	pad := sha256.Sum256(append(hash[:], "groupanalytics lti seal"...))
+	raw, err := hex.DecodeString(sealed)
+	if err != nil || len(raw) > len(pad) {
+		t.Fatalf("a sealed token %q", sealed)
+	}
+	for i := range raw {
+		raw[i] ^= pad[i]
+	}
+	return string(raw)
+}
+
+// TestLTILaunchWithPlatformStorage: a login offered the platform's
+// storage answers with a page that keeps its secret there; a launch that
+// comes back with the login's cookie opens as any, and one without it
+// opens sealed: its page holds no token, only the token sealed by the
+// secret, which opens it and nothing else. A login offered no storage
+// whose launch comes without the cookie is refused with a link that
+// begins it again in a new window.
+func TestLTILaunchWithPlatformStorage(t *testing.T) {
+	e := newEnv(t, storetest.OpenKind(t, "sqlite"))
+	p := ltiEnv(t, e)
+	p.Storage = true
+	login := func(b *browser) (map[string]string, response) {
+		t.Helper()
+		page := b.get(p.LoginURL(teacher, course, false), false)
+		data := dataOf(t, page.body, "lti-login")
+		if page.status != http.StatusOK || data["target"] != "_parent" || data["origin"] != p.Issuer || !strings.HasPrefix(data["key"], "state_") ||
+			!strings.HasPrefix(data["auth"], p.AuthURL()+"?") || data["value"] == "" {
+			t.Fatalf("the login's page: %d %v", page.status, data)
+		}
+		if csp := page.header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors "+p.Issuer) || !strings.Contains(csp, "script-src 'self'") {
+			t.Errorf("the login's page's policy: %q", csp)
+		}
+		return data, page
+	}
+	// The cookie kept: the launch opens as any.
+	b := newBrowser(t, e.server.URL)
+	data, _ := login(b)
+	if r := b.post(p.ToolLaunch, ltitest.Posted(t, strings.NewReader(string(b.get(data["auth"], false).body)))); r.status != http.StatusOK || launchedToken(r) == "" {
+		t.Errorf("a launch with the login's cookie: %d %s", r.status, r.body)
+	}
+	// No cookie: sealed.
+	data, _ = login(newBrowser(t, e.server.URL))
+	cookieless := newBrowser(t, e.server.URL)
+	r := cookieless.post(p.ToolLaunch, ltitest.Posted(t, strings.NewReader(string(cookieless.get(data["auth"], false).body))))
+	sealed := regexp.MustCompile(`<meta name="groupanalytics-session" content="" data-sealed="([0-9a-f]+)" data-key="([^"]+)" data-target="_parent" data-origin="([^"]+)">`).FindSubmatch(r.body)
+	if r.status != http.StatusOK || sealed == nil || strings.Contains(string(r.body), "gal_") || string(sealed[2]) != data["key"] || string(sealed[3]) != p.Issuer {
+		t.Fatalf("a launch without the cookie: %d %s", r.status, r.body)
+	}
+	token := unseal(t, string(sealed[1]), data["value"])
+	if me := e.do("GET", "/api/me", token, "").json(t); me["kind"] != "teacher" {
+		t.Errorf("the unsealed token's /api/me: %v", me)
+	}
+	other, _ := login(newBrowser(t, e.server.URL))
+	if wrong := unseal(t, string(sealed[1]), other["value"]); regexp.MustCompile(`^gal_[A-Z0-9]+$`).MatchString(wrong) {
+		t.Errorf("another login's secret opened the sealed token: %q", wrong)
+	}
+
+	// No storage and no cookie: a new window.
+	p.Storage = false
+	first := newBrowser(t, e.server.URL).get(p.LoginURL(teacher, course, false), false)
+	refused := newBrowser(t, e.server.URL).post(p.ToolLaunch, ltitest.Posted(t, strings.NewReader(string(first.body))))
+	again := regexp.MustCompile(`<a class="button" href="([^"]+)" target="_blank" rel="noopener">Open it in a new window</a>`).FindSubmatch(refused.body)
+	if refused.status != http.StatusForbidden || again == nil || !strings.HasPrefix(html.UnescapeString(string(again[1])), e.server.URL+"/lti/login?") {
+		t.Fatalf("a launch without the cookie, offered no storage: %d %s", refused.status, refused.body)
+	}
+	w := newBrowser(t, e.server.URL)
+	if r := w.post(p.ToolLaunch, ltitest.Posted(t, strings.NewReader(string(w.get(html.UnescapeString(string(again[1])), false).body)))); r.status != http.StatusOK || launchedToken(r) == "" {
+		t.Errorf("the launch begun again in a new window: %d %s", r.status, r.body)
+	}
 }
 
 // deepLinkForm is a form of the deep linking page: where it posts, and

@@ -113,19 +113,33 @@ var signInPage = template.Must(template.New("signin").Parse(`<!doctype html>
 <title>{{.Title}} · Group analytics</title><link rel="stylesheet" href="/assets/style.css"></head>
 <body><main class="signin-page"><h1>{{.Title}}</h1><p id="signin-message">{{.Message}}</p>
 {{with .Providers}}<ul class="providers">{{range .}}<li><a class="button" href="{{.URL}}">Sign in with {{.Name}}</a></li>{{end}}</ul>{{end}}
+{{with .NewWindow}}<p><a class="button" href="{{.}}" target="_blank" rel="noopener">Open it in a new window</a></p>{{end}}
 <p><a href="/">Back to the dashboard</a></p></main></body></html>
 `))
 
 type providerLink struct{ Name, URL string }
 
 func (s *Server) writeSignInPage(w http.ResponseWriter, status int, title, message string, providers []providerLink) {
+	writePage(w, status, signInPage, signInPageData{Title: title, Message: message, Providers: providers})
+}
+
+// signInPageData is what a sign-in page says: a title and a message, and
+// the providers to sign in with, or an address that begins an LTI launch
+// again in a new window.
+type signInPageData struct {
+	Title, Message string
+	Providers      []providerLink
+	NewWindow      string
+}
+
+// writePage answers with a page of the service's own, never cached, its
+// address (which may hold a token) never sent on.
+func writePage(w http.ResponseWriter, status int, page *template.Template, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.WriteHeader(status)
-	_ = signInPage.Execute(w, struct {
-		Title, Message string
-		Providers      []providerLink
-	}{title, message, providers})
+	_ = page.Execute(w, data)
 }
 
 // returnTo is where a sign-in sends the person after: the path asked for

@@ -42,12 +42,14 @@ const (
 // the browser to the tool's login address.
 type LoginRequest struct {
 	Issuer, LoginHint, TargetLinkURI, MessageHint, ClientID, DeploymentID string
+	StorageTarget                                                         string // the frame of the platform's storage, if offered
 }
 
 // LoginRequestOf reads a login's parameters, from the query or a form.
 func LoginRequestOf(v url.Values) LoginRequest {
 	return LoginRequest{Issuer: v.Get("iss"), LoginHint: v.Get("login_hint"), TargetLinkURI: v.Get("target_link_uri"),
-		MessageHint: v.Get("lti_message_hint"), ClientID: v.Get("client_id"), DeploymentID: v.Get("lti_deployment_id")}
+		MessageHint: v.Get("lti_message_hint"), ClientID: v.Get("client_id"), DeploymentID: v.Get("lti_deployment_id"),
+		StorageTarget: v.Get("lti_storage_target")}
 }
 
 // AuthRedirect is the address of the platform's authorization endpoint
@@ -103,6 +105,9 @@ func (l Launch) Role() string {
 type Refusal struct {
 	Reason string
 	Err    error
+	// NewWindow, when set, is an address that begins the launch again in
+	// a new window, where the browser keeps the tool's cookie.
+	NewWindow string
 }
 
 func (r *Refusal) Error() string {

@@ -118,8 +118,8 @@ func (s *Store) StartLTILogin(ctx context.Context, l analytics.LTILogin, maxAge 
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM lti_logins WHERE created_at < ?`), millis(l.Created.Add(-maxAge))); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO lti_logins (state_hash, browser_hash, platform_id, nonce, created_at) VALUES (?, ?, ?, ?, ?)`),
-			l.StateHash, l.BrowserHash, l.PlatformID, l.Nonce, millis(l.Created))
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO lti_logins (state_hash, browser_hash, platform_id, nonce, storage_target, login_query, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`), l.StateHash, l.BrowserHash, l.PlatformID, l.Nonce, l.StorageTarget, l.Query, millis(l.Created))
 		return err
 	})
 }
@@ -128,13 +128,13 @@ func (s *Store) StartLTILogin(ctx context.Context, l analytics.LTILogin, maxAge 
 // as TakeSignIn takes an attempt.
 func (s *Store) TakeLTILogin(ctx context.Context, stateHash []byte, now time.Time, maxAge time.Duration) (analytics.LTILogin, error) {
 	l := analytics.LTILogin{StateHash: stateHash}
-	err := s.takeOnce(ctx, "TakeLTILogin", `SELECT browser_hash, platform_id, nonce, created_at FROM lti_logins WHERE state_hash = ?`,
-		`DELETE FROM lti_logins WHERE state_hash = ?`, stateHash, now, maxAge, func(row *sql.Row) (time.Time, error) {
-			var created int64
-			err := row.Scan(&l.BrowserHash, &l.PlatformID, &l.Nonce, &created)
-			l.Created = fromMillis(created)
-			return l.Created, err
-		})
+	err := s.takeOnce(ctx, "TakeLTILogin", `SELECT browser_hash, platform_id, nonce, storage_target, login_query, created_at FROM lti_logins
+		WHERE state_hash = ?`, `DELETE FROM lti_logins WHERE state_hash = ?`, stateHash, now, maxAge, func(row *sql.Row) (time.Time, error) {
+		var created int64
+		err := row.Scan(&l.BrowserHash, &l.PlatformID, &l.Nonce, &l.StorageTarget, &l.Query, &created)
+		l.Created = fromMillis(created)
+		return l.Created, err
+	})
 	return l, err
 }
 

@@ -8,6 +8,31 @@
 "use strict";
 
 const keyStore = "groupanalytics-key";
+
+// The key, kept in the tab's session storage; in memory where the browser
+// denies the page its storage (one set to keep no site's data, in an
+// LMS's frame), so that the page works until it is left.
+const keptKey = (() => {
+  let inMemory = null;
+  const storage = () => {
+    try {
+      return window.sessionStorage;
+    } catch {
+      return null;
+    }
+  };
+  return {
+    get: () => storage()?.getItem(keyStore) ?? inMemory,
+    set(key) {
+      inMemory = key;
+      storage()?.setItem(keyStore, key);
+    },
+    remove() {
+      inMemory = null;
+      storage()?.removeItem(keyStore);
+    },
+  };
+})();
 const $ = (id) => document.getElementById(id);
 const endpoints = ["live-lecture", "chat"];
 const names = { "live-lecture": "Live lecture", chat: "Chat" };
@@ -56,7 +81,7 @@ async function report(endpoint, params, signal) {
 // call sends a request with the key, and returns the answer if it is 200.
 // With a district's key in one of its schools, it asks for that school.
 async function call(method, path, signal) {
-  const key = sessionStorage.getItem(keyStore);
+  const key = keptKey.get();
   if (districtSchool) {
     const url = new URL(path, location.origin);
     url.searchParams.set("schoolId", districtSchool.id);
@@ -208,7 +233,7 @@ async function resumeSession() {
 // signOut ends the session (or forgets the key) and shows the forms.
 async function signOut() {
   running?.abort();
-  sessionStorage.removeItem(keyStore);
+  keptKey.remove();
   if (session) {
     await fetch("/signout", { method: "POST", headers: { "X-CSRF-Token": session.csrfToken } }).catch(() => {});
   }
@@ -771,7 +796,7 @@ async function load({ focus } = {}) {
       return;
     }
     if (err.status === 403) {
-      sessionStorage.removeItem(keyStore);
+      keptKey.remove();
       showKeyForm(err.message);
     } else {
       setStatus(err.message || "The service could not be reached.", true);
@@ -1064,7 +1089,7 @@ async function init() {
   $("stopped-only").checked = stoppedView;
   $("key-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
-    sessionStorage.setItem(keyStore, $("key").value.trim());
+    keptKey.set($("key").value.trim());
     showDashboard();
     load({ focus: true });
   });
@@ -1113,11 +1138,24 @@ async function init() {
   // as its key (no cookie needed in the LMS's frame), the page's address
   // made the dashboard's, so that a reload does not post the launch again.
   if (launched) {
-    sessionStorage.setItem(keyStore, launched.content);
+    let token = launched.content;
+    // A launch in a browser that keeps no cookie of the tool here: its
+    // token is sealed, opened by what its login kept in the LMS's storage.
+    if (launched.dataset.sealed) {
+      try {
+        token = await ltiUnseal(launched.dataset);
+      } catch (err) {
+        launched.remove();
+        history.replaceState(null, "", "/");
+        showKeyForm(`This launch could not be confirmed: ${err.message}. Open the tool again from your course.`);
+        return;
+      }
+    }
+    keptKey.set(token);
     launched.remove();
     history.replaceState(null, "", stoppedView ? "/?view=stopped" : "/");
   }
-  if (sessionStorage.getItem(keyStore)) {
+  if (keptKey.get()) {
     showDashboard();
     load({ focus: stoppedView ? "students-section" : Boolean(launched) });
   } else if (!(await resumeSession().catch(() => false))) {
