@@ -21,7 +21,11 @@ type LTIPlatform struct {
 	JWKSURL       string   // its keys, which sign its launches
 	GroupID       string
 	DistrictID    string
-	Created       time.Time
+	// MatchEmail lets a launch's person be matched to the school's staff
+	// by their email when their roster id matches none: for an LMS whose
+	// people cannot change their own email.
+	MatchEmail bool
+	Created    time.Time
 }
 
 // TakesDeployment tells whether the platform may launch from deployment
@@ -82,6 +86,7 @@ type LTISession struct {
 	GroupID    string
 	ClassID    string // an instructor's class, of GroupID
 	DistrictID string // an administrator's district, when the platform is a district's
+	StaffID    string // the staff member the person was matched to, if any: the session ends with them
 	Created    time.Time
 	Seen       time.Time
 	Expires    time.Time

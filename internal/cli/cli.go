@@ -86,7 +86,7 @@ func init() {
 		{"provider add", "--group ID | --district ID --id ID --issuer URL --client-id ID --client-secret-file FILE --domain DOMAIN ... [--name NAME]", "add an OpenID Connect provider that a school's or a district's staff sign in with", providerAdd},
 		{"provider list", "--group ID | --district ID", "list a school's or a district's sign-in providers (never their secrets)", providerList},
 		{"provider remove", "--provider ID", "remove a sign-in provider", providerRemove},
-		{"lti platform add", "--group ID | --district ID --id ID --issuer URL --client-id ID --deployment ID ... --auth-url URL --token-url URL --jwks-url URL [--name NAME]",
+		{"lti platform add", "--group ID | --district ID --id ID --issuer URL --client-id ID --deployment ID ... --auth-url URL --token-url URL --jwks-url URL [--name NAME] [--match-email]",
 			"register a school's or a district's LMS (LTI 1.3) by hand: its launches open the dashboard in its courses", ltiPlatformAdd},
 		{"lti platform register-url", "--group ID | --district ID --public-url URL",
 			"make the address a school's or a district's LMS registers itself at (LTI Dynamic Registration), usable once within a week", ltiPlatformRegisterURL},

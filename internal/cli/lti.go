@@ -23,12 +23,13 @@ func ltiPlatformAdd(e *env, args []string) error {
 	authURL := fs.String("auth-url", "", "the LMS's OIDC authorization endpoint (authentication request URL)")
 	tokenURL := fs.String("token-url", "", "the LMS's OAuth 2.0 token endpoint")
 	jwksURL := fs.String("jwks-url", "", "the LMS's keyset URL")
+	matchEmail := fs.Bool("match-email", false, "match its people to the school's staff by email too, not only by roster id (for an LMS whose people cannot change their email)")
 	return withPlatform(e, fs, db, args, false, []string{"id", "issuer", "client-id", "auth-url", "token-url", "jwks-url"}, func(p *platform.Platform) error {
 		if err := oneOwner("lti platform add", "LMS", *group, *district); err != nil {
 			return err
 		}
 		lp, err := p.AddLTIPlatform(e.ctx, analytics.LTIPlatform{GroupID: *group, DistrictID: *district, ID: *id, Name: *name, Issuer: *issuer,
-			ClientID: *clientID, DeploymentIDs: deployments, AuthURL: *authURL, TokenURL: *tokenURL, JWKSURL: *jwksURL})
+			ClientID: *clientID, DeploymentIDs: deployments, AuthURL: *authURL, TokenURL: *tokenURL, JWKSURL: *jwksURL, MatchEmail: *matchEmail})
 		if err == nil {
 			fmt.Fprintf(e.stdout, "registered LTI platform %s (%s, client %s) for %s: deployments %s\n", lp.ID, lp.Issuer, lp.ClientID,
 				ownerName(lp.GroupID, lp.DistrictID), strings.Join(lp.DeploymentIDs, ", "))

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -176,16 +177,49 @@ var errLearner = &lti.Refusal{Reason: "These usage reports are for your school's
 func (s *Server) ltiSessionOf(r *http.Request, p analytics.LTIPlatform, launch lti.Launch, now time.Time) (analytics.LTISession, error) {
 	m := analytics.LTISession{PlatformID: p.ID, Subject: launch.Subject, Name: launch.Name, Email: launch.Email, Role: launch.Role(),
 		Created: now, Expires: now.Add(s.sessions.Lifetime), Idle: s.sessions.Idle}
+	if m.Role == "" {
+		return m, errLearner
+	}
+	staff, err := s.ltiStaff(r, p, launch)
+	if err != nil {
+		return m, err
+	}
+	if staff != nil {
+		m.StaffID, m.Name, m.Email = staff.ID, cmp.Or(staff.Name, m.Name), cmp.Or(staff.Email, m.Email)
+		if m.Role == analytics.LTIAdministrator && staff.Role == analytics.RoleTeacher {
+			return m, &lti.Refusal{Reason: "Your school's records list you as a teacher: open the tool from one of your courses, to see its class"}
+		}
+	}
 	switch m.Role {
 	case analytics.LTIAdministrator:
 		m.GroupID, m.DistrictID = p.GroupID, p.DistrictID
 		return m, nil
 	case analytics.LTIInstructor:
-		var err error
 		m.GroupID, m.ClassID, err = s.courseClass(r, p, launch)
 		return m, err
 	}
 	return m, errLearner
+}
+
+// ltiStaff finds the staff member a launch's person is, of the platform's
+// school or district (or its schools): by their roster id
+// (lis.person_sourcedid), or else by their email where the platform lets
+// it match; nil for none.
+func (s *Server) ltiStaff(r *http.Request, p analytics.LTIPlatform, launch lti.Launch) (*analytics.Staff, error) {
+	owner := analytics.Provider{GroupID: p.GroupID, DistrictID: p.DistrictID}
+	for _, by := range []struct{ email, sourcedID string }{{"", launch.PersonSourcedID}, {launch.Email, ""}} {
+		if by.sourcedID == "" && (by.email == "" || !p.MatchEmail) {
+			continue
+		}
+		staff, err := s.engine.Directory.StaffOfProvider(r.Context(), owner, by.email, by.sourcedID)
+		if err != nil {
+			return nil, err
+		}
+		if len(staff) > 0 {
+			return &staff[0], nil
+		}
+	}
+	return nil, nil
 }
 
 // courseClass finds the class of a course: the roster's class of its
@@ -309,6 +343,7 @@ type ltiPlatformJSON struct {
 	AuthURL       string   `json:"authUrl"`
 	TokenURL      string   `json:"tokenUrl"`
 	JWKSURL       string   `json:"jwksUrl"`
+	MatchEmail    bool     `json:"matchEmail"`
 	GroupID       *string  `json:"groupId"`
 	DistrictID    *string  `json:"districtId"`
 	CreatedAt     string   `json:"createdAt"`
@@ -316,7 +351,7 @@ type ltiPlatformJSON struct {
 
 func toLTIPlatform(p analytics.LTIPlatform) ltiPlatformJSON {
 	return ltiPlatformJSON{p.ID, p.Name, p.Issuer, p.ClientID, append([]string{}, p.DeploymentIDs...), p.AuthURL, p.TokenURL, p.JWKSURL,
-		orNull(p.GroupID), orNull(p.DistrictID), analytics.FormatTime(p.Created)}
+		p.MatchEmail, orNull(p.GroupID), orNull(p.DistrictID), analytics.FormatTime(p.Created)}
 }
 
 // addLTIPlatform serves POST …/lti-platforms of a school or a district:
@@ -331,13 +366,14 @@ func (s *Server) addLTIPlatform(r *http.Request) (int, any, error) {
 		AuthURL       string   `json:"authUrl"`
 		TokenURL      string   `json:"tokenUrl"`
 		JWKSURL       string   `json:"jwksUrl"`
+		MatchEmail    bool     `json:"matchEmail"`
 	}
 	if err := decodeBody(r, &in); err != nil {
 		return 0, nil, err
 	}
 	p, err := s.platform.AddLTIPlatform(r.Context(), analytics.LTIPlatform{GroupID: r.PathValue("groupId"), DistrictID: r.PathValue("districtId"),
 		ID: in.ID, Name: in.Name, Issuer: in.Issuer, ClientID: in.ClientID, DeploymentIDs: in.DeploymentIDs, AuthURL: in.AuthURL,
-		TokenURL: in.TokenURL, JWKSURL: in.JWKSURL})
+		TokenURL: in.TokenURL, JWKSURL: in.JWKSURL, MatchEmail: in.MatchEmail})
 	return http.StatusCreated, toLTIPlatform(p), err
 }
 

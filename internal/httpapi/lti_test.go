@@ -242,6 +242,65 @@ func TestLTINamesAndRoles(t *testing.T) {
 	})
 }
 
+// TestLTIStaffMatching: a launch's person whose roster id is a staff
+// member's is that member: the access log names them as the school knows
+// them, and removing them ends the session. Matching by email is the
+// platform's choice: off, an administrator whose email is a teacher's
+// opens the school as the LMS says; on, the school's records win, and
+// the launch is refused rather than opening more than a teacher's.
+func TestLTIStaffMatching(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *testEnv) {
+		p := ltiEnv(t, e)
+		bulk := map[string]string{"orgs": "bulk", "academicSessions": "bulk", "classes": "bulk", "users": "bulk", "roles": "bulk", "enrollments": "bulk"}
+		e.importRoster("/v1/admin/groups/north/roster", e.token(), sisExport(), bulk) // its teacher rortiz@lakeview.example, tch-1, of bio-7b
+		if _, err := e.platform.AddStaff(ctx, analytics.Staff{GroupID: "north", Email: admin.Email, Name: "Ada Teacher", Role: analytics.RoleTeacher,
+			ClassIDs: []string{"bio-7b"}}); err != nil {
+			t.Fatal(err)
+		}
+		inLMS := ltitest.Person{ID: "u-r", Name: "R. in the LMS", Email: "r@lms.example", SourcedID: "tch-1", Roles: []string{ltitest.Instructor}}
+		biology := ltitest.Course{ID: "c-bio", Title: "Biology", SectionSourcedID: "bio-7b"}
+		token := launchedToken(launch(t, newBrowser(t, e.server.URL), p, inLMS, biology))
+		person, _ := e.do("GET", "/api/me", token, "").json(t)["person"].(map[string]any)
+		if person["email"] != "rortiz@lakeview.example" {
+			t.Errorf("the matched instructor's person: %v", person)
+		}
+		if r := e.reportRequest("chat", token, "students=true", ""); r.status != http.StatusOK {
+			t.Fatalf("the matched instructor's report: %d %s", r.status, r.body)
+		}
+		entries := e.mustCall("GET", "/v1/admin/groups/north/access-log", e.token(), "", http.StatusOK)["entries"].([]any)
+		if who, _ := entries[0].(map[string]any)["person"].(map[string]any); who["email"] != "rortiz@lakeview.example" {
+			t.Errorf("the access log names %v, want the staff member", who)
+		}
+		staff, err := e.platform.StaffOf(ctx, "north", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range staff {
+			if m.SourcedID == "tch-1" {
+				if err := e.platform.RemoveStaff(ctx, m.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if r := e.do("GET", "/api/me", token, ""); r.status == http.StatusOK {
+			t.Errorf("the session of a staff member removed: %d %s", r.status, r.body)
+		}
+
+		// By email: only where the platform lets it.
+		if me := e.do("GET", "/api/me", launchedToken(launch(t, newBrowser(t, e.server.URL), p, admin, course)), "").json(t); me["kind"] != "school" {
+			t.Errorf("an administrator not matched by email: %v", me)
+		}
+		q := ltitest.Start(t, "ga-tool-2", "dep-1")
+		q.ToolLogin, q.ToolLaunch, q.Now = e.server.URL+"/lti/login", e.server.URL+"/lti/launch", e.clock.Now
+		e.mustCall("POST", "/v1/admin/groups/north/lti-platforms", e.token(), `{"id": "north-moodle", "issuer": "`+q.Issuer+`", "clientId": "ga-tool-2",
+			"deploymentIds": ["dep-1"], "authUrl": "`+q.AuthURL()+`", "tokenUrl": "`+q.TokenURL()+`", "jwksUrl": "`+q.JWKSURL()+`", "matchEmail": true}`, http.StatusCreated)
+		if r := launch(t, newBrowser(t, e.server.URL), q, admin, course); r.status != http.StatusForbidden || launchedToken(r) != "" ||
+			!strings.Contains(string(r.body), "list you as a teacher") {
+			t.Errorf("an LMS administrator the school lists as a teacher: %d %s", r.status, r.body)
+		}
+	})
+}
+
 // dataOf reads the data-name attributes of a page's element of this id.
 func dataOf(t *testing.T, page []byte, id string) map[string]string {
 	t.Helper()

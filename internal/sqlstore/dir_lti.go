@@ -30,22 +30,23 @@ func (s *Store) AddLTIPlatform(ctx context.Context, p analytics.LTIPlatform) err
 			return analytics.Errorf(analytics.Conflict, "LTI platform %q, or one of issuer %q and client %q, already exists", p.ID, p.Issuer, p.ClientID)
 		}
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO lti_platforms (platform_id, name, issuer, client_id, deployment_ids, auth_url, token_url, jwks_url,
-				group_id, district_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+				group_id, district_id, match_email, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			p.ID, p.Name, p.Issuer, p.ClientID, strings.Join(p.DeploymentIDs, " "), p.AuthURL, p.TokenURL, p.JWKSURL,
-			nullable(p.GroupID), nullable(p.DistrictID), millis(p.Created))
+			nullable(p.GroupID), nullable(p.DistrictID), p.MatchEmail, millis(p.Created))
 		return err
 	})
 }
 
 // ltiPlatformColumns are a platform's columns, as scanLTIPlatform reads them.
 const ltiPlatformColumns = `platform_id, name, issuer, client_id, deployment_ids, auth_url, token_url, jwks_url,
-	COALESCE(group_id, ''), COALESCE(district_id, ''), created_at`
+	COALESCE(group_id, ''), COALESCE(district_id, ''), match_email, created_at`
 
 func scanLTIPlatform(row interface{ Scan(...any) error }) (analytics.LTIPlatform, error) {
 	var p analytics.LTIPlatform
 	var deployments string
 	var created int64
-	err := row.Scan(&p.ID, &p.Name, &p.Issuer, &p.ClientID, &deployments, &p.AuthURL, &p.TokenURL, &p.JWKSURL, &p.GroupID, &p.DistrictID, &created)
+	err := row.Scan(&p.ID, &p.Name, &p.Issuer, &p.ClientID, &deployments, &p.AuthURL, &p.TokenURL, &p.JWKSURL, &p.GroupID, &p.DistrictID, &p.MatchEmail,
+		&created)
 	p.DeploymentIDs, p.Created = strings.Fields(deployments), fromMillis(created)
 	return p, err
 }
@@ -165,8 +166,9 @@ func (s *Store) OpenLTISession(ctx context.Context, m analytics.LTISession) erro
 			return err
 		}
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO lti_sessions (token_hash, platform_id, subject, name, email, role, group_id, class_id, district_id,
-				created_at, seen_at, expires_at, idle_millis) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			m.TokenHash, m.PlatformID, m.Subject, m.Name, m.Email, m.Role, m.GroupID, m.ClassID, m.DistrictID, now, now, millis(m.Expires), m.Idle.Milliseconds())
+				staff_id, created_at, seen_at, expires_at, idle_millis) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			m.TokenHash, m.PlatformID, m.Subject, m.Name, m.Email, m.Role, m.GroupID, m.ClassID, m.DistrictID, nullable(m.StaffID), now, now,
+			millis(m.Expires), m.Idle.Milliseconds())
 		return err
 	})
 }
@@ -179,9 +181,9 @@ func (s *Store) LTISession(ctx context.Context, tokenHash []byte, now time.Time)
 	defer cancel()
 	m := analytics.LTISession{TokenHash: tokenHash}
 	var created, seen, expires, idle int64
-	err := s.read.QueryRowContext(ctx, s.q(`SELECT platform_id, subject, name, email, role, group_id, class_id, district_id,
+	err := s.read.QueryRowContext(ctx, s.q(`SELECT platform_id, subject, name, email, role, group_id, class_id, district_id, COALESCE(staff_id, ''),
 			created_at, seen_at, expires_at, idle_millis FROM lti_sessions WHERE token_hash = ?`), tokenHash).
-		Scan(&m.PlatformID, &m.Subject, &m.Name, &m.Email, &m.Role, &m.GroupID, &m.ClassID, &m.DistrictID, &created, &seen, &expires, &idle)
+		Scan(&m.PlatformID, &m.Subject, &m.Name, &m.Email, &m.Role, &m.GroupID, &m.ClassID, &m.DistrictID, &m.StaffID, &created, &seen, &expires, &idle)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, errUnauthorized
 	}
