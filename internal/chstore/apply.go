@@ -133,12 +133,10 @@ func (s *Store) applyLogged(ctx context.Context) {
 var logVacuumEvents int64 = 100_000
 
 // vacuumLog vacuums the directory's log in the background, unless a
-// vacuum runs already. Each applied event leaves a dead row in the log's
-// table, which every read of the log walks past (each report's look for
-// its groups' events, the log's figures) until a vacuum clears it, and
-// autovacuum may be off or late: behind 2.5 million, a district's report
-// of 1,000 schools took 95 ms rather than 6. A vacuum takes no lock that
-// the log's writers or appliers wait for.
+// vacuum runs already. Each applied event leaves a dead row that every
+// read of the log walks past until a vacuum clears it, and autovacuum may
+// be off or late. A vacuum takes no lock that the log's writers or
+// appliers wait for.
 func (s *Store) vacuumLog() {
 	if s.quit.Err() != nil || !s.vacuuming.CompareAndSwap(false, true) {
 		return // closing (its last apply), or a vacuum runs
@@ -394,13 +392,10 @@ func (s *Store) insertWrites(ctx context.Context, sh *shard, ws []*groupWrite) e
 }
 
 // endWrites enrols the students of the writes that did not fail and ends
-// their intents, with the directory's commit. Every student of the
-// events, new or not, though most are enrolled already: an ordinal does
-// not tell, since a write that died may have numbered a student whose
-// events never landed; and an event stored by an apply whose commit
-// failed is still in the log, stored, so not new, while the intent that
-// would have enrolled its student may have been replaced since by the
-// intent of a write that failed too.
+// their intents, in the directory's commit. It enrols every student of
+// the events, not only new ones, because neither an ordinal nor the log
+// tells which are new after a failed write (see docs/architecture.md,
+// "A ClickHouse write").
 func endWrites(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite) error {
 	var written []string
 	students := map[string][]analytics.StudentUpdate{}

@@ -14,12 +14,10 @@ import (
 )
 
 // A school's first report in a process loads the group's state from its
-// shard: a few point queries, each 1.5 to 3 ms of ClickHouse's CPU
-// whatever it reads (BENCHMARKS.md, "Every school's first report"). After
-// a restart or a deploy every school would pay it, all at once. So a
-// serving process first loads the states of the groups written most, a
-// few hundred groups a query: a scan of many groups' rows costs the shard
-// far less a group than a query of each.
+// shard, a few point queries. After a restart every school would pay
+// that at once, so a serving process first loads the states of the
+// groups written most, a few hundred groups a query: one scan of many
+// groups costs the shard far less than a query for each.
 
 // warmBatch is how many groups one round of the warm-up reads at most; the
 // first reads one, and each next as many as the groups read so far say

@@ -18,7 +18,8 @@ func (p *Platform) AddStudent(ctx context.Context, groupID, studentID, name stri
 	if err := checkStudent(studentID, name); err != nil {
 		return s, err
 	}
-	// Events acknowledged before name the student before this does.
+	// Settle first: an event acknowledged before this call names the
+	// student first, and this call must come after it.
 	if _, err := p.Usage.Settle(ctx, groupID); err != nil {
 		return s, err
 	}
@@ -41,7 +42,8 @@ func (p *Platform) RenameStudent(ctx context.Context, groupID, studentID, name s
 	if err := checkStudent(studentID, name); err != nil {
 		return s, err
 	}
-	// Events acknowledged before name the student before this does.
+	// Settle first: an event acknowledged before this call names the
+	// student first, and this call must come after it.
 	if _, err := p.Usage.Settle(ctx, groupID); err != nil {
 		return s, err
 	}

@@ -58,8 +58,8 @@ type smallCells struct {
 // classes', those of its teachers' keys of several classes (keys, each a
 // list of class ids), and the one asked for (a class's, or the union of
 // the classes asked, or the group's when whole), with the students'
-// places in the totals, for an endpoint of titles values (numStudentsUsed
-// after them).
+// places in the totals. titles is how many metrics the endpoint has;
+// numStudentsUsed comes after them.
 func newSmallCells(min int, classes []analytics.Class, keys [][]string, asked []string, whole bool, ordinals map[string]int, titles int, total bool) *smallCells {
 	sc := &smallCells{min: min, total: total, atoms: 1}
 	atomOfStudent := sc.numberAtoms(classes, ordinals)

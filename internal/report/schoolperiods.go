@@ -83,9 +83,8 @@ func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, p
 		segs = append(segs, analytics.GroupSegments(p)...)
 	}
 	reads := analytics.Runs(segs)
-	// A first answer after a start adds up every school's rows (1,000
-	// schools: 4 to 10 ms of a core), which the cores share: a part of
-	// the schools each, whose rows not kept are read together.
+	// A first answer after a start adds up every school's rows: the cores
+	// share the schools, each reading together the rows not kept.
 	parts := min(runtime.GOMAXPROCS(0), len(stale))
 	var addingUp errgroup.Group
 	for part := range parts {

@@ -238,7 +238,7 @@ func mergeToRow(row []byte, add []StudentCounts, merge func(c, add *analytics.Co
 // AppendCounts writes them) added: what a database that merges rows in
 // its upsert computes, so that a write need not read the row first. It
 // is the reference that SQLite's add_student_counts, written in C
-// (internal/sqlstore/functions.c), is tested against.
+// (internal/sqlstore/db_functions.c), is tested against.
 func AddRows(row, add []byte) ([]byte, error) {
 	students, err := DecodeCounts(add)
 	if err != nil {

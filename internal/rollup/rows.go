@@ -50,7 +50,7 @@ func EncodeSet(s analytics.StudentSet) []byte {
 
 // UnionSets returns the union of two sets that EncodeSet stored, stored
 // alike: the words of one ORed into the other's. It is the reference that
-// SQLite's union_students (internal/sqlstore/functions.c) is tested
+// SQLite's union_students (internal/sqlstore/db_functions.c) is tested
 // against.
 func UnionSets(a, b []byte) []byte {
 	if len(a) < len(b) {

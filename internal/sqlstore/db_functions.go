@@ -10,7 +10,7 @@ import (
 )
 
 // registerFunctions gives every SQLite connection opened after it the
-// functions by which an upsert adds to a rollup row (functions.c).
+// functions by which an upsert adds to a rollup row (db_functions.c).
 func registerFunctions() error {
 	if rc := C.ga_register_functions(C.int(analytics.NumMetrics)); rc != 0 {
 		return fmt.Errorf("sqlite: register the rollups' functions: code %d", rc)

@@ -15,7 +15,7 @@ import (
 )
 
 // TestSQLiteFunctionsMatchRollup: SQLite's add_student_counts and
-// union_students (functions.c) give what rollup.AddRows and
+// union_students (db_functions.c) give what rollup.AddRows and
 // rollup.UnionSets give, byte for byte, and fail where AddRows fails: on
 // random rows (ordinals near and far apart, counts small, negative and
 // huge, students whose counts add up to zeros), on no stored row, and on
@@ -125,7 +125,7 @@ func TestSQLiteFunctionsMatchRollup(t *testing.T) {
 
 // FuzzSQLiteAddStudentCounts: for any two byte strings, add_student_counts
 // gives what rollup.AddRows gives, or fails where it fails (go test -fuzz,
-// with -asan to check functions.c's reads and writes too).
+// with -asan to check db_functions.c's reads and writes too).
 func FuzzSQLiteAddStudentCounts(f *testing.F) {
 	row := rollup.AppendCounts(nil, []rollup.StudentCounts{{Ordinal: 3, Counts: analytics.Counts{1, 2}}, {Ordinal: 300, Counts: analytics.Counts{0, -5, 1 << 40}}})
 	add := rollup.AppendCounts(nil, []rollup.StudentCounts{{Ordinal: 3, Counts: analytics.Counts{-1, -2}}, {Ordinal: 7, Counts: analytics.Counts{6: 9}}})

@@ -13,8 +13,8 @@ import (
 // that fills it: the values bound once, however many. Not "IN (?, ?, …)"
 // on SQLite: a statement of 1,000 placeholders is parsed again at each
 // call, and each value bound by a call through cgo. Not "= ANY(?)" on
-// PostgreSQL: a generic plan filters a scan with it by a search of the
-// array for each row (12 ms for 1,000 groups of 1,000, against 1.9 ms).
+// PostgreSQL: a generic plan filters a scan with it, searching the array
+// for each row.
 func inList[T any](d dialect, values []T, pgType string) (string, []any) {
 	list, args := valuesOf(d, values, pgType)
 	return "IN (" + list + ")", args

@@ -35,7 +35,7 @@ var sqliteDialect = dialect{
 // in the upsert that writes it, rather than reading the row first
 // (add_student_counts(stored, added) adds two rows of students' counts,
 // as rollup.AddRows does; union_students(stored, added) joins two
-// student sets, as rollup.UnionSets does; functions.c). Nothing stored
+// student sets, as rollup.UnionSets does; db_functions.c). Nothing stored
 // refers to the functions, so the file stays readable by any SQLite.
 const sqliteDriver = "sqlite3_groupanalytics"
 

@@ -12,17 +12,15 @@ import (
 	"groupanalytics/internal/rollup"
 )
 
-// A district's first answer of a period reads each of its schools' rows
-// of it: at 1,000 schools about 13,000 rows, 80 to 140 ms through the
-// driver however the query is put, where the target is 10 (BENCHMARKS.md).
-// So a process keeps groups' rollup rows (days, weeks, months) under the
+// A process keeps groups' rollup rows (days, weeks, months) under the
 // group's creation and usage version, which every write of them moves in
-// any process, and GroupsRollups takes a group's rows from there while
-// they are current. A serving process loads the districts' schools written
-// most at its start (Start); a group GroupsRollups read from the database, because it
-// was not kept or was written since, is loaded in the background, a
-// batch at a time, resting between batches so that loads never take more
-// than a fifth of a core from the writers.
+// any process; GroupsRollups takes a group's rows from there while they
+// are current, since reading a district's thousands of rows through the
+// driver is too slow for its first answer (BENCHMARKS.md). A serving
+// process loads the districts' schools written most at its start
+// (Start). A group that GroupsRollups had to read from the database is
+// loaded in the background, a batch at a time, resting between batches
+// so that loading never takes more than a fifth of a core from writers.
 
 // maxKeptRows bounds the bytes of the rows kept: 1,000 schools of 150
 // students over 90 days take about 6.6 MB, over a year about 27.
