@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -16,7 +17,7 @@ import (
 // Packages on one line sit side by side and import nothing of each other.
 var house = [][]string{
 	{"analytics", "buildinfo", "cache", "dashboard", "roster"},
-	{"metrics", "rollup", "signin", "signin/oidctest", "lti", "lti/ltitest"},
+	{"metrics", "rollup", "signin", "signin/oidctest", "lti", "lti/ltitest", "writebehind"},
 	{"sqlstore", "chstore"},
 	{"stores"},
 	{"stores/storetest", "digest/mailtest", "report", "platform"},
@@ -63,6 +64,63 @@ func TestTheHouse(t *testing.T) {
 				t.Errorf("%s imports %s, which is for tests", pkg, dep)
 			case floor[dep] >= at:
 				t.Errorf("%s imports %s, which does not sit below it", pkg, dep)
+			}
+		}
+	}
+}
+
+// engines are the packages of the stores' engines: only package stores
+// (with storetest, its helper for tests) and the engines' own tests import
+// them; the rest of the house knows the contracts alone.
+var engines = []string{"sqlstore", "chstore"}
+
+// TestStoresOpenedInOnePlace reads the imports of every package and of its
+// tests: none outside stores and the engines imports an engine.
+func TestStoresOpenedInOnePlace(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "groupanalytics/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	const ours = "groupanalytics/internal/"
+	for line := range strings.Lines(strings.TrimSpace(string(out))) {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], ours)
+		if pkg == "stores" || pkg == "stores/storetest" || slices.Contains(engines, pkg) {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if dep, _ := strings.CutPrefix(imp, ours); slices.Contains(engines, dep) {
+				t.Errorf("%s imports %s: open stores through package stores and use the contracts", pkg, dep)
+			}
+		}
+	}
+}
+
+// writeBehindTypes are the types of the write-behind log's contract,
+// declared once, in package writebehind.
+var writeBehindTypes = []string{"Coordinator", "Placement", "LockMode", "GroupLock", "GroupsLock", "LogLock"}
+
+// TestWriteBehindContractOnce: no package but writebehind declares a type
+// of the write-behind log's contract, so that no store keeps a twin of it.
+func TestWriteBehindContractOnce(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, name := range productionGo(t) {
+		if strings.HasPrefix(name, "internal/writebehind/") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, "../../"+name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			gen, ok := d.(*ast.GenDecl)
+			if !ok || gen.Tok != token.TYPE {
+				continue
+			}
+			for _, spec := range gen.Specs {
+				if name := spec.(*ast.TypeSpec).Name.Name; slices.Contains(writeBehindTypes, name) {
+					t.Errorf("%s declares %s, a type of package writebehind's", f.Name.Name, name)
+				}
 			}
 		}
 	}

@@ -13,8 +13,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"    // the SQLite driver for database/sql
 
 	"groupanalytics/internal/analytics"
-	"groupanalytics/internal/chstore"
-	"groupanalytics/internal/sqlstore"
+	"groupanalytics/internal/stores"
 )
 
 // baseline is what a competent developer would write without rollups: one
@@ -37,12 +36,12 @@ func openBaseline(dsn, dialect string) (*baseline, error) {
 
 // openClickHouseBaseline opens the baseline on the ClickHouse shard that
 // holds the group's raw events.
-func openClickHouseBaseline(ctx context.Context, dir *sqlstore.Store, ch *chstore.Store, group string) (*baseline, error) {
-	p, ok, err := dir.Placement(ctx, group)
+func openClickHouseBaseline(ctx context.Context, st *stores.Stores, group string) (*baseline, error) {
+	p, ok, err := st.Directory.Placement(ctx, group)
 	if err != nil || !ok {
 		return nil, fmt.Errorf("baseline: group %s has no placement: %v", group, err)
 	}
-	db := clickhouse.OpenDB(&clickhouse.Options{Addr: []string{strings.Split(p.Shard, "|")[0]}, Auth: clickhouse.Auth{Database: ch.Database()}})
+	db := clickhouse.OpenDB(&clickhouse.Options{Addr: []string{strings.Split(p.Shard, "|")[0]}, Auth: clickhouse.Auth{Database: st.Shards.Database()}})
 	return &baseline{db: db, dialect: "clickhouse"}, nil
 }
 

@@ -17,9 +17,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
-	"groupanalytics/internal/chstore"
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore"
 	"groupanalytics/internal/stores"
 )
 
@@ -147,7 +145,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer closeStores()
-	store, ch := st.Directory, st.Shards
 	now := time.Now()
 	fmt.Fprintf(cfg.Out, "groupanalytics bench: %s store, %d students in the main group, %d days, %.0f%% active a day, %d events per active day\n",
 		res.Store, cfg.Scale.Students, cfg.Scale.Days, 100*cfg.Scale.Active, cfg.Scale.EventsPerDay)
@@ -164,7 +161,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer srv.Stop()
-	bl := &baselines{ctx: ctx, dsn: dsn, store: store, ch: ch, open: map[string]*baseline{}}
+	bl := &baselines{ctx: ctx, dsn: dsn, st: st, open: map[string]*baseline{}}
 	defer bl.close()
 	base, err := bl.of("bench-main")
 	if err != nil {
@@ -180,10 +177,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Out, "floor: p50 %.3f ms with rate limits and metrics, %.3f ms without\n", res.Floor.P50, res.FloorBare.P50)
-	if err := timeRefusals(ctx, cfg, store, srv.Base, now, res); err != nil {
+	if err := timeRefusals(ctx, cfg, st, srv.Base, now, res); err != nil {
 		return nil, err
 	}
-	if err := measureReports(ctx, cfg, srv, store, keys, scenarios, bl, res); err != nil {
+	if err := measureReports(ctx, cfg, srv, st, keys, scenarios, bl, res); err != nil {
 		return nil, err
 	}
 	students := slices.DeleteFunc(slices.Clone(scenarios), func(sc scenario) bool {
@@ -193,12 +190,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Out, "measured the access log's cost\n")
-	if res.SignedIn, err = measureSignedIn(ctx, cfg, srv, store, keys, students, now); err != nil {
+	if res.SignedIn, err = measureSignedIn(ctx, cfg, srv, st, keys, students, now); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Out, "measured a signed-in session's cost\n")
 	if cfg.Scale.OtherGroups > 0 {
-		if err := measureOthers(ctx, cfg, store, srv, keys.district, r, res); err != nil {
+		if err := measureOthers(ctx, cfg, st, srv, keys.district, r, res); err != nil {
 			return nil, err
 		}
 	}
@@ -208,12 +205,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if res.PeakRSSBytes, err = srv.memory("VmHWM"); err != nil {
 		return nil, err
 	}
-	if res.DiskBytes, err = storeBytes(ctx, ch, base, store, dsn); err != nil {
+	if res.DiskBytes, err = storeBytes(ctx, st, base, dsn); err != nil {
 		return nil, err
 	}
 	res.DiskBytesPerEvt = float64(res.DiskBytes) / float64(res.Events+res.Ingest.Events+res.IngestOne.Events)
-	if ch != nil {
-		if res.Move, err = moveMain(ctx, ch, store, srv.Base, keys.main, scenarios[2]); err != nil {
+	if st.Shards != nil {
+		if res.Move, err = moveMain(ctx, st, srv.Base, keys.main, scenarios[2]); err != nil {
 			return nil, err
 		}
 	}
@@ -223,11 +220,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 // storeBytes is what the run's stores hold on disk: the ClickHouse
 // shards', or the SQL store's.
-func storeBytes(ctx context.Context, ch *chstore.Store, base *baseline, store *sqlstore.Store, dsn string) (int64, error) {
-	if ch != nil {
-		return ch.DiskBytes(ctx)
+func storeBytes(ctx context.Context, st *stores.Stores, base *baseline, dsn string) (int64, error) {
+	if st.Shards != nil {
+		return st.Shards.DiskBytes(ctx)
 	}
-	return diskBytes(ctx, base.db, store.Dialect(), dsn)
+	return diskBytes(ctx, base.db, st.Directory.Dialect(), dsn)
 }
 
 // productionArgs are the server's flags as in production: rate limits,
@@ -271,20 +268,20 @@ func openStores(ctx context.Context, cfg Config, res *Result) (st *stores.Stores
 // load makes the run's groups and keys, bulk-loads the data set, puts
 // the other schools in a district, and makes the firehose's schools.
 func load(ctx context.Context, cfg Config, st *stores.Stores, now time.Time, res *Result) (keys benchKeys, firehoseKeys []string, err error) {
-	if keys, err = setUp(ctx, st.Directory, cfg.Scale); err != nil {
+	if keys, err = setUp(ctx, st, cfg.Scale); err != nil {
 		return keys, nil, err
 	}
 	if err := bulkLoad(ctx, st.Usage, cfg, now, res); err != nil {
 		return keys, nil, err
 	}
 	if cfg.Scale.OtherGroups > 0 {
-		if keys.district, err = makeDistrict(ctx, st.Directory, cfg.Scale); err != nil {
+		if keys.district, err = makeDistrict(ctx, st, cfg.Scale); err != nil {
 			return keys, nil, err
 		}
 	}
 	fmt.Fprintf(cfg.Out, "bulk load: %d events in %.1f s, %.0f events/s\n", res.Events, res.BulkLoadSeconds, res.BulkEventsPerSec)
 	if cfg.Firehose.Duration > 0 {
-		if firehoseKeys, err = setUpFirehose(ctx, st.Directory, cfg.Firehose.Groups); err != nil {
+		if firehoseKeys, err = setUpFirehose(ctx, st, cfg.Firehose.Groups); err != nil {
 			return keys, nil, err
 		}
 	}
@@ -294,11 +291,10 @@ func load(ctx context.Context, cfg Config, st *stores.Stores, now time.Time, res
 // baselines are the baselines of the groups asked, each opened once: on
 // ClickHouse, each on its group's shard.
 type baselines struct {
-	ctx   context.Context
-	dsn   string
-	store *sqlstore.Store
-	ch    *chstore.Store
-	open  map[string]*baseline
+	ctx  context.Context
+	dsn  string
+	st   *stores.Stores
+	open map[string]*baseline
 }
 
 func (bl *baselines) of(group string) (*baseline, error) {
@@ -307,10 +303,10 @@ func (bl *baselines) of(group string) (*baseline, error) {
 	}
 	var b *baseline
 	var err error
-	if bl.ch != nil {
-		b, err = openClickHouseBaseline(bl.ctx, bl.store, bl.ch, group)
+	if bl.st.Shards != nil {
+		b, err = openClickHouseBaseline(bl.ctx, bl.st, group)
 	} else {
-		b, err = openBaseline(bl.dsn, bl.store.Dialect())
+		b, err = openBaseline(bl.dsn, bl.st.Directory.Dialect())
 	}
 	if err == nil {
 		bl.open[group] = b
@@ -354,19 +350,19 @@ func scenariosOf(cfg Config, now time.Time) ([]scenario, analytics.DayRange) {
 // measureReports times each scenario and checks its answer against its
 // baseline's (or the scenario it must answer as), adding it to res, then
 // the list of who stopped.
-func measureReports(ctx context.Context, cfg Config, srv *Server, store *sqlstore.Store, keys benchKeys, scenarios []scenario,
+func measureReports(ctx context.Context, cfg Config, srv *Server, st *stores.Stores, keys benchKeys, scenarios []scenario,
 	bl *baselines, res *Result) error {
 	answers := map[string]answer{}
 	for _, sc := range scenarios {
 		key := keys.of(sc)
 		if sc.minCellSize > 0 {
-			if err := store.SetMinCellSize(ctx, "bench-main", sc.minCellSize); err != nil {
+			if err := st.Directory.SetMinCellSize(ctx, "bench-main", sc.minCellSize); err != nil {
 				return err
 			}
 		}
 		rr, got, err := measure(srv.Base, key, sc, cfg)
 		if sc.minCellSize > 0 {
-			err = cmp.Or(err, store.SetMinCellSize(ctx, "bench-main", 0))
+			err = cmp.Or(err, st.Directory.SetMinCellSize(ctx, "bench-main", 0))
 		}
 		if err != nil {
 			return err
@@ -400,7 +396,7 @@ func measureReports(ctx context.Context, cfg Config, srv *Server, store *sqlstor
 		fmt.Fprintf(cfg.Out, "measured %s\n", sc.name)
 	}
 	var err error
-	if res.LastUse, err = measureLastUse(ctx, cfg, store, srv, keys.main, bl); err == nil {
+	if res.LastUse, err = measureLastUse(ctx, cfg, st, srv, keys.main, bl); err == nil {
 		fmt.Fprintf(cfg.Out, "measured the list of who stopped\n")
 	}
 	return err
@@ -459,20 +455,21 @@ func measureBareFloor(ctx context.Context, cfg Config, serverArgs []string, key 
 
 // moveMain moves the main group to another shard, and checks that a report
 // answers the same after.
-func moveMain(ctx context.Context, ch *chstore.Store, dir *sqlstore.Store, base, key string, sc scenario) (*MoveResult, error) {
+func moveMain(ctx context.Context, st *stores.Stores, base, key string, sc scenario) (*MoveResult, error) {
 	before, _, err := request(base, key, sc)
 	if err != nil {
 		return nil, err
 	}
-	p, _, err := dir.Placement(ctx, "bench-main")
+	p, _, err := st.Directory.Placement(ctx, "bench-main")
 	if err != nil {
 		return nil, err
 	}
-	to := ch.Shards()[0]
+	shards := st.Shards.Shards()
+	to := shards[0]
 	if to == p.Shard {
-		to = ch.Shards()[len(ch.Shards())-1]
+		to = shards[len(shards)-1]
 	}
-	moved, err := ch.MoveGroup(ctx, "bench-main", to)
+	moved, err := st.Shards.MoveGroup(ctx, "bench-main", to)
 	if err != nil {
 		return nil, err
 	}

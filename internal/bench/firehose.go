@@ -15,7 +15,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore"
+	"groupanalytics/internal/stores"
 )
 
 // Firehose is how a platform sends usage as it happens: one event per
@@ -64,8 +64,8 @@ func firehoseGroup(i int) string { return fmt.Sprintf("bench-fh-%04d", i) }
 
 // setUpFirehose creates the firehose's schools, each with a plan and a key,
 // and returns their keys.
-func setUpFirehose(ctx context.Context, store *sqlstore.Store, groups int) ([]string, error) {
-	p := platform.New(store, store)
+func setUpFirehose(ctx context.Context, st *stores.Stores, groups int) ([]string, error) {
+	p := platform.New(st.Directory, st.Usage)
 	keys := make([]string, groups)
 	for i := range groups {
 		id := firehoseGroup(i)

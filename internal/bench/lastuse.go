@@ -10,7 +10,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore"
+	"groupanalytics/internal/stores"
 )
 
 // LastUseResult is the list of who stopped (GET /api/last-use, JSON) of
@@ -32,13 +32,13 @@ const benchClassOf30 = "bench-30"
 
 // measureLastUse times the lists and checks the school's against the
 // baseline.
-func measureLastUse(ctx context.Context, cfg Config, store *sqlstore.Store, srv *Server, key string, bl *baselines) (LastUseResult, error) {
+func measureLastUse(ctx context.Context, cfg Config, st *stores.Stores, srv *Server, key string, bl *baselines) (LastUseResult, error) {
 	res := LastUseResult{Students: cfg.Scale.Students, Runs: max(cfg.Requests, 1)}
 	class := analytics.Class{GroupID: "bench-main", ID: benchClassOf30, Name: "thirty"}
 	for i := range min(30, cfg.Scale.Students) {
 		class.Members = append(class.Members, studentID(i))
 	}
-	if _, err := platform.New(store, store).CreateClass(ctx, class); err != nil {
+	if _, err := platform.New(st.Directory, st.Usage).CreateClass(ctx, class); err != nil {
 		return res, err
 	}
 	start := time.Now()

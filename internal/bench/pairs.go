@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
-	"groupanalytics/internal/sqlstore"
+	"groupanalytics/internal/stores"
 )
 
 // AccessLogCost is what the access log costs a student report: the
@@ -100,8 +100,8 @@ func measureAccessLog(cfg Config, serverArgs []string, srv *Server, keys benchKe
 
 // measureSignedIn measures each scenario of the main group asked with a
 // school administrator's session and with the group's key, in turn.
-func measureSignedIn(ctx context.Context, cfg Config, srv *Server, store *sqlstore.Store, keys benchKeys, scenarios []scenario, now time.Time) ([]SignedInCost, error) {
-	session, err := openSession(ctx, store, srv.Base, now)
+func measureSignedIn(ctx context.Context, cfg Config, srv *Server, st *stores.Stores, keys benchKeys, scenarios []scenario, now time.Time) ([]SignedInCost, error) {
+	session, err := openSession(ctx, st, srv.Base, now)
 	if err != nil {
 		return nil, err
 	}
@@ -123,8 +123,8 @@ func measureSignedIn(ctx context.Context, cfg Config, srv *Server, store *sqlsto
 // sign-in would (a provider, the staff member, the session in the store),
 // and returns the session's credential, its CSRF token read from
 // /api/me as the dashboard reads it.
-func openSession(ctx context.Context, store *sqlstore.Store, base string, now time.Time) (string, error) {
-	token, err := addSession(ctx, store, "bench", "bench-main", now, now.Add(24*time.Hour))
+func openSession(ctx context.Context, st *stores.Stores, base string, now time.Time) (string, error) {
+	token, err := addSession(ctx, st, "bench", "bench-main", now, now.Add(24*time.Hour))
 	if err != nil {
 		return "", err
 	}
@@ -148,17 +148,17 @@ func openSession(ctx context.Context, store *sqlstore.Store, base string, now ti
 // addSession adds a provider and a school administrator of group, both
 // named by id, and opens their session, ending at expires, as sign-in
 // would; it returns the session's token.
-func addSession(ctx context.Context, store *sqlstore.Store, id, group string, now, expires time.Time) (string, error) {
+func addSession(ctx context.Context, st *stores.Stores, id, group string, now, expires time.Time) (string, error) {
 	p := analytics.Provider{ID: id, Name: id, Issuer: "https://idp.example", ClientID: id, ClientSecret: id,
 		GroupID: group, EmailDomains: []string{group + ".example"}, Created: now}
 	m := analytics.Staff{ID: "stf_" + id, Email: id + "@" + group + ".example", Name: id, Role: analytics.RoleSchoolAdmin, GroupID: group, Created: now}
 	token := "gas_" + id
-	err := store.AddProvider(ctx, p)
+	err := st.Directory.AddProvider(ctx, p)
 	if err == nil {
-		err = store.AddStaff(ctx, m)
+		err = st.Directory.AddStaff(ctx, m)
 	}
 	if err == nil {
-		err = store.OpenSession(ctx, analytics.Session{TokenHash: analytics.HashSecret(token), Staff: m, ProviderID: p.ID,
+		err = st.Directory.OpenSession(ctx, analytics.Session{TokenHash: analytics.HashSecret(token), Staff: m, ProviderID: p.ID,
 			Created: now.Add(-time.Hour), Expires: expires, Idle: 24 * time.Hour})
 	}
 	return token, err

@@ -15,7 +15,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore"
+	"groupanalytics/internal/stores"
 )
 
 // RefusalsResult is how long the report endpoint took to refuse each
@@ -50,11 +50,11 @@ const refusalsResolution = 20
 const refusalsConns = 4
 
 // timeRefusals measures the refusals by cause, unless cfg asks none.
-func timeRefusals(ctx context.Context, cfg Config, store *sqlstore.Store, base string, now time.Time, res *Result) error {
+func timeRefusals(ctx context.Context, cfg Config, st *stores.Stores, base string, now time.Time, res *Result) error {
 	if cfg.Refusals == 0 {
 		return nil
 	}
-	causes, err := refusalCauses(ctx, store, now)
+	causes, err := refusalCauses(ctx, st, now)
 	if err == nil {
 		res.Refusals, err = measureRefusals(base, causes, cfg.Refusals)
 	}
@@ -68,8 +68,8 @@ func timeRefusals(ctx context.Context, cfg Config, store *sqlstore.Store, base s
 // refusalCauses makes a credential of each cause of a refusal: keys of a
 // school and of a district, unknown, revoked, or without a valid plan; no
 // key; sessions unknown, expired and signed out.
-func refusalCauses(ctx context.Context, store *sqlstore.Store, now time.Time) (map[string]string, error) {
-	p := platform.New(store, store)
+func refusalCauses(ctx context.Context, st *stores.Stores, now time.Time) (map[string]string, error) {
+	p := platform.New(st.Directory, st.Usage)
 	causes := map[string]string{"no key": "", "unknown key": "gak_BENCHNOTAKEYATALLXXXXXXXX",
 		"unknown district's key": "gad_BENCHNOTAKEYATALLXXXXXXXX", "unknown session": sessionCredential + "gas_BENCHNOSUCHSESSION x"}
 	plans := []struct{ group, cause, starts, ends string }{{"bench-refused", "revoked key", "2000-01-01", ""},
@@ -116,9 +116,9 @@ func refusalCauses(ctx context.Context, store *sqlstore.Store, now time.Time) (m
 		cause string
 		lasts time.Duration
 	}{{"expired session", -time.Minute}, {"signed-out session", time.Hour}} {
-		token, err := addSession(ctx, store, fmt.Sprintf("bench-refused-%d", i), "bench-refused", now, now.Add(s.lasts))
+		token, err := addSession(ctx, st, fmt.Sprintf("bench-refused-%d", i), "bench-refused", now, now.Add(s.lasts))
 		if err == nil && s.cause == "signed-out session" {
-			err = store.CloseSession(ctx, analytics.HashSecret(token))
+			err = st.Directory.CloseSession(ctx, analytics.HashSecret(token))
 		}
 		if err != nil {
 			return nil, err

@@ -11,7 +11,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore"
+	"groupanalytics/internal/stores"
 )
 
 // SchoolsResult is the figures of every other school asked for its chat
@@ -35,8 +35,8 @@ type Latencies struct {
 }
 
 // schoolKeys creates a key for each other school.
-func schoolKeys(ctx context.Context, store *sqlstore.Store, s Scale) ([]string, error) {
-	p := platform.New(store, store)
+func schoolKeys(ctx context.Context, st *stores.Stores, s Scale) ([]string, error) {
+	p := platform.New(st.Directory, st.Usage)
 	keys := make([]string, s.OtherGroups)
 	for i := range keys {
 		var err error
@@ -120,8 +120,8 @@ var districtAsks = []struct{ name, method, path string }{
 // makeDistrict puts the other schools (up to maxDistrictSchools) in a
 // district before the server starts, as a district is before a restart,
 // and returns its key.
-func makeDistrict(ctx context.Context, store *sqlstore.Store, s Scale) (string, error) {
-	p := platform.New(store, store)
+func makeDistrict(ctx context.Context, st *stores.Stores, s Scale) (string, error) {
+	p := platform.New(st.Directory, st.Usage)
 	if _, err := p.CreateDistrict(ctx, "bench-district", "Bench District", "UTC"); err != nil {
 		return "", err
 	}
@@ -184,13 +184,13 @@ func askDistrict(base, key, method, path string) error {
 // measureOthers measures the other schools: as a district of them first
 // (its first answers are the first of their data since the server
 // started), then each by its own key.
-func measureOthers(ctx context.Context, cfg Config, store *sqlstore.Store, srv *Server, districtKey string, r analytics.DayRange, res *Result) error {
+func measureOthers(ctx context.Context, cfg Config, st *stores.Stores, srv *Server, districtKey string, r analytics.DayRange, res *Result) error {
 	district, err := measureDistrict(srv, districtKey, min(cfg.Scale.OtherGroups, maxDistrictSchools), r, 30)
 	if err != nil {
 		return err
 	}
 	res.District = &district
-	others, err := schoolKeys(ctx, store, cfg.Scale)
+	others, err := schoolKeys(ctx, st, cfg.Scale)
 	if err != nil {
 		return err
 	}

@@ -11,9 +11,8 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
-	"groupanalytics/internal/chstore"
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore"
+	"groupanalytics/internal/stores"
 )
 
 // sqliteFiles are the suffixes of a SQLite store's files: the database,
@@ -23,7 +22,7 @@ var sqliteFiles = []string{"", "-wal", "-shm", "-access"}
 // prepareStore makes an empty store: a fresh SQLite file, or a fresh
 // database on the PostgreSQL server. cleanup removes it unless Keep.
 func prepareStore(ctx context.Context, cfg Config) (string, func(), error) {
-	if sqlstore.IsPostgres(cfg.DB) {
+	if stores.IsPostgres(cfg.DB) {
 		admin, err := sql.Open("pgx", cfg.DB)
 		if err != nil {
 			return "", nil, err
@@ -76,7 +75,7 @@ func usageDatabase(cfg Config) (string, error) {
 	if cfg.Usage == "" {
 		return "", nil
 	}
-	if _, err := chstore.ParseURL(cfg.Usage); err != nil {
+	if _, _, err := stores.ParseUsage(cfg.Usage); err != nil {
 		return "", fmt.Errorf("--usage: %w", err)
 	}
 	servers, _, _ := strings.Cut(strings.TrimPrefix(cfg.Usage, "clickhouse://"), "/")
@@ -97,8 +96,8 @@ func (k benchKeys) of(sc scenario) string {
 // setUp creates the groups (in UTC, so that the baseline's SQL cuts days
 // as the service does), their plans, students and keys, an empty group for
 // the floor, a group for ingestion, and a platform token.
-func setUp(ctx context.Context, store *sqlstore.Store, s Scale) (benchKeys, error) {
-	p := platform.New(store, store)
+func setUp(ctx context.Context, st *stores.Stores, s Scale) (benchKeys, error) {
+	p := platform.New(st.Directory, st.Usage)
 	var keys benchKeys
 	groups := append(s.groups(), group{"bench-empty", 0}, group{"bench-ingest", 1000})
 	for _, g := range groups {
@@ -112,7 +111,7 @@ func setUp(ctx context.Context, store *sqlstore.Store, s Scale) (benchKeys, erro
 		for i := range updates {
 			updates[i] = analytics.StudentUpdate{ID: studentID(i), Name: fmt.Sprintf("Student %06d", (i*7919)%max(g.students, 1))}
 		}
-		if err := store.SaveStudents(ctx, g.id, updates); err != nil {
+		if err := st.Directory.SaveStudents(ctx, g.id, updates); err != nil {
 			return keys, err
 		}
 		if g.id == "bench-main" && g.students <= platform.MaxClassMembers {

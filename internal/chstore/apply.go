@@ -15,6 +15,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
+	"groupanalytics/internal/writebehind"
 )
 
 // The apply: the applier (or a read, through Settle) takes the logged
@@ -110,7 +111,7 @@ func (s *Store) applyLogged(ctx context.Context) {
 	for len(groups) > 0 && ctx.Err() == nil {
 		batch := groups[:min(len(groups), maxAppliedGroups)]
 		groups = groups[len(batch):]
-		res, err := s.apply(ctx, batch, SkipHeld, nil)
+		res, err := s.apply(ctx, batch, writebehind.SkipHeld, nil)
 		if err != nil {
 			s.outage.failed(now, err, batch...)
 			batchFailed = true
@@ -165,14 +166,14 @@ type applied struct {
 // under the groups' locks taken as mode says, and takes what it read out
 // of the log. It returns an error only when the directory's transaction
 // failed.
-func (s *Store) apply(ctx context.Context, groups []string, mode LockMode, extra map[string][]analytics.Event) (applied, error) {
+func (s *Store) apply(ctx context.Context, groups []string, mode writebehind.LockMode, extra map[string][]analytics.Event) (applied, error) {
 	writes := map[string]*groupWrite{}
 	res := applied{failed: map[string]error{}, extraNew: map[string]int{}}
 	limit := maxApplied
-	if mode == WaitWrite {
+	if mode == writebehind.WaitWrite {
 		limit = math.MaxInt32 // extra's ids must be told from every logged one
 	}
-	err := s.dir.WithGroupsLock(ctx, groups, mode, func(tx GroupsLock) error {
+	err := s.dir.WithGroupsLock(ctx, groups, mode, func(tx writebehind.GroupsLock) error {
 		res.gone = tx.Gone()
 		logged, err := tx.Logged(ctx, limit)
 		if err != nil {
@@ -236,7 +237,7 @@ var directEvents = 10_000
 // duplicates exactly): a bulk load pays for one write, not for the log's
 // rows too. It returns how many were new.
 func (s *Store) writeAtOnce(ctx context.Context, groupID string, events []analytics.Event) (int, error) {
-	res, err := s.apply(ctx, []string{groupID}, WaitWrite, map[string][]analytics.Event{groupID: events})
+	res, err := s.apply(ctx, []string{groupID}, writebehind.WaitWrite, map[string][]analytics.Event{groupID: events})
 	switch {
 	case err != nil:
 		return 0, err
@@ -250,13 +251,13 @@ func (s *Store) writeAtOnce(ctx context.Context, groupID string, events []analyt
 
 // groupWrite is one group's part of an apply.
 type groupWrite struct {
-	tx       GroupLock
+	tx       writebehind.GroupLock
 	events   []analytics.Event // from the log, oldest first, then extra
 	extra    []analytics.Event // a large call's, written at once
 	extraNew int               // of extra, the events new to the shard and the log
 	loc      *time.Location
 	sh       *shard
-	p        Placement
+	p        writebehind.Placement
 	ids      []string                  // of the events, each once
 	students []string                  // of the events, each once
 	enrol    []analytics.StudentUpdate // of the events, each event's
@@ -276,7 +277,7 @@ type groupWrite struct {
 // commit. A group whose write fails has its err set, and its intent (if
 // it recorded one) stays for its next write to repair; the others go on.
 // It returns an error only when the directory's transaction has failed.
-func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite, limit int) error {
+func (s *Store) writeGroups(ctx context.Context, tx writebehind.GroupsLock, writes map[string]*groupWrite, limit int) error {
 	byShard, err := s.settleWrites(ctx, tx, writes, limit)
 	if err != nil {
 		return err
@@ -296,7 +297,7 @@ func (s *Store) writeGroups(ctx context.Context, tx GroupsLock, writes map[strin
 // and repairs what an unfinished write of it left; it returns the writes
 // by shard. A repair may have finished an erasure, which takes the
 // student's events out of the log too: then the log is read again.
-func (s *Store) settleWrites(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite, limit int) (map[*shard][]*groupWrite, error) {
+func (s *Store) settleWrites(ctx context.Context, tx writebehind.GroupsLock, writes map[string]*groupWrite, limit int) (map[*shard][]*groupWrite, error) {
 	if err := s.placeAll(ctx, tx, writes); err != nil {
 		return nil, err
 	}
@@ -353,7 +354,7 @@ func (w *groupWrite) gatherIDs() {
 // recordIntents records the intent of every write with rows to insert,
 // together, and numbers each write; a write whose intent cannot be
 // recorded has its err set.
-func recordIntents(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite) {
+func recordIntents(ctx context.Context, tx writebehind.GroupsLock, writes map[string]*groupWrite) {
 	intents := map[string][]byte{}
 	for g, w := range writes {
 		if w.err == nil && len(w.rows.events) > 0 {
@@ -396,7 +397,7 @@ func (s *Store) insertWrites(ctx context.Context, sh *shard, ws []*groupWrite) e
 // the events, not only new ones, because neither an ordinal nor the log
 // tells which are new after a failed write (see docs/architecture.md,
 // "A ClickHouse write").
-func endWrites(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite) error {
+func endWrites(ctx context.Context, tx writebehind.GroupsLock, writes map[string]*groupWrite) error {
 	var written []string
 	students := map[string][]analytics.StudentUpdate{}
 	for _, g := range slices.Sorted(maps.Keys(writes)) {
@@ -496,7 +497,7 @@ func (s *Store) Settle(ctx context.Context, groupID string) (context.Context, er
 	logged, p, placed, err := s.dir.LoggedPlacement(bounded, groupID)
 	for err == nil && logged {
 		var res applied
-		res, err = s.apply(bounded, []string{groupID}, WaitApply, nil)
+		res, err = s.apply(bounded, []string{groupID}, writebehind.WaitApply, nil)
 		switch err = cmp.Or(err, res.failed[groupID]); {
 		case err == nil && res.logged < maxApplied:
 			// Every event logged before the call is applied; events
@@ -519,7 +520,7 @@ func (s *Store) Settle(ctx context.Context, groupID string) (context.Context, er
 // settledPlacement is a group's placement as Settle read it, with no
 // write unfinished, carried by the context Settle returns.
 type settledPlacement struct {
-	p      Placement
+	p      writebehind.Placement
 	placed bool
 	at     time.Time
 }
@@ -531,7 +532,7 @@ type settledKey struct{}
 // deletes the group's old copy readDrain after its placement names the new
 // shard: the one Settle read is used for half that time, so that a long
 // report's later reads look again.
-func (s *Store) placementToRead(ctx context.Context, groupID string) (Placement, bool, error) {
+func (s *Store) placementToRead(ctx context.Context, groupID string) (writebehind.Placement, bool, error) {
 	if v, ok := ctx.Value(settledKey{}).(settledPlacement); ok && v.p.GroupID == groupID && time.Since(v.at) < readDrain/2 {
 		return v.p, v.placed, nil
 	}
@@ -550,7 +551,7 @@ func (s *Store) turnstile(groupID string) chan struct{} {
 //
 // The writers of one process take turns at a turnstile first, so that at
 // most one of them holds a directory connection waiting for the lock.
-func (s *Store) locked(ctx context.Context, groupID string, fn func(tx GroupLock) error) error {
+func (s *Store) locked(ctx context.Context, groupID string, fn func(tx writebehind.GroupLock) error) error {
 	turn := s.turnstile(groupID)
 	select {
 	case turn <- struct{}{}:
@@ -558,7 +559,7 @@ func (s *Store) locked(ctx context.Context, groupID string, fn func(tx GroupLock
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for the group's turn: %w", ctx.Err())
 	}
-	return s.dir.WithGroupLock(ctx, groupID, func(tx GroupLock) error {
+	return s.dir.WithGroupLock(ctx, groupID, func(tx writebehind.GroupLock) error {
 		if err := fn(tx); err != nil {
 			return err
 		}

@@ -11,8 +11,8 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/chstore"
-	"groupanalytics/internal/stores"
 	"groupanalytics/internal/stores/storetest"
+	"groupanalytics/internal/writebehind"
 )
 
 var ctx = context.Background()
@@ -22,7 +22,7 @@ var ctx = context.Background()
 type fixture struct {
 	t     *testing.T
 	dir   analytics.Directory
-	locks chstore.Coordinator
+	locks writebehind.Coordinator
 	usage *chstore.Store
 	dsn   string // the directory's
 	url   string
@@ -31,7 +31,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	dsn, url := storetest.NewPostgresDatabase(t), storetest.NewClickHouseURL(t)
 	s := storetest.OpenClickHouse(t, dsn, url)
-	return &fixture{t: t, dir: s.Directory, locks: stores.Coordinator(s.Directory), usage: s.Usage.(*chstore.Store), dsn: dsn, url: url}
+	return &fixture{t: t, dir: s.Directory, locks: s.Directory, usage: s.Usage.(*chstore.Store), dsn: dsn, url: url}
 }
 
 func (f *fixture) group(id string) {
@@ -120,7 +120,7 @@ func TestUnfinishedWriteIsRepaired(t *testing.T) {
 	}
 	// The dead write: intent recorded, two events stored, then nothing.
 	died := errors.New("died")
-	err = f.locks.WithGroupLock(ctx, "north", func(tx chstore.GroupLock) error {
+	err = f.locks.WithGroupLock(ctx, "north", func(tx writebehind.GroupLock) error {
 		intent := fmt.Sprintf(`{"months":[%d],"students":[{"ID":"s2","Name":"Grace"},{"ID":"s3","Name":"Never stored"}]}`,
 			analytics.DayOf(day, time.UTC).MonthStart())
 		if _, err := tx.MarkIntent(ctx, []byte(intent)); err != nil {
@@ -180,7 +180,7 @@ func TestReadWhileAWriteIsUnfinished(t *testing.T) {
 	// The dead write: intent recorded, group rows of e2 stored, then
 	// nothing; then a repair that died after numbering it anew.
 	died := errors.New("died")
-	err = f.locks.WithGroupLock(ctx, "north", func(tx chstore.GroupLock) error {
+	err = f.locks.WithGroupLock(ctx, "north", func(tx writebehind.GroupLock) error {
 		intent := fmt.Sprintf(`{"months":[%d],"whole":%d}`, analytics.DayOf(day, time.UTC).MonthStart(), p.Seq)
 		seq, err := tx.MarkIntent(ctx, []byte(intent))
 		if err != nil {
@@ -192,7 +192,7 @@ func TestReadWhileAWriteIsUnfinished(t *testing.T) {
 	if !errors.Is(err, died) {
 		t.Fatal(err)
 	}
-	err = f.locks.WithGroupLock(ctx, "north", func(tx chstore.GroupLock) error {
+	err = f.locks.WithGroupLock(ctx, "north", func(tx writebehind.GroupLock) error {
 		dead, _, err := tx.Placement(ctx)
 		if err != nil {
 			return err
@@ -343,7 +343,7 @@ func TestErasureRepairedLeavesItsReceipt(t *testing.T) {
 			}
 			began := time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC)
 			died := errors.New("died")
-			err := f.locks.WithGroupLock(ctx, "north", func(tx chstore.GroupLock) error {
+			err := f.locks.WithGroupLock(ctx, "north", func(tx writebehind.GroupLock) error {
 				intent := fmt.Sprintf(`{"months":[%d],"erase":"s1","erasedBy":"token tok_1 (platform)","eraseBegan":%d}`,
 					analytics.DayOf(day, time.UTC).MonthStart(), began.UnixMilli())
 				if _, err := tx.MarkIntent(ctx, []byte(intent)); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
+	"groupanalytics/internal/writebehind"
 )
 
 // Erasure: a student's events and their share of every rollup deleted
@@ -24,7 +25,7 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) ([]
 	defer cancel()
 	var deleted []analytics.Deleted
 	began := time.Now()
-	err := s.locked(ctx, groupID, func(tx GroupLock) error {
+	err := s.locked(ctx, groupID, func(tx writebehind.GroupLock) error {
 		_, placed, err := tx.Placement(ctx)
 		if err != nil {
 			return err
@@ -33,7 +34,7 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) ([]
 		// among them, which writes its receipt, so that this call finds
 		// the student gone, as a retry of a finished erasure does.
 		var sh *shard
-		var p Placement
+		var p writebehind.Placement
 		if placed {
 			if sh, p, err = s.placeForWrite(ctx, tx); err != nil {
 				return err
@@ -63,7 +64,7 @@ func (s *Store) EraseStudent(ctx context.Context, groupID, studentID string) ([]
 // counts (one insert each of their new state), then deletes the
 // student's events and ordinal and waits for ClickHouse to have deleted
 // them. It returns what it removed, and rewrote without the student.
-func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Placement, studentID string, began time.Time) ([]analytics.Deleted, error) {
+func (s *Store) eraseUsage(ctx context.Context, tx writebehind.GroupLock, sh *shard, p writebehind.Placement, studentID string, began time.Time) ([]analytics.Deleted, error) {
 	groupID := p.GroupID
 	// A quorum insert cut short (a replica died under it) may still
 	// settle and show the student's rows after the erasure read around
@@ -118,7 +119,7 @@ func (s *Store) eraseUsage(ctx context.Context, tx GroupLock, sh *shard, p Place
 // the student's rows deleted and their enrolment, with its receipt, for
 // the caller that asked for it saw the erasure fail and wrote none. The
 // rollups are recomputed after it, from the events left.
-func (s *Store) finishErasure(ctx context.Context, tx GroupLock, sh *shard, groupID string, in intent) error {
+func (s *Store) finishErasure(ctx context.Context, tx writebehind.GroupLock, sh *shard, groupID string, in intent) error {
 	var events uint64
 	if err := sh.queryRow(ctx, `SELECT count() FROM `+s.table("events")+` WHERE group_id = ? AND student_id = ?`,
 		groupID, in.Erase).Scan(&events); err != nil {

@@ -10,11 +10,12 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
+	"groupanalytics/internal/writebehind"
 )
 
 // InsertRawEvents stores events on the group's shard and nothing else, as
 // a write that dies half way does.
-func (s *Store) InsertRawEvents(ctx context.Context, p Placement, events []analytics.Event) error {
+func (s *Store) InsertRawEvents(ctx context.Context, p writebehind.Placement, events []analytics.Event) error {
 	sh, err := s.shardOf(p)
 	if err != nil {
 		return err
@@ -39,7 +40,7 @@ var errDied = errors.New("died")
 // MoveHalfway does what a move does up to its copy (and, when flip is set,
 // its change of placement), then stops as if its process died there.
 func (s *Store) MoveHalfway(ctx context.Context, groupID, to string, flip bool) error {
-	err := s.locked(ctx, groupID, func(tx GroupLock) error {
+	err := s.locked(ctx, groupID, func(tx writebehind.GroupLock) error {
 		p, _, err := tx.Placement(ctx)
 		if err != nil {
 			return err
@@ -70,7 +71,7 @@ func (s *Store) GroupEventsOn(ctx context.Context, shard, groupID string) (uint6
 
 // NumberStudents gives the students ordinals on the group's shard, as a
 // write that died after its lookups leaves them.
-func (s *Store) NumberStudents(ctx context.Context, p Placement, ids []string) error {
+func (s *Store) NumberStudents(ctx context.Context, p writebehind.Placement, ids []string) error {
 	sh, err := s.shardOf(p)
 	if err != nil {
 		return err
@@ -145,7 +146,7 @@ func SetReadRepairWait(t interface{ Cleanup(func()) }, d time.Duration) {
 // InsertGroupRows stores the group rows that events make on the group's
 // rows as of p.Seq, numbered seq, and nothing else, as a write that died
 // after that INSERT leaves them.
-func (s *Store) InsertGroupRows(ctx context.Context, p Placement, seq int64, events []analytics.Event) error {
+func (s *Store) InsertGroupRows(ctx context.Context, p writebehind.Placement, seq int64, events []analytics.Event) error {
 	sh, err := s.shardOf(p)
 	if err != nil {
 		return err
@@ -173,7 +174,7 @@ func (s *Store) InsertGroupRows(ctx context.Context, p Placement, seq int64, eve
 // the events stored and an intent recorded, the log and the enrolments as
 // they were.
 func (s *Store) ApplyDying(ctx context.Context, groupID string) error {
-	err := s.dir.WithGroupsLock(ctx, []string{groupID}, WaitApply, func(tx GroupsLock) error {
+	err := s.dir.WithGroupsLock(ctx, []string{groupID}, writebehind.WaitApply, func(tx writebehind.GroupsLock) error {
 		logged, err := tx.Logged(ctx, maxApplied)
 		if err != nil {
 			return err
@@ -200,7 +201,7 @@ func (s *Store) ApplyDying(ctx context.Context, groupID string) error {
 // deletion of the events before first, then stops as if its process died
 // there.
 func (s *Store) ExpireHalfway(ctx context.Context, groupID string, first analytics.Day) error {
-	err := s.locked(ctx, groupID, func(tx GroupLock) error {
+	err := s.locked(ctx, groupID, func(tx writebehind.GroupLock) error {
 		sh, p, err := s.placeForWrite(ctx, tx)
 		if err != nil {
 			return err

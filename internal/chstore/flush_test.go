@@ -8,6 +8,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/chstore"
+	"groupanalytics/internal/writebehind"
 )
 
 // Calls of many groups at once are written by flushes of many groups,
@@ -24,7 +25,7 @@ func TestFlushesOfManyGroups(t *testing.T) {
 	held := "g07"
 	// Another writer holds one group's lock until released.
 	locked, release := make(chan struct{}), make(chan struct{})
-	go f.locks.WithGroupLock(ctx, held, func(chstore.GroupLock) error {
+	go f.locks.WithGroupLock(ctx, held, func(writebehind.GroupLock) error {
 		close(locked)
 		<-release
 		return nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/writebehind"
 )
 
 // A district's report reads its schools together: their placements and
@@ -35,7 +36,7 @@ func (s *Store) SettleGroups(ctx context.Context, groupIDs []string) (context.Co
 	now := time.Now()
 	settled := make(settledGroups, len(groupIDs))
 	for _, id := range groupIDs {
-		settled[id] = settledPlacement{p: Placement{GroupID: id}, at: now}
+		settled[id] = settledPlacement{p: writebehind.Placement{GroupID: id}, at: now}
 	}
 	for _, p := range placements {
 		settled[p.GroupID] = settledPlacement{p: p, placed: true, at: now}
@@ -126,7 +127,7 @@ func (s *Store) readStates(ctx context.Context, groupIDs []string) (map[string]*
 	settled, _ := ctx.Value(settledGroupsKey{}).(settledGroups)
 	states := make(map[string]*state, len(groupIDs))
 	var alone []string
-	toLoad := map[*shard][]Placement{}
+	toLoad := map[*shard][]writebehind.Placement{}
 	for _, id := range groupIDs {
 		v, ok := settled[id]
 		if !ok || time.Since(v.at) >= readDrain/2 || (v.p.Intent != nil && !isMove(v.p.Intent)) {
@@ -171,7 +172,7 @@ func (s *Store) readStates(ctx context.Context, groupIDs []string) (map[string]*
 // loadGroupRows reads the group rows of the groups placed on sh as list
 // says, in one query, and keeps their states; newer are those with rows
 // of a write after their placement's number, whose states are not made.
-func (s *Store) loadGroupRows(ctx context.Context, sh *shard, list []Placement) (loaded map[string]*state, newer []string, err error) {
+func (s *Store) loadGroupRows(ctx context.Context, sh *shard, list []writebehind.Placement) (loaded map[string]*state, newer []string, err error) {
 	w := &warming{states: map[string]*state{}, limit: stateCacheBytes}
 	ids := make([]string, len(list))
 	for i, p := range list {

@@ -3,6 +3,8 @@ package chstore
 import (
 	"fmt"
 	"testing"
+
+	"groupanalytics/internal/writebehind"
 )
 
 func idList(prefix string, n int) []string {
@@ -16,7 +18,9 @@ func idList(prefix string, n int) []string {
 // TestIDSetsAgreeWithThePlacement: a set answers only for the placement
 // it is as of, moves on only from it, and is bounded.
 func TestIDSetsAgreeWithThePlacement(t *testing.T) {
-	at := func(seq int64) Placement { return Placement{GroupID: "g", Shard: "a", Epoch: 7, Seq: seq} }
+	at := func(seq int64) writebehind.Placement {
+		return writebehind.Placement{GroupID: "g", Shard: "a", Epoch: 7, Seq: seq}
+	}
 	sets := newIDSets()
 	if _, known := sets.maybeStored(at(3), []string{"x"}); known || !sets.wanted(at(3)) {
 		t.Fatal("a group without a set: known, or not wanted")
@@ -27,7 +31,7 @@ func TestIDSetsAgreeWithThePlacement(t *testing.T) {
 	}
 	unfinished := at(3)
 	unfinished.Intent = []byte(`{}`)
-	for name, p := range map[string]Placement{
+	for name, p := range map[string]writebehind.Placement{
 		"a later write":      at(4),
 		"a write unfinished": unfinished,
 		"another shard":      {GroupID: "g", Shard: "b", Epoch: 7, Seq: 3},
@@ -50,7 +54,9 @@ func TestIDSetsAgreeWithThePlacement(t *testing.T) {
 	if sets.wanted(at(5)) {
 		t.Error("a group too large for a set is wanted")
 	}
-	h := func(i int) Placement { return Placement{GroupID: fmt.Sprint("h", i), Shard: "a", Seq: 1} }
+	h := func(i int) writebehind.Placement {
+		return writebehind.Placement{GroupID: fmt.Sprint("h", i), Shard: "a", Seq: 1}
+	}
 	last := maxKeptIDs / maxGroupIDs
 	for i := range last + 1 {
 		sets.load(h(i), idList(h(i).GroupID, maxGroupIDs), false)

@@ -6,6 +6,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
+	"groupanalytics/internal/writebehind"
 )
 
 // The students' last days of use are rows of student_counts of span
@@ -18,9 +19,9 @@ import (
 // each day say as of write seq, which wrote them last: a month recomputed
 // from its events, or days cut by retention, may have taken a student's
 // last day. They are the only rows of last days the write makes.
-func (s *Store) recomputeLastDays(ctx context.Context, sh *shard, p Placement, seq int64) error {
+func (s *Store) recomputeLastDays(ctx context.Context, sh *shard, p writebehind.Placement, seq int64) error {
 	groupID := p.GroupID
-	st, err := s.stateAt(ctx, sh, Placement{GroupID: groupID, Shard: sh.name, Seq: seq, Epoch: p.Epoch}, true)
+	st, err := s.stateAt(ctx, sh, writebehind.Placement{GroupID: groupID, Shard: sh.name, Seq: seq, Epoch: p.Epoch}, true)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
+	"groupanalytics/internal/writebehind"
 )
 
 // The write-behind log. AppendEvents acknowledges a call once its new
@@ -277,7 +278,7 @@ func (s *Store) logCalls(batch map[string][]*rollup.Call) bool {
 	defer cancel()
 	f := &logFlush{batch: batch, locked: map[string]bool{}, gone: map[string]bool{}, failed: map[string]error{},
 		accepted: map[*rollup.Call]int{}}
-	err := s.dir.WithGroupsLogging(ctx, slices.Sorted(maps.Keys(batch)), func(tx LogLock) error {
+	err := s.dir.WithGroupsLogging(ctx, slices.Sorted(maps.Keys(batch)), func(tx writebehind.LogLock) error {
 		return s.logNew(ctx, tx, f)
 	})
 	s.answerFlush(f, err)
@@ -307,7 +308,7 @@ type callKey struct{ group, id string }
 // logNew, in the flush's directory transaction, adds the first copy of
 // each id of the locked groups' calls to the log, takes out again those
 // the groups' shards hold, and counts what each call added.
-func (s *Store) logNew(ctx context.Context, tx LogLock, f *logFlush) error {
+func (s *Store) logNew(ctx context.Context, tx writebehind.LogLock, f *logFlush) error {
 	f.ran = true
 	for _, g := range tx.Gone() {
 		f.gone[g] = true
@@ -386,7 +387,7 @@ func (s *Store) answerFlush(f *logFlush, err error) {
 // storedOnShards returns which of the ids added, by group, the groups'
 // shards hold already: one lookup per shard, at once. A group whose shard
 // does not answer has its error in failed.
-func (s *Store) storedOnShards(ctx context.Context, tx LogLock, added map[string]map[string]bool, failed map[string]error) (map[string]map[string]bool, error) {
+func (s *Store) storedOnShards(ctx context.Context, tx writebehind.LogLock, added map[string]map[string]bool, failed map[string]error) (map[string]map[string]bool, error) {
 	placements, err := tx.Placements(ctx)
 	if err != nil {
 		return nil, err

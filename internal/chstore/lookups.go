@@ -14,6 +14,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/cache"
+	"groupanalytics/internal/writebehind"
 )
 
 // Telling a logged event's id new from one the group's shard holds takes a
@@ -59,14 +60,14 @@ func newIDSets() *idSets {
 
 // idsVersion names a group's writes as of placement p: its shard, its
 // epoch and its write number.
-func idsVersion(p Placement) string {
+func idsVersion(p writebehind.Placement) string {
 	return p.Shard + " " + strconv.FormatInt(p.Epoch, 10) + " " + strconv.FormatInt(p.Seq, 10)
 }
 
 // maybeStored returns the ids of the group placed as p that its shard may
 // hold, and true; or false when no set agrees with p, and every id must be
 // looked up.
-func (s *idSets) maybeStored(p Placement, ids []string) ([]string, bool) {
+func (s *idSets) maybeStored(p writebehind.Placement, ids []string) ([]string, bool) {
 	if p.Intent != nil {
 		return nil, false
 	}
@@ -87,7 +88,7 @@ func (s *idSets) maybeStored(p Placement, ids []string) ([]string, bool) {
 
 // wanted reports whether the group placed as p needs its set read: it has
 // none that agrees with p and is not known to be too large.
-func (s *idSets) wanted(p Placement) bool {
+func (s *idSets) wanted(p writebehind.Placement) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.sets.Get(p.GroupID, idsVersion(p))
@@ -96,7 +97,7 @@ func (s *idSets) wanted(p Placement) bool {
 
 // load makes ids, all its shard holds, the set of the group placed as p
 // (settled: its writes whole), unless the group has too many.
-func (s *idSets) load(p Placement, ids []string, tooLarge bool) {
+func (s *idSets) load(p writebehind.Placement, ids []string, tooLarge bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if tooLarge {
@@ -109,7 +110,7 @@ func (s *idSets) load(p Placement, ids []string, tooLarge bool) {
 // written moves the group's set, at p's number, on to seq: a write of ids
 // (all of them, new or found stored) numbered seq ended. A set at another
 // number is dropped.
-func (s *idSets) written(p Placement, seq int64, ids []string) {
+func (s *idSets) written(p writebehind.Placement, seq int64, ids []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	hashes, ok := s.sets.Get(p.GroupID, idsVersion(p))
@@ -135,7 +136,7 @@ func (s *idSets) addLocked(hashes map[uint64]struct{}, ids []string) map[uint64]
 // keepLocked keeps hashes as the set of the group placed as p, in place
 // of its set at another number; nil hashes, or more than maxGroupIDs,
 // mark the group too large for a set.
-func (s *idSets) keepLocked(p Placement, hashes map[uint64]struct{}) {
+func (s *idSets) keepLocked(p writebehind.Placement, hashes map[uint64]struct{}) {
 	if hashes == nil || len(hashes) > maxGroupIDs {
 		s.tooLarge[p.GroupID] = true
 		s.sets.Put(p.GroupID, "", nil, 0) // drops what was kept
@@ -152,7 +153,7 @@ func (s *idSets) keepLocked(p Placement, hashes map[uint64]struct{}) {
 // a query that fails makes none.
 func (s *Store) readIDSets(ctx context.Context, sh *shard, ws []*groupWrite) {
 	var groups []string
-	placed := map[string]Placement{}
+	placed := map[string]writebehind.Placement{}
 	// Sets are read into the room left, not in place of others: when the
 	// groups written outgrow the room, those that have sets keep them.
 	budget := min(maxLoadedIDs, s.ids.room())

@@ -15,6 +15,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/writebehind"
 )
 
 // move is the intent of a group's move between shards. Until the
@@ -67,7 +68,7 @@ func (s *Store) MoveGroup(ctx context.Context, groupID, to string) (MoveResult, 
 	}
 	to = target.name
 	res.To = to
-	err := s.locked(ctx, groupID, func(tx GroupLock) error {
+	err := s.locked(ctx, groupID, func(tx writebehind.GroupLock) error {
 		_, ok, err := tx.Placement(ctx)
 		if err != nil {
 			return err
@@ -110,7 +111,7 @@ func (s *Store) MoveGroup(ctx context.Context, groupID, to string) (MoveResult, 
 
 // settleMove finishes or undoes a move that died: the shard the placement
 // does not name loses the group's rows (if the usage URL still names it).
-func (s *Store) settleMove(ctx context.Context, p Placement, m *move) error {
+func (s *Store) settleMove(ctx context.Context, p writebehind.Placement, m *move) error {
 	stale := m.To
 	if p.Shard == m.To {
 		stale = m.From
@@ -245,7 +246,7 @@ func (s *Store) EraseGroup(ctx context.Context, groupID string) ([]analytics.Del
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var deleted []analytics.Deleted
-	err := s.locked(ctx, groupID, func(tx GroupLock) error {
+	err := s.locked(ctx, groupID, func(tx writebehind.GroupLock) error {
 		_, placed, err := tx.Placement(ctx)
 		if err != nil {
 			return err

@@ -11,7 +11,6 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/chstore"
-	"groupanalytics/internal/stores"
 	"groupanalytics/internal/stores/storetest"
 )
 
@@ -188,7 +187,7 @@ func TestAddShard(t *testing.T) {
 	first, added, _ := strings.Cut(hosts, ",")
 	pg := storetest.NewPostgresDatabase(t)
 	one := storetest.OpenClickHouse(t, pg, "clickhouse://"+first+"/"+db)
-	f := &fixture{t: t, dir: one.Directory, locks: stores.Coordinator(one.Directory), usage: one.Usage.(*chstore.Store)}
+	f := &fixture{t: t, dir: one.Directory, locks: one.Directory, usage: one.Usage.(*chstore.Store)}
 	groups := []string{"a", "b", "c"}
 	for _, g := range groups {
 		f.group(g)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/writebehind"
 )
 
 // Placement: which shard a group's writes go to. A new group goes to the
@@ -18,7 +19,7 @@ import (
 // placeForWrite returns the group's shard, placing a new group on the
 // least loaded one, after repairing what an unfinished write left, and
 // its placement, whose Seq is the write as of which its rows are whole.
-func (s *Store) placeForWrite(ctx context.Context, tx GroupLock) (*shard, Placement, error) {
+func (s *Store) placeForWrite(ctx context.Context, tx writebehind.GroupLock) (*shard, writebehind.Placement, error) {
 	p, ok, err := tx.Placement(ctx)
 	if err != nil {
 		return nil, p, err
@@ -40,7 +41,7 @@ func (s *Store) placeForWrite(ctx context.Context, tx GroupLock) (*shard, Placem
 	return sh, p, err
 }
 
-func (s *Store) shardOf(p Placement) (*shard, error) {
+func (s *Store) shardOf(p writebehind.Placement) (*shard, error) {
 	sh := s.shardNamed(p.Shard)
 	if sh == nil {
 		return nil, fmt.Errorf("group %s is placed on shard %s, which the usage URL does not name: %w",
@@ -51,7 +52,7 @@ func (s *Store) shardOf(p Placement) (*shard, error) {
 
 // leastLoaded returns the shard holding the fewest events, among those that
 // answer; the fewest groups breaks ties (and decides between empty shards).
-func (s *Store) leastLoaded(ctx context.Context, tx GroupLock) (string, error) {
+func (s *Store) leastLoaded(ctx context.Context, tx writebehind.GroupLock) (string, error) {
 	events, groups, err := s.shardLoads(ctx, tx)
 	if err != nil {
 		return "", err
@@ -74,7 +75,7 @@ func (s *Store) lightest(events map[string]uint64, groups map[string]int) string
 
 // shardLoads returns the events of each shard that answers, and the groups
 // placed on each; an error when none answers.
-func (s *Store) shardLoads(ctx context.Context, tx GroupLock) (events map[string]uint64, groups map[string]int, err error) {
+func (s *Store) shardLoads(ctx context.Context, tx writebehind.GroupLock) (events map[string]uint64, groups map[string]int, err error) {
 	if groups, err = tx.GroupsPerShard(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -99,7 +100,7 @@ func (s *Store) shardLoads(ctx context.Context, tx GroupLock) (events map[string
 // events (then groups) as placing goes: their state is empty, and need not
 // be read. It fails only when the directory fails; a group that cannot be
 // placed (no shard answers) has its err set.
-func (s *Store) placeAll(ctx context.Context, tx GroupsLock, writes map[string]*groupWrite) error {
+func (s *Store) placeAll(ctx context.Context, tx writebehind.GroupsLock, writes map[string]*groupWrite) error {
 	placements, err := tx.Placements(ctx)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
+	"groupanalytics/internal/writebehind"
 )
 
 // Intents and repair: every write of a group records what it means to do
@@ -48,7 +49,7 @@ type intent struct {
 // write is unfinished; otherwise the number its intent recorded, or, for an
 // intent recorded before intents did, the number before the intent's
 // (then exact unless a repair of it was attempted).
-func wholeAsOf(p Placement) int64 {
+func wholeAsOf(p writebehind.Placement) int64 {
 	var in intent
 	switch {
 	case p.Intent == nil:
@@ -62,7 +63,7 @@ func wholeAsOf(p Placement) int64 {
 
 // markIntent records in, the intent of a write on the rows whole as of
 // write number whole, and returns the write's number.
-func markIntent(ctx context.Context, tx GroupLock, in intent, whole int64) (int64, error) {
+func markIntent(ctx context.Context, tx writebehind.GroupLock, in intent, whole int64) (int64, error) {
 	in.Whole = &whole
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -73,7 +74,7 @@ func markIntent(ctx context.Context, tx GroupLock, in intent, whole int64) (int6
 
 // settled returns the placement p after repairing what the unfinished
 // write it names left, if any.
-func (s *Store) settled(ctx context.Context, tx GroupLock, sh *shard, p Placement) (Placement, error) {
+func (s *Store) settled(ctx context.Context, tx writebehind.GroupLock, sh *shard, p writebehind.Placement) (writebehind.Placement, error) {
 	if p.Intent == nil {
 		return p, nil
 	}
@@ -91,7 +92,7 @@ func (s *Store) Rebuild(ctx context.Context, groupID, zone string) error {
 	if err != nil {
 		return s.wrap("Rebuild", err)
 	}
-	return s.wrap("Rebuild", s.locked(ctx, groupID, func(tx GroupLock) error {
+	return s.wrap("Rebuild", s.locked(ctx, groupID, func(tx writebehind.GroupLock) error {
 		// Committed with the lock's transaction, after the new rows.
 		if err := tx.SetTimeZone(ctx, zone); err != nil {
 			return err
@@ -115,7 +116,7 @@ func (s *Store) Rebuild(ctx context.Context, groupID, zone string) error {
 // repair finishes or undoes what the write that recorded p's intent left:
 // it redoes the erasure it meant, enrols the students whose events it
 // stored, and recomputes the months it touched from the raw events.
-func (s *Store) repair(ctx context.Context, tx GroupLock, sh *shard, p Placement) error {
+func (s *Store) repair(ctx context.Context, tx writebehind.GroupLock, sh *shard, p writebehind.Placement) error {
 	var in intent
 	if err := json.Unmarshal(p.Intent, &in); err != nil {
 		return fmt.Errorf("intent of group %s: %w", p.GroupID, err)
@@ -164,7 +165,7 @@ func (s *Store) repair(ctx context.Context, tx GroupLock, sh *shard, p Placement
 // recompute sets the rollups of the months in (every month, for in.All)
 // to what the raw events say, month by month, and the rows of last days
 // to what the days then say, as write seq of the group placed as p.
-func (s *Store) recompute(ctx context.Context, sh *shard, p Placement, in intent, loc *time.Location, seq int64) error {
+func (s *Store) recompute(ctx context.Context, sh *shard, p writebehind.Placement, in intent, loc *time.Location, seq int64) error {
 	groupID, months := p.GroupID, in.Months
 	if in.All {
 		var err error

@@ -7,6 +7,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
+	"groupanalytics/internal/writebehind"
 )
 
 // expiry is a retention run's cut: the group's usage of the days before
@@ -36,7 +37,7 @@ func (s *Store) ExpireDays(ctx context.Context, groupID string, first analytics.
 	defer cancel()
 	var deleted []analytics.Deleted
 	var ran bool
-	err := s.locked(ctx, groupID, func(tx GroupLock) error {
+	err := s.locked(ctx, groupID, func(tx writebehind.GroupLock) error {
 		loc, err := tx.Location(ctx)
 		if err != nil {
 			return err
@@ -62,7 +63,7 @@ func (s *Store) ExpireDays(ctx context.Context, groupID string, first analytics.
 // expireUsage deletes the group's events before the cut and empties its
 // rollups of the days and months before it, then recomputes the month the
 // cut falls in from its events that stay. It returns what it removed.
-func (s *Store) expireUsage(ctx context.Context, tx GroupLock, sh *shard, p Placement, loc *time.Location, e expiry) ([]analytics.Deleted, error) {
+func (s *Store) expireUsage(ctx context.Context, tx writebehind.GroupLock, sh *shard, p writebehind.Placement, loc *time.Location, e expiry) ([]analytics.Deleted, error) {
 	var events uint64
 	if err := sh.queryRow(ctx, `SELECT count() FROM `+s.table("events")+` WHERE group_id = ? AND occurred_at < ?`,
 		p.GroupID, e.Before).Scan(&events); err != nil {
@@ -98,9 +99,9 @@ func (s *Store) expireUsage(ctx context.Context, tx GroupLock, sh *shard, p Plac
 // ClickHouse to have done it on every replica. Run again (a repair), it
 // empties what is left and deletes nothing twice. It returns the rows it
 // emptied.
-func (s *Store) expireRows(ctx context.Context, sh *shard, p Placement, e *expiry, whole, seq int64) ([]analytics.Deleted, error) {
+func (s *Store) expireRows(ctx context.Context, sh *shard, p writebehind.Placement, e *expiry, whole, seq int64) ([]analytics.Deleted, error) {
 	groupID := p.GroupID
-	st, err := s.stateAt(ctx, sh, Placement{GroupID: groupID, Shard: sh.name, Seq: whole, Epoch: p.Epoch}, true)
+	st, err := s.stateAt(ctx, sh, writebehind.Placement{GroupID: groupID, Shard: sh.name, Seq: whole, Epoch: p.Epoch}, true)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/chstore"
-	"groupanalytics/internal/stores"
 	"groupanalytics/internal/stores/storetest"
 )
 
@@ -20,7 +19,7 @@ func TestOneShardDown(t *testing.T) {
 	dirDSN := storetest.NewPostgresDatabase(t)
 	s := storetest.OpenClickHouse(t, dirDSN, url)
 	usage := s.Usage.(*chstore.Store)
-	f := &fixture{t: t, dir: s.Directory, locks: stores.Coordinator(s.Directory), usage: usage, url: url}
+	f := &fixture{t: t, dir: s.Directory, locks: s.Directory, usage: usage, url: url}
 	shardOf := map[string]string{}
 	for _, g := range []string{"g1", "g2"} {
 		f.group(g)

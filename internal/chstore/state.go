@@ -13,6 +13,7 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
+	"groupanalytics/internal/writebehind"
 )
 
 // Every row of group_rollups and student_counts is the whole state of its
@@ -152,9 +153,9 @@ func (s *Store) readState(ctx context.Context, groupID string, withCounts bool) 
 		// replica or ZooKeeper is down) is left to the next write, and the
 		// read reads as of the number the intent says is whole.
 		repairCtx, cancel := context.WithTimeout(ctx, readRepairWait)
-		err := s.locked(repairCtx, groupID, func(tx GroupLock) (err error) {
+		err := s.locked(repairCtx, groupID, func(tx writebehind.GroupLock) (err error) {
 			var sh *shard
-			var whole Placement
+			var whole writebehind.Placement
 			if sh, whole, err = s.placeForWrite(repairCtx, tx); err == nil {
 				p.Shard, p.Seq = sh.name, whole.Seq
 			}
@@ -226,7 +227,7 @@ func (l *keyLocks) lock(ctx context.Context, key string) (unlock func(), err err
 // only a whole write keeps) is as good; an earlier one is brought up to
 // date with the rows written since; its counts, if it lacks them and they
 // are wanted, are read whole.
-func (s *Store) stateAt(ctx context.Context, sh *shard, p Placement, withCounts bool) (*state, error) {
+func (s *Store) stateAt(ctx context.Context, sh *shard, p writebehind.Placement, withCounts bool) (*state, error) {
 	groupID, seq := p.GroupID, p.Seq
 	old := s.states.get(groupID)
 	if old != nil && old.shard == sh.name && old.epoch == p.Epoch && old.seq >= seq && (old.withCounts || !withCounts) {
@@ -491,7 +492,7 @@ func (s *Store) Ordinals(ctx context.Context, groupID string) (map[string]int, e
 	st.ordinalsMu.Lock()
 	defer st.ordinalsMu.Unlock()
 	if st.ordinals == nil {
-		sh, err := s.shardOf(Placement{GroupID: groupID, Shard: st.shard})
+		sh, err := s.shardOf(writebehind.Placement{GroupID: groupID, Shard: st.shard})
 		if err == nil {
 			st.ordinals, err = s.readOrdinals(ctx, sh, groupID)
 		}

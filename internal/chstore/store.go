@@ -30,11 +30,12 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/rollup"
+	"groupanalytics/internal/writebehind"
 )
 
 // Store implements analytics.UsageStore on ClickHouse shards.
 type Store struct {
-	dir      Coordinator
+	dir      writebehind.Coordinator
 	database string
 	shards   []*shard // in the URL's order
 	timeout  time.Duration
@@ -173,7 +174,7 @@ func ParseURL(raw string) (Config, error) {
 
 // Open connects to the shards that raw names. It does not migrate. A shard
 // that does not answer does not stop it: its groups fail until it does.
-func Open(ctx context.Context, raw string, dir Coordinator, opts Options) (*Store, error) {
+func Open(ctx context.Context, raw string, dir writebehind.Coordinator, opts Options) (*Store, error) {
 	cfg, err := ParseURL(raw)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/writebehind"
 )
 
 // A school's first report in a process loads the group's state from its
@@ -48,8 +49,8 @@ func (s *Store) warm(ctx context.Context) {
 		s.log.Warn("states not warmed", "error", err)
 		return
 	}
-	placements = slices.DeleteFunc(placements, func(p Placement) bool { return p.Seq == 0 || p.Intent != nil })
-	slices.SortStableFunc(placements, func(a, b Placement) int { return cmp.Compare(b.Seq, a.Seq) })
+	placements = slices.DeleteFunc(placements, func(p writebehind.Placement) bool { return p.Seq == 0 || p.Intent != nil })
+	slices.SortStableFunc(placements, func(a, b writebehind.Placement) int { return cmp.Compare(b.Seq, a.Seq) })
 	warmed, loaded, size := 0, 0, 1
 	defer func() {
 		s.log.Info("states warmed", "groups", warmed, "bytes", loaded, "duration", time.Since(start))
@@ -64,7 +65,7 @@ func (s *Store) warm(ctx context.Context) {
 		}
 		// A round reads the groups of one shard.
 		shard := placements[0].Shard
-		var list []Placement
+		var list []writebehind.Placement
 		rest := placements[:0:0]
 		for _, p := range placements {
 			if p.Shard == shard && len(list) < size {
@@ -98,7 +99,7 @@ func (s *Store) warm(ctx context.Context) {
 // placement's number: a group with rows of a later one is being written,
 // and left to its first read. It returns how many it kept and their
 // bytes, or errWarmFull, keeping none, if they came to more than limit.
-func (s *Store) warmGroups(ctx context.Context, sh *shard, list []Placement, limit int) (kept, bytes int, err error) {
+func (s *Store) warmGroups(ctx context.Context, sh *shard, list []writebehind.Placement, limit int) (kept, bytes int, err error) {
 	w := &warming{states: map[string]*state{}, limit: limit}
 	ids := make([]string, len(list))
 	for i, p := range list {

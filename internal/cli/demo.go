@@ -15,7 +15,6 @@ import (
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/platform"
-	"groupanalytics/internal/sqlstore"
 	"groupanalytics/internal/stores"
 )
 
@@ -74,9 +73,9 @@ func runDemo(e *env, args []string) error {
 	}
 	path := db.Value.String()
 	switch {
-	case strings.Contains(path, "://") && !sqlstore.IsPostgres(path):
+	case strings.Contains(path, "://") && !stores.IsPostgres(path):
 		return fmt.Errorf("demo takes a SQLite file path or a postgres:// URL for --db")
-	case sf.usage != "" && !sqlstore.IsPostgres(path):
+	case sf.usage != "" && !stores.IsPostgres(path):
 		return fmt.Errorf("--usage on ClickHouse needs the directory on PostgreSQL: give --db a postgres:// URL")
 	}
 	err := serve(e, *serveFlags, storeFlags{db: path, usage: sf.usage, demo: true}, func(s *stores.Stores, baseURL string) error {
@@ -100,9 +99,9 @@ func runDemo(e *env, args []string) error {
 		return nil
 	})
 	switch {
-	case errors.Is(err, sqlstore.ErrNotDemoStore):
+	case errors.Is(err, stores.ErrNotDemoStore):
 		return fmt.Errorf("%s: %w. Give --db a new file (or an empty PostgreSQL database) for the demo", redacted(path), err)
-	case errors.Is(err, sqlstore.ErrDemoRunning):
+	case errors.Is(err, stores.ErrDemoRunning):
 		return fmt.Errorf("%s: %w. Stop that demo, or give this one another --db", redacted(path), err)
 	}
 	return err
@@ -110,7 +109,7 @@ func runDemo(e *env, args []string) error {
 
 // redacted is a --db for messages: a URL without its password.
 func redacted(db string) string {
-	if u, err := url.Parse(db); err == nil && sqlstore.IsPostgres(db) {
+	if u, err := url.Parse(db); err == nil && stores.IsPostgres(db) {
 		return u.Redacted()
 	}
 	return db

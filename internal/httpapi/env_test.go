@@ -21,7 +21,6 @@ import (
 	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/platform"
 	reportengine "groupanalytics/internal/report"
-	"groupanalytics/internal/sqlstore"
 	"groupanalytics/internal/stores/storetest"
 )
 
@@ -53,7 +52,7 @@ func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return 
 // testEnv is a real server on a real store, over real HTTP.
 type testEnv struct {
 	t        *testing.T
-	store    *sqlstore.Store
+	store    analytics.Directory
 	platform *platform.Platform
 	server   *httptest.Server
 	clock    *clock

@@ -19,10 +19,10 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the pgx driver for database/sql
 
 	"groupanalytics/internal/analytics"
-	"groupanalytics/internal/chstore"
 	"groupanalytics/internal/rollup"
-	"groupanalytics/internal/sqlstore"
+	"groupanalytics/internal/stores"
 	"groupanalytics/internal/stores/storetest"
+	"groupanalytics/internal/writebehind"
 )
 
 // TestMigratedStoreAnswersAsBefore opens stores that the release before
@@ -196,11 +196,11 @@ func writeOldClickHouseStore(t *testing.T, dirDSN, usageURL string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	cfg, err := chstore.ParseURL(usageURL)
+	shards, database, err := stores.ParseUsage(usageURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	shard := cfg.Shards[0]
+	shard := shards[0]
 	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{shard}})
 	if err != nil {
 		t.Fatal(err)
@@ -216,15 +216,15 @@ func writeOldClickHouseStore(t *testing.T, dirDSN, usageURL string) {
 			t.Fatal(err)
 		}
 	}
-	must(conn.Exec(ctx, "CREATE DATABASE "+cfg.Database))
-	for stmt := range strings.SplitSeq(strings.ReplaceAll(string(schema), "{database}", cfg.Database), ";\n") {
+	must(conn.Exec(ctx, "CREATE DATABASE "+database))
+	for stmt := range strings.SplitSeq(strings.ReplaceAll(string(schema), "{database}", database), ";\n") {
 		if strings.Contains(stmt, "CREATE TABLE") {
 			must(conn.Exec(ctx, stmt[strings.Index(stmt, "CREATE TABLE"):]))
 		}
 	}
 	insert := func(table, columns string, rows [][]any) {
 		t.Helper()
-		batch, err := conn.PrepareBatch(ctx, "INSERT INTO "+cfg.Database+"."+table+" ("+columns+")")
+		batch, err := conn.PrepareBatch(ctx, "INSERT INTO "+database+"."+table+" ("+columns+")")
 		must(err)
 		for _, r := range rows {
 			must(batch.Append(r...))
@@ -285,7 +285,7 @@ func writeOldClickHouseStore(t *testing.T, dirDSN, usageURL string) {
 		insert("students", "group_id, student_id, ordinal", students)
 		insert("student_rollups", "group_id, span, period, student_id, "+counts, studentRows)
 		insert("group_rollups", "group_id, span, period, "+counts+", live_lecture_users, chat_users, version", groupRows)
-		must(dir.WithGroupLock(ctx, g.ID, func(tx *sqlstore.GroupTx) error {
+		must(dir.WithGroupLock(ctx, g.ID, func(tx writebehind.GroupLock) error {
 			if _, err := tx.Place(ctx, shard); err != nil {
 				return err
 			}

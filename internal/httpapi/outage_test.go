@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"groupanalytics/internal/sqlstore"
 	"groupanalytics/internal/stores/storetest"
 )
 
@@ -29,7 +28,7 @@ func behindProxy(t *testing.T) (*testEnv, *storetest.Proxy) {
 	}
 	proxy := storetest.NewProxy(t, dbURL.Host)
 	dbURL.Host = proxy.Addr()
-	return newEnv(t, storetest.SQL(storetest.OpenWith(t, dbURL.String(), sqlstore.Options{CallTimeout: 3 * time.Second}))), proxy
+	return newEnv(t, storetest.SQL(storetest.OpenWith(t, dbURL.String(), 3*time.Second))), proxy
 }
 
 // TestPostgresOutage: while the database is unreachable every request gets

@@ -8,6 +8,7 @@ import (
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/sqlstore"
 	"groupanalytics/internal/stores/storetest"
+	"groupanalytics/internal/writebehind"
 )
 
 // TestBackupHoldsTheWritersOfUsage: HoldUsageWrites, which a backup of the
@@ -21,7 +22,7 @@ func TestBackupHoldsTheWritersOfUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	inside, release := make(chan struct{}), make(chan struct{})
-	go s.WithGroupLock(ctx, "g", func(*sqlstore.GroupTx) error {
+	go s.WithGroupLock(ctx, "g", func(writebehind.GroupLock) error {
 		close(inside)
 		<-release
 		return nil
@@ -51,13 +52,13 @@ func TestBackupHoldsTheWritersOfUsage(t *testing.T) {
 	}
 
 	wrote := make(chan error, 1)
-	go func() { wrote <- s.WithGroupLock(ctx, "g", func(*sqlstore.GroupTx) error { return nil }) }()
+	go func() { wrote <- s.WithGroupLock(ctx, "g", func(writebehind.GroupLock) error { return nil }) }()
 	select {
 	case err := <-wrote:
 		t.Fatalf("a writer of usage went on while the backup held them (%v)", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	if err := s.WithGroupsLogging(ctx, []string{"g"}, func(*sqlstore.LogTx) error { return nil }); err != nil {
+	if err := s.WithGroupsLogging(ctx, []string{"g"}, func(writebehind.LogLock) error { return nil }); err != nil {
 		t.Errorf("the log's writer with the writers of usage held: %v", err)
 	}
 	h.Release(ctx)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/writebehind"
 )
 
 // The write-behind log of a usage store on ClickHouse (package chstore):
@@ -26,15 +27,21 @@ import (
 // move, a change of zone) excludes.
 type LogTx struct {
 	tx     *txn
-	Locked []string // in id order
-	Gone   []string // the groups asked for that do not exist
+	locked []string // in id order
+	gone   []string // the groups asked for that do not exist
 }
+
+// Locked are the groups locked, in id order.
+func (l *LogTx) Locked() []string { return l.locked }
+
+// Gone are the groups asked for that do not exist.
+func (l *LogTx) Gone() []string { return l.gone }
 
 // WithGroupsLogging runs fn once in a transaction holding the log locks
 // of those of the groups that no write holds (it does not wait for them),
 // committed when fn returns nil; the groups not locked and not gone are
 // busy.
-func (s *Store) WithGroupsLogging(ctx context.Context, groupIDs []string, fn func(tx *LogTx) error) error {
+func (s *Store) WithGroupsLogging(ctx context.Context, groupIDs []string, fn func(tx writebehind.LogLock) error) error {
 	if s.marks == nil {
 		return fmt.Errorf("WithGroupsLogging: a sharded usage store needs a PostgreSQL directory, not %s", s.dialect.name)
 	}
@@ -45,7 +52,7 @@ func (s *Store) WithGroupsLogging(ctx context.Context, groupIDs []string, fn fun
 		if err != nil {
 			return err
 		}
-		return fn(&LogTx{tx: tx, Locked: slices.Sorted(maps.Keys(zones)), Gone: gone})
+		return fn(&LogTx{tx: tx, locked: slices.Sorted(maps.Keys(zones)), gone: gone})
 	}))
 }
 
@@ -92,8 +99,8 @@ func (l *LogTx) Log(ctx context.Context, events []analytics.Event, at time.Time)
 }
 
 // Placements reads the locked groups' placements: those that have one.
-func (l *LogTx) Placements(ctx context.Context) ([]Placement, error) {
-	return placementsOf(ctx, l.tx, l.Locked)
+func (l *LogTx) Placements(ctx context.Context) (map[string]writebehind.Placement, error) {
+	return placementsOf(ctx, l.tx, l.locked)
 }
 
 // Unlog takes out of the log the events of these ids (by group) that the
@@ -116,12 +123,8 @@ func (l *LogTx) Unlog(ctx context.Context, ids map[string][]string) error {
 // Logged reads the log's events of the locked groups, up to limit in all,
 // oldest first, for Unlog once they are applied.
 func (g *GroupsTx) Logged(ctx context.Context, limit int) (map[string][]analytics.Event, error) {
-	ids := make([]string, len(g.Locked))
-	for i, l := range g.Locked {
-		ids[i] = l.groupID
-	}
 	rows, err := g.tx.QueryContext(ctx, `SELECT id, group_id, event_id, student_id, student_name, occurred_at, metric
-		FROM usage_log WHERE group_id = ANY($1) ORDER BY id LIMIT $2`, ids, limit)
+		FROM usage_log WHERE group_id = ANY($1) ORDER BY id LIMIT $2`, g.lockedIDs(), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +176,7 @@ func (s *Store) LoggedGroups(ctx context.Context, limit int) ([]string, error) {
 // LoggedPlacement reports whether the group has events in the log and,
 // read at the same moment, its placement (placed is false when it has
 // none).
-func (s *Store) LoggedPlacement(ctx context.Context, groupID string) (logged bool, p Placement, placed bool, err error) {
+func (s *Store) LoggedPlacement(ctx context.Context, groupID string) (logged bool, p writebehind.Placement, placed bool, err error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	p.GroupID = groupID
@@ -183,7 +186,7 @@ func (s *Store) LoggedPlacement(ctx context.Context, groupID string) (logged boo
 		FROM (SELECT 1 AS one) AS probe LEFT JOIN usage_placements p ON p.group_id = $1`, groupID).
 		Scan(&logged, &shard, &seq, &intent, &epoch)
 	if err != nil {
-		return false, Placement{}, false, s.wrap("LoggedPlacement", err)
+		return false, writebehind.Placement{}, false, s.wrap("LoggedPlacement", err)
 	}
 	p.Shard, p.Seq, p.Epoch = shard.String, seq.Int64, epoch.Int64
 	if intent.Valid {
@@ -195,7 +198,7 @@ func (s *Store) LoggedPlacement(ctx context.Context, groupID string) (logged boo
 // LoggedPlacements is LoggedPlacement of several groups in one query: the
 // groups of them with events in the log, and the placements of those
 // that have one.
-func (s *Store) LoggedPlacements(ctx context.Context, groupIDs []string) (logged []string, placements []Placement, err error) {
+func (s *Store) LoggedPlacements(ctx context.Context, groupIDs []string) (logged []string, placements []writebehind.Placement, err error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	rows, err := s.read.QueryContext(ctx, `SELECT g.id, EXISTS (SELECT 1 FROM usage_log l WHERE l.group_id = g.id), p.shard, p.seq, p.intent, p.epoch
@@ -205,7 +208,7 @@ func (s *Store) LoggedPlacements(ctx context.Context, groupIDs []string) (logged
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var p Placement
+		var p writebehind.Placement
 		var inLog bool
 		var shard, intent sql.NullString
 		var seq, epoch sql.NullInt64

@@ -12,28 +12,16 @@ import (
 	"time"
 
 	"groupanalytics/internal/analytics"
+	"groupanalytics/internal/writebehind"
 )
 
-// Placement says which shard of a usage store on ClickHouse holds a
-// group's usage: the shard's name, the number of the group's last write,
-// and the intent of a write in progress (nil when none is unfinished).
-// The directory keeps placements for that store (package chstore), which
-// gives them their meaning.
-type Placement struct {
-	GroupID string
-	Shard   string
-	Seq     int64
-	Intent  []byte
-	// Epoch is drawn at random when the group is first placed: a group
-	// deleted and created again under its id is another group, whose
-	// writes are numbered anew.
-	Epoch int64
-}
+// The PostgreSQL directory is a usage store on ClickHouse's coordinator.
+var _ writebehind.Coordinator = (*Store)(nil)
 
 // WithGroupLock runs fn once in a transaction holding the group's write
 // lock, committed when fn returns nil. It does not retry: fn writes to
 // another database, which a retry would write to twice.
-func (s *Store) WithGroupLock(ctx context.Context, groupID string, fn func(tx *GroupTx) error) error {
+func (s *Store) WithGroupLock(ctx context.Context, groupID string, fn func(tx writebehind.GroupLock) error) error {
 	if s.marks == nil {
 		return fmt.Errorf("WithGroupLock: a sharded usage store needs a PostgreSQL directory, not %s", s.dialect.name)
 	}
@@ -54,21 +42,6 @@ func (s *Store) WithGroupLock(ctx context.Context, groupID string, fn func(tx *G
 		return fn(&GroupTx{s: s, tx: tx, groupID: groupID, zone: zone})
 	}))
 }
-
-// LockMode says how WithGroupsLock locks groups.
-type LockMode int
-
-const (
-	// SkipHeld takes the apply locks of those of the groups that no other
-	// transaction holds; the others are busy.
-	SkipHeld LockMode = iota
-	// WaitApply waits for the apply locks (give it one group: waiting for
-	// several could deadlock).
-	WaitApply
-	// WaitWrite waits for the write locks (one group), which exclude the
-	// log's writers and appliers too.
-	WaitWrite
-)
 
 // The locks of a usage store on ClickHouse, per group, are advisory locks
 // of the directory's database (in memory: taking one writes nothing),
@@ -103,15 +76,16 @@ func advisoryLocks(ctx context.Context, tx *txn, groupIDs []string, space int, s
 }
 
 // logLocks is how WithGroupsLogging locks groups: their usage locks
-// shared, without waiting.
-const logLocks LockMode = -1
+// shared, without waiting. It is not a mode of the contract's, which
+// numbers its modes from 0.
+const logLocks writebehind.LockMode = -1
 
 // WithGroupsLock runs fn once in a transaction holding locks of the
 // groups, as mode says, committed when fn returns nil. A group's apply
 // lock is its usage lock shared, which its write lock excludes and the
 // log's writers (WithGroupsLogging) share, and its apply lock, which one
 // transaction holds at a time.
-func (s *Store) WithGroupsLock(ctx context.Context, groupIDs []string, mode LockMode, fn func(tx *GroupsTx) error) error {
+func (s *Store) WithGroupsLock(ctx context.Context, groupIDs []string, mode writebehind.LockMode, fn func(tx writebehind.GroupsLock) error) error {
 	if s.marks == nil {
 		return fmt.Errorf("WithGroupsLock: a sharded usage store needs a PostgreSQL directory, not %s", s.dialect.name)
 	}
@@ -129,7 +103,7 @@ func (s *Store) WithGroupsLock(ctx context.Context, groupIDs []string, mode Lock
 		for _, id := range slices.Sorted(maps.Keys(zones)) {
 			locked = append(locked, &GroupTx{s: s, tx: tx, groupID: id, zone: zones[id]})
 		}
-		return fn(&GroupsTx{s: s, tx: tx, Locked: locked, Gone: gone})
+		return fn(&GroupsTx{s: s, tx: tx, locked: locked, gone: gone})
 	}))
 }
 
@@ -137,18 +111,18 @@ func (s *Store) WithGroupsLock(ctx context.Context, groupIDs []string, mode Lock
 // returns the zones of the groups it locked, read under the locks (a zone
 // changes under the write lock only), and the groups asked for that do
 // not exist.
-func (s *Store) lockUsages(ctx context.Context, tx *txn, groupIDs []string, mode LockMode) (zones map[string]string, gone []string, err error) {
+func (s *Store) lockUsages(ctx context.Context, tx *txn, groupIDs []string, mode writebehind.LockMode) (zones map[string]string, gone []string, err error) {
 	ids := slices.Sorted(slices.Values(groupIDs))
 	var held []string
 	switch mode {
-	case WaitWrite:
+	case writebehind.WaitWrite:
 		if zones, err = s.lockGroups(ctx, tx, ids, forWrite); err == nil {
 			held, err = advisoryLocks(ctx, tx, ids, usageLockSpace, false, true)
 		}
 	case logLocks:
 		held, err = advisoryLocks(ctx, tx, ids, usageLockSpace, true, false)
 	default:
-		wait := mode == WaitApply
+		wait := mode == writebehind.WaitApply
 		if held, err = advisoryLocks(ctx, tx, ids, usageLockSpace, true, wait); err == nil {
 			held, err = advisoryLocks(ctx, tx, held, applyLockSpace, false, wait)
 		}
@@ -172,39 +146,66 @@ func (s *Store) lockUsages(ctx context.Context, tx *txn, groupIDs []string, mode
 type GroupsTx struct {
 	s      *Store
 	tx     *txn
-	Locked []*GroupTx         // one each, in id order, sharing the transaction
-	Gone   []string           // the groups asked for that do not exist
+	locked []*GroupTx         // one each, in id order, sharing the transaction
+	gone   []string           // the groups asked for that do not exist
 	logged map[string][]int64 // the log's rows Logged read, by group
+}
+
+// Locked are the groups locked, in id order, sharing the transaction.
+func (g *GroupsTx) Locked() []writebehind.GroupLock {
+	locks := make([]writebehind.GroupLock, len(g.locked))
+	for i, tx := range g.locked {
+		locks[i] = tx
+	}
+	return locks
+}
+
+// Gone are the groups asked for that do not exist.
+func (g *GroupsTx) Gone() []string { return g.gone }
+
+// lockedIDs are the ids of the locked groups, in order.
+func (g *GroupsTx) lockedIDs() []string {
+	ids := make([]string, len(g.locked))
+	for i, l := range g.locked {
+		ids[i] = l.groupID
+	}
+	return ids
 }
 
 // MarkIntents is MarkIntent of several of the locked groups, in one
 // statement committed at once.
-func (g *GroupsTx) MarkIntents(ctx context.Context, intents map[string]string) (map[string]int64, error) {
+func (g *GroupsTx) MarkIntents(ctx context.Context, intents map[string][]byte) (map[string]int64, error) {
 	return g.s.markIntents(ctx, intents)
 }
 
 // Placements reads the locked groups' placements: those that have one.
-func (g *GroupsTx) Placements(ctx context.Context) ([]Placement, error) {
-	ids := make([]string, len(g.Locked))
-	for i, l := range g.Locked {
-		ids[i] = l.groupID
-	}
-	return placementsOf(ctx, g.tx, ids)
+func (g *GroupsTx) Placements(ctx context.Context) (map[string]writebehind.Placement, error) {
+	return placementsOf(ctx, g.tx, g.lockedIDs())
 }
 
-// placementsOf reads the placements of those of the groups that have one.
-func placementsOf(ctx context.Context, tx *txn, groupIDs []string) ([]Placement, error) {
+// placementsOf reads the placements of those of the groups that have one,
+// by group.
+func placementsOf(ctx context.Context, tx *txn, groupIDs []string) (map[string]writebehind.Placement, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT group_id, shard, seq, intent, epoch FROM usage_placements WHERE group_id = ANY($1)`, groupIDs)
 	if err != nil {
 		return nil, err
 	}
-	return scanPlacements(rows)
+	return byGroup(scanPlacements(rows))
+}
+
+// byGroup is the placements of list, by group.
+func byGroup(list []writebehind.Placement, err error) (map[string]writebehind.Placement, error) {
+	placements := make(map[string]writebehind.Placement, len(list))
+	for _, p := range list {
+		placements[p.GroupID] = p
+	}
+	return placements, err
 }
 
 // Place is Place of several of the locked groups, each on its shard, in
 // one statement committed at once.
-func (g *GroupsTx) Place(ctx context.Context, shards map[string]string) ([]Placement, error) {
-	return g.s.place(ctx, shards)
+func (g *GroupsTx) Place(ctx context.Context, shards map[string]string) (map[string]writebehind.Placement, error) {
+	return byGroup(g.s.place(ctx, shards))
 }
 
 // SaveStudents is SaveStudents of several of the locked groups (updates
@@ -227,7 +228,7 @@ func (g *GroupsTx) ClearIntents(ctx context.Context, groupIDs []string) error {
 // groups' locks, on connections of their own, so that what they record is
 // committed at once. The rows they write are the placements', not the
 // groups', so the locks do not stand in their way.
-func (s *Store) place(ctx context.Context, shards map[string]string) ([]Placement, error) {
+func (s *Store) place(ctx context.Context, shards map[string]string) ([]writebehind.Placement, error) {
 	var ids, names []string
 	var epochs []int64
 	for id, shard := range shards {
@@ -244,10 +245,10 @@ func (s *Store) place(ctx context.Context, shards map[string]string) ([]Placemen
 
 // markIntents records each group's intent and takes its next write number,
 // committed at once.
-func (s *Store) markIntents(ctx context.Context, intents map[string]string) (map[string]int64, error) {
+func (s *Store) markIntents(ctx context.Context, intents map[string][]byte) (map[string]int64, error) {
 	ids, texts := make([]string, 0, len(intents)), make([]string, 0, len(intents))
 	for id, in := range intents {
-		ids, texts = append(ids, id), append(texts, in)
+		ids, texts = append(ids, id), append(texts, string(in))
 	}
 	rows, err := s.marks.QueryContext(ctx, `UPDATE usage_placements AS p SET seq = p.seq + 1, intent = v.intent
 		FROM unnest($1::text[], $2::text[]) AS v(group_id, intent) WHERE p.group_id = v.group_id RETURNING p.group_id, p.seq`, ids, texts)
@@ -273,11 +274,11 @@ func clearIntents(ctx context.Context, tx *txn, groupIDs []string) error {
 }
 
 // scanPlacements reads rows of (group_id, shard, seq, intent, epoch).
-func scanPlacements(rows *sql.Rows) ([]Placement, error) {
+func scanPlacements(rows *sql.Rows) ([]writebehind.Placement, error) {
 	defer rows.Close()
-	var list []Placement
+	var list []writebehind.Placement
 	for rows.Next() {
-		var p Placement
+		var p writebehind.Placement
 		var intent sql.NullString
 		if err := rows.Scan(&p.GroupID, &p.Shard, &p.Seq, &intent, &p.Epoch); err != nil {
 			return nil, err
@@ -302,8 +303,8 @@ type GroupTx struct {
 // GroupID is the group whose lock the transaction holds.
 func (g *GroupTx) GroupID() string { return g.groupID }
 
-// Placement reads the group's placement; ok is false when it has none.
-func (g *GroupTx) Placement(ctx context.Context) (Placement, bool, error) {
+// writebehind.Placement reads the group's placement; ok is false when it has none.
+func (g *GroupTx) Placement(ctx context.Context) (writebehind.Placement, bool, error) {
 	return g.s.placement(ctx, g.tx, g.groupID)
 }
 
@@ -332,10 +333,10 @@ func (g *GroupTx) SetTimeZone(ctx context.Context, zone string) error {
 
 // Place records the group on shard, placing or moving it, committed at
 // once (see place), and returns the placement.
-func (g *GroupTx) Place(ctx context.Context, shard string) (Placement, error) {
+func (g *GroupTx) Place(ctx context.Context, shard string) (writebehind.Placement, error) {
 	list, err := g.s.place(ctx, map[string]string{g.groupID: shard})
 	if err != nil || len(list) != 1 {
-		return Placement{}, cmp.Or(err, fmt.Errorf("Place: %d placements of group %s", len(list), g.groupID))
+		return writebehind.Placement{}, cmp.Or(err, fmt.Errorf("Place: %d placements of group %s", len(list), g.groupID))
 	}
 	return list[0], nil
 }
@@ -343,7 +344,7 @@ func (g *GroupTx) Place(ctx context.Context, shard string) (Placement, error) {
 // MarkIntent records intent and takes the group's next write number,
 // committed at once.
 func (g *GroupTx) MarkIntent(ctx context.Context, intent []byte) (int64, error) {
-	seqs, err := g.s.markIntents(ctx, map[string]string{g.groupID: string(intent)})
+	seqs, err := g.s.markIntents(ctx, map[string][]byte{g.groupID: intent})
 	return seqs[g.groupID], err
 }
 
@@ -381,8 +382,8 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func (s *Store) placement(ctx context.Context, q querier, groupID string) (Placement, bool, error) {
-	p := Placement{GroupID: groupID}
+func (s *Store) placement(ctx context.Context, q querier, groupID string) (writebehind.Placement, bool, error) {
+	p := writebehind.Placement{GroupID: groupID}
 	var intent sql.NullString
 	err := q.QueryRowContext(ctx, s.q(`SELECT shard, seq, intent, epoch FROM usage_placements WHERE group_id = ?`), groupID).
 		Scan(&p.Shard, &p.Seq, &intent, &p.Epoch)
@@ -395,16 +396,16 @@ func (s *Store) placement(ctx context.Context, q querier, groupID string) (Place
 	return p, err == nil, err
 }
 
-// Placement returns the group's placement; ok is false when it has none.
-func (s *Store) Placement(ctx context.Context, groupID string) (Placement, bool, error) {
+// writebehind.Placement returns the group's placement; ok is false when it has none.
+func (s *Store) Placement(ctx context.Context, groupID string) (writebehind.Placement, bool, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	p, ok, err := s.placement(ctx, s.read, groupID)
-	return p, ok, s.wrap("Placement", err)
+	return p, ok, s.wrap("writebehind.Placement", err)
 }
 
 // Placements returns every group's placement.
-func (s *Store) Placements(ctx context.Context) ([]Placement, error) {
+func (s *Store) Placements(ctx context.Context) ([]writebehind.Placement, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	rows, err := s.read.QueryContext(ctx, `SELECT group_id, shard, seq, intent, epoch FROM usage_placements ORDER BY group_id`)

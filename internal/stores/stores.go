@@ -60,6 +60,25 @@ type Config struct {
 	Log *slog.Logger
 }
 
+// IsPostgres reports whether db (Config.DB) names a PostgreSQL database
+// rather than a SQLite file.
+func IsPostgres(db string) bool { return sqlstore.IsPostgres(db) }
+
+// ParseUsage reads a usage store's URL (Config.Usage): its shards' names
+// (host:port, a replicated shard's replicas joined by "|") and its
+// database.
+func ParseUsage(usage string) (shards []string, database string, err error) {
+	cfg, err := chstore.ParseURL(usage)
+	return cfg.Shards, cfg.Database, err
+}
+
+// What Open answers a demo (Config.Demo) refused: a store holding what a
+// demo did not make, or one another demo serves.
+var (
+	ErrNotDemoStore = sqlstore.ErrNotDemoStore
+	ErrDemoRunning  = sqlstore.ErrDemoRunning
+)
+
 // Stores are a process's open stores.
 type Stores struct {
 	// Directory is the SQL store: the directory, and the usage store too
@@ -110,7 +129,7 @@ func Open(ctx context.Context, cfg Config) (*Stores, error) {
 	if cfg.Usage == "" {
 		return s, nil
 	}
-	shards, err := chstore.Open(ctx, cfg.Usage, Coordinator(dir), chstore.Options{CallTimeout: cfg.CallTimeout, Observer: cfg.Observer, Log: log})
+	shards, err := chstore.Open(ctx, cfg.Usage, dir, chstore.Options{CallTimeout: cfg.CallTimeout, Observer: cfg.Observer, Log: log})
 	if err != nil {
 		dir.Close()
 		return nil, err

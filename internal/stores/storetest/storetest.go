@@ -137,13 +137,13 @@ func NewDSN(t testing.TB, dialect string) string {
 // Opened twice, a database is shared as by two server processes.
 func OpenDSN(t testing.TB, dsn string) *sqlstore.Store {
 	t.Helper()
-	return OpenWith(t, dsn, sqlstore.Options{CallTimeout: 30 * time.Second})
+	return OpenWith(t, dsn, 30*time.Second)
 }
 
-// OpenWith is OpenDSN with options of the test's own.
-func OpenWith(t testing.TB, dsn string, opts sqlstore.Options) *sqlstore.Store {
+// OpenWith is OpenDSN with a bound of the test's own on each store call.
+func OpenWith(t testing.TB, dsn string, callTimeout time.Duration) *sqlstore.Store {
 	t.Helper()
-	return open(t, stores.Config{DB: dsn, Create: true, CallTimeout: opts.CallTimeout, Observer: opts.Observer}).Directory
+	return open(t, stores.Config{DB: dsn, Create: true, CallTimeout: callTimeout}).Directory
 }
 
 // open opens the stores cfg names, closed when the test ends.

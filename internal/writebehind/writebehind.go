@@ -1,4 +1,9 @@
-package chstore
+// Package writebehind is the contract between a usage store on ClickHouse
+// (package chstore) and the directory that coordinates it (package
+// sqlstore on PostgreSQL): the groups' locks, the write-behind log of
+// events acknowledged and not yet in ClickHouse, and where each group's
+// usage lives. Neither store knows the other; both know this.
+package writebehind
 
 import (
 	"context"
@@ -7,10 +12,10 @@ import (
 	"groupanalytics/internal/analytics"
 )
 
-// Coordinator is what the store needs of the directory's database, which
-// stands in for the unique keys and transactions ClickHouse lacks: the
-// groups' write locks, their enrolment, and where each group's usage lives.
-// The PostgreSQL directory provides it (see package stores).
+// Coordinator is what a usage store on ClickHouse needs of the directory's
+// database, which stands in for the unique keys and transactions
+// ClickHouse lacks: the groups' locks, their enrolment, the log, and where
+// each group's usage lives.
 type Coordinator interface {
 	// WithGroupLock runs fn in one directory transaction holding the
 	// group's write lock, committed when fn returns nil and rolled back
