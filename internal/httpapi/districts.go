@@ -37,11 +37,7 @@ func toDistrictKey(k analytics.APIKey) districtKeyJSON {
 }
 
 func (s *Server) createDistrict(r *http.Request) (int, any, error) {
-	var in struct {
-		ID       string `json:"id"`
-		Name     string `json:"name"`
-		TimeZone string `json:"timeZone"`
-	}
+	var in createBody
 	if err := decodeBody(r, &in); err != nil {
 		return 0, nil, err
 	}

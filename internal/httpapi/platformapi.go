@@ -260,12 +260,15 @@ func listOf[T, J any](items []T, convert func(T) J) []J {
 	return out
 }
 
+// createBody is what creates a school or a district.
+type createBody struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	TimeZone string `json:"timeZone"`
+}
+
 func (s *Server) createGroup(r *http.Request) (int, any, error) {
-	var in struct {
-		ID       string `json:"id"`
-		Name     string `json:"name"`
-		TimeZone string `json:"timeZone"`
-	}
+	var in createBody
 	if err := decodeBody(r, &in); err != nil {
 		return 0, nil, err
 	}
