@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"maps"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 // would, every event counts once. A restore onto servers that hold usage
 // is refused.
 func TestBackupAndRestoreTheTier(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs server processes on two ClickHouse clusters")
 	}
@@ -56,6 +58,9 @@ func TestBackupAndRestoreTheTier(t *testing.T) {
 	if out, err := runCommand(bin, append([]string{"restore", "--from", backup}, again...)...); err == nil || !strings.Contains(string(out), "restore onto servers without usage") {
 		t.Errorf("a restore onto servers that hold usage: %v\n%s", err, out)
 	}
+	if tables := tablesOf(t, again[1]); tables != 0 {
+		t.Errorf("a restore refused for the servers' usage wrote %d tables of the directory first", tables)
+	}
 
 	srv = startServer(t, bin, restored)
 	counts := eventCounts(t, srv.Base, keys)
@@ -84,6 +89,21 @@ func TestBackupAndRestoreTheTier(t *testing.T) {
 	}
 	t.Logf("%d events acknowledged before the backup, %d sent in all", len(before), len(sent))
 	storetest.CheckReplicasAlike(t, fresh.URL("tier"))
+}
+
+// tablesOf counts the tables of the PostgreSQL database at dsn.
+func tablesOf(t *testing.T, dsn string) int {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // waitForEvent sends one event of the firehose's until it is taken (for a

@@ -281,6 +281,23 @@ func (s *Store) Restore(ctx context.Context, backup []BackupShard, dir string) e
 	return nil
 }
 
+// CheckEmpty fails unless every replica of every shard that the usage URL
+// raw names answers and holds no usage: what Restore refuses, checked by a
+// restore before it writes anything anywhere.
+func CheckEmpty(ctx context.Context, raw string) error {
+	s, err := Open(ctx, raw, nil, Options{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for _, sh := range s.shards {
+		if err := s.checkEmpty(ctx, sh); err != nil {
+			return fmt.Errorf("restore shard %s: %w", sh.name, err)
+		}
+	}
+	return nil
+}
+
 // checkEmpty fails unless every table of the shard is empty.
 func (s *Store) checkEmpty(ctx context.Context, sh *shard) error {
 	return sh.onEvery(func(r *replica) error {

@@ -103,7 +103,7 @@ func writeManifest(path string, b *TierBackup) error {
 // RestoreTier restores a BackupTier from dir: the directory's dump into
 // cfg's PostgreSQL database, which must hold no table, then the shards'
 // parts onto cfg's ClickHouse servers, migrated here, whose tables must
-// hold no rows: shard i of the backup onto shard i of cfg.Usage, which may
+// hold no rows (both checked before anything is written): shard i of the backup onto shard i of cfg.Usage, which may
 // be at other addresses. It checks that every replica holds the rows of
 // the backup's parts.
 func RestoreTier(ctx context.Context, cfg Config, dir string) (*TierBackup, error) {
@@ -127,6 +127,11 @@ func RestoreTier(ctx context.Context, cfg Config, dir string) (*TierBackup, erro
 	}
 	if len(usage.Shards) != len(b.Shards) {
 		return nil, fmt.Errorf("restore: the backup holds %d shards, --usage names %d: restore onto as many", len(b.Shards), len(usage.Shards))
+	}
+	// Every refusal before anything is written: servers that hold usage
+	// or do not answer, then a directory that holds tables.
+	if err := chstore.CheckEmpty(ctx, cfg.Usage); err != nil {
+		return nil, err
 	}
 	d, err := sqlstore.Open(ctx, cfg.DB, sqlstore.Options{})
 	if err != nil {
