@@ -19,19 +19,6 @@ import (
 	"groupanalytics/internal/stores/storetest"
 )
 
-// buildBinary builds the command into a temporary directory, as an
-// operator would from a checkout: with the commit recorded, even where the
-// environment's GOFLAGS turn Go's VCS stamping off.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "groupanalytics")
-	out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // commandTimeout bounds each command a test runs (an admin command, a
 // move), so that one that hangs fails its test by name rather than
 // running into go test's timeout with every other test.

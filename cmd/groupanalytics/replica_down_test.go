@@ -17,6 +17,7 @@ import (
 // Then the cluster grows a shard by the documented commands and schools
 // move there while a firehose runs: every acknowledged event counts once.
 func TestStartWithAReplicaDown(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs server processes and kills a ClickHouse server")
 	}
@@ -101,10 +102,11 @@ func TestStartWithAReplicaDown(t *testing.T) {
 // two, takes and applies events and answers reports as before with one
 // of them killed, and the replica catches up when it is back.
 func TestThreeReplicasOneDown(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs server processes and kills a ClickHouse server")
 	}
-	cluster := storetest.NewReplicatedCluster(t, 19800, 1, 3)
+	cluster := storetest.NewReplicatedCluster(t, 20500, 1, 3)
 	stores := []string{"--db", storetest.NewPostgresDatabase(t), "--usage", cluster.URL("three_replicas")}
 	bin := buildBinary(t)
 	key, token := setupGroup(t, bin, stores, "crash")

@@ -19,11 +19,12 @@ import (
 const replicaStoreTimeout = 6 * time.Second
 
 // startReplicated starts a service on a one-shard cluster of two
-// replicas with a group, and returns the cluster, the service's base
+// replicas, on ports from basePort (each test its own, so that they run
+// in parallel), with a group, and returns the cluster, the service's base
 // URL, the group's key and a platform token.
-func startReplicated(t *testing.T) (cluster *storetest.Cluster, usage, base, key, token string) {
+func startReplicated(t *testing.T, basePort int) (cluster *storetest.Cluster, usage, base, key, token string) {
 	t.Helper()
-	cluster = storetest.NewReplicatedCluster(t, 19600, 1, 2)
+	cluster = storetest.NewReplicatedCluster(t, basePort, 1, 2)
 	usage = cluster.URL("replicas")
 	stores := []string{"--db", storetest.NewPostgresDatabase(t), "--usage", usage}
 	bin := buildBinary(t)
@@ -43,10 +44,11 @@ func startReplicated(t *testing.T) (cluster *storetest.Cluster, usage, base, key
 // acknowledged batch counts once, and the replacement holds what its peer
 // holds.
 func TestReplicaLostForGood(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a server process and kills a ClickHouse replica")
 	}
-	cluster, usage, base, key, token := startReplicated(t)
+	cluster, usage, base, key, token := startReplicated(t, 19600)
 	acked := map[int]bool{}
 	send := func(b int) {
 		t.Helper()
@@ -117,10 +119,11 @@ func reportWithin(t *testing.T, base, key string, acked map[int]bool) bool {
 // applied), reports answer again once ZooKeeper is back, and every batch
 // counts once.
 func TestZooKeeperStoppedMidStream(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a server process and stops ZooKeeper")
 	}
-	cluster, usage, base, key, token := startReplicated(t)
+	cluster, usage, base, key, token := startReplicated(t, 20300)
 	var acked atomic.Int64 // batches 0…acked-1 are acknowledged
 	var failures atomic.Int64
 	var slowest atomic.Int64 // the longest answer, in nanoseconds
@@ -207,10 +210,11 @@ func TestZooKeeperStoppedMidStream(t *testing.T) {
 // starting. The replica starts, sets the copies aside, and holds what its
 // peer holds; every acknowledged batch counts once.
 func TestReplicaStartsWithUnexpectedParts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a server process and kills a ClickHouse replica")
 	}
-	cluster, usage, base, key, token := startReplicated(t)
+	cluster, usage, base, key, token := startReplicated(t, 20400)
 	acked := map[int]bool{}
 	for b := range 6 {
 		if accepted, _, err := sendBatch(base, token, b); err != nil || accepted != batchSize {

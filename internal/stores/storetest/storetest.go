@@ -168,8 +168,24 @@ func Open(t testing.TB, dialect string) *sqlstore.Store {
 type Stores = stores.Stores
 
 // Kinds are the store kinds Each runs on: SQLite, PostgreSQL, and
-// PostgreSQL with ClickHouse.
-var Kinds = []string{"sqlite", "postgres", "clickhouse"}
+// PostgreSQL with ClickHouse; or those of them that
+// GROUPANALYTICS_TEST_KINDS names, separated by commas (CI runs suites
+// again on other ClickHouse clusters with "clickhouse" alone).
+var Kinds = kinds(os.Getenv("GROUPANALYTICS_TEST_KINDS"))
+
+func kinds(names string) []string {
+	all := []string{"sqlite", "postgres", "clickhouse"}
+	if names == "" {
+		return all
+	}
+	some := strings.Split(names, ",")
+	for _, k := range some {
+		if !slices.Contains(all, k) {
+			panic(fmt.Sprintf("GROUPANALYTICS_TEST_KINDS: %q is not one of %s", k, strings.Join(all, ", ")))
+		}
+	}
+	return some
+}
 
 // SQL is a SQL store serving as both directory and usage store.
 func SQL(store *sqlstore.Store) Stores {
@@ -186,9 +202,15 @@ func OpenKind(t testing.TB, kind string) Stores {
 }
 
 // Each runs fn as a subtest once per kind of Kinds, each with fresh stores.
+// The subtests run in parallel with each other (go test -parallel), after
+// the test that calls Each returns: call it last, and leave nothing to a
+// defer that fn needs.
 func Each(t *testing.T, fn func(t *testing.T, s Stores)) {
 	for _, kind := range Kinds {
-		t.Run(kind, func(t *testing.T) { fn(t, OpenKind(t, kind)) })
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			fn(t, OpenKind(t, kind))
+		})
 	}
 }
 
@@ -382,10 +404,14 @@ func upReplicas(shard string) []string {
 }
 
 // EachSQL runs fn as a subtest once per SQL dialect, each with a fresh
-// store: for tests of the SQL store itself.
+// store: for tests of the SQL store itself. The subtests run in parallel,
+// as Each's do.
 func EachSQL(t *testing.T, fn func(t *testing.T, store *sqlstore.Store)) {
 	for _, d := range []string{"sqlite", "postgres"} {
-		t.Run(d, func(t *testing.T) { fn(t, Open(t, d)) })
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			fn(t, Open(t, d))
+		})
 	}
 }
 
