@@ -233,7 +233,7 @@ func flags(e *env, name string) (*flag.FlagSet, *storeFlags) {
 	fs := commandFlags(e, name)
 	db := &storeFlags{}
 	fs.StringVar(&db.db, "db", "groupanalytics.db", "SQLite file, or postgres:// URL")
-	fs.StringVar(&db.usage, "usage", "", "usage store on ClickHouse: clickhouse://host:port[,host:port…]/database, one host per shard (needs a PostgreSQL --db); empty: the --db store")
+	fs.StringVar(&db.usage, "usage", "", "usage store on ClickHouse: clickhouse://[user[:password]@]host:port[|host:port…][,…]/database: shards separated by commas, a replicated shard's replicas by | (needs a PostgreSQL --db); empty: the --db store")
 	return fs, db
 }
 
