@@ -19,7 +19,6 @@ import (
 // server holds: new batches are logged while the server is down, unless
 // one meets a write the kill cut short.
 func TestClickHouseServerKilledMidStream(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a server process and kills a ClickHouse server")
 	}
@@ -50,7 +49,6 @@ var shardLoad = regexp.MustCompile(`(?m)^(\S+)\s+(\d+)\s+(\d+)\s+up\b[ \t]*(.*)$
 // re-sends each until it is acknowledged: every batch counts once, and
 // every event is stored once, on the group's last shard.
 func TestMoveWhileStreaming(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs server and move processes")
 	}

@@ -55,7 +55,6 @@ var generatedClients = []generatedClient{
 // client's typed 403. Each session prints the same answers: those the
 // events make.
 func TestGeneratedClients(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("generates, builds and runs clients with the generators' own toolchains")
 	}

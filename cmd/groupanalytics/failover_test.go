@@ -25,7 +25,6 @@ const failoverStoreTimeout = 3 * time.Second
 // /readyz work after the failover. On the PostgreSQL
 // store and on ClickHouse (whose write-behind log is in the directory).
 func TestDirectoryFailover(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs server processes and kills PostgreSQL servers")
 	}

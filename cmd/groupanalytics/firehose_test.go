@@ -29,14 +29,12 @@ import (
 // again, each counts once, and the answer says it was a duplicate exactly
 // when it counted before.
 func TestFirehoseThroughFaults(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and kills server processes")
 	}
 	bin := buildBinary(t)
 	for _, kind := range []string{"sqlite", "postgres", "clickhouse", "replicated"} {
 		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
 			var cluster *storetest.Cluster
 			var stores []string
 			if kind == "replicated" {

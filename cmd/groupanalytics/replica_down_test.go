@@ -17,7 +17,6 @@ import (
 // Then the cluster grows a shard by the documented commands and schools
 // move there while a firehose runs: every acknowledged event counts once.
 func TestStartWithAReplicaDown(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs server processes and kills a ClickHouse server")
 	}
@@ -102,7 +101,6 @@ func TestStartWithAReplicaDown(t *testing.T) {
 // two, takes and applies events and answers reports as before with one
 // of them killed, and the replica catches up when it is back.
 func TestThreeReplicasOneDown(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs server processes and kills a ClickHouse server")
 	}

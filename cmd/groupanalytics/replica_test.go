@@ -44,7 +44,6 @@ func startReplicated(t *testing.T, basePort int) (cluster *storetest.Cluster, us
 // acknowledged batch counts once, and the replacement holds what its peer
 // holds.
 func TestReplicaLostForGood(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a server process and kills a ClickHouse replica")
 	}
@@ -119,7 +118,6 @@ func reportWithin(t *testing.T, base, key string, acked map[int]bool) bool {
 // applied), reports answer again once ZooKeeper is back, and every batch
 // counts once.
 func TestZooKeeperStoppedMidStream(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a server process and stops ZooKeeper")
 	}
@@ -210,7 +208,6 @@ func TestZooKeeperStoppedMidStream(t *testing.T) {
 // starting. The replica starts, sets the copies aside, and holds what its
 // peer holds; every acknowledged batch counts once.
 func TestReplicaStartsWithUnexpectedParts(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a server process and kills a ClickHouse replica")
 	}

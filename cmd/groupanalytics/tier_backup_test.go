@@ -21,7 +21,6 @@ import (
 // would, every event counts once. A restore onto servers that hold usage
 // is refused.
 func TestBackupAndRestoreTheTier(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs server processes on two ClickHouse clusters")
 	}

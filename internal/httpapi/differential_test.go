@@ -236,7 +236,7 @@ func randomTime(rng *rand.Rand, loc *time.Location) time.Time {
 
 // TestDifferentialAgainstBruteForce: every report of randomized data on
 // every store equals the brute-force reference's, for four seeds (one
-// under -short, the everyday loop), run side by side.
+// under -short, the everyday loop).
 func TestDifferentialAgainstBruteForce(t *testing.T) {
 	seeds := uint64(4)
 	if testing.Short() {
@@ -244,7 +244,6 @@ func TestDifferentialAgainstBruteForce(t *testing.T) {
 	}
 	for seed := uint64(1); seed <= seeds; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			t.Parallel()
 			storetest.Each(t, func(t *testing.T, stores storetest.Stores) {
 				// Sums kept for groups of any size, not only of 1,024
 				// students and more.

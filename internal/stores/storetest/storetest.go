@@ -202,15 +202,9 @@ func OpenKind(t testing.TB, kind string) Stores {
 }
 
 // Each runs fn as a subtest once per kind of Kinds, each with fresh stores.
-// The subtests run in parallel with each other (go test -parallel), after
-// the test that calls Each returns: call it last, and leave nothing to a
-// defer that fn needs.
 func Each(t *testing.T, fn func(t *testing.T, s Stores)) {
 	for _, kind := range Kinds {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			fn(t, OpenKind(t, kind))
-		})
+		t.Run(kind, func(t *testing.T) { fn(t, OpenKind(t, kind)) })
 	}
 }
 
@@ -404,14 +398,10 @@ func upReplicas(shard string) []string {
 }
 
 // EachSQL runs fn as a subtest once per SQL dialect, each with a fresh
-// store: for tests of the SQL store itself. The subtests run in parallel,
-// as Each's do.
+// store: for tests of the SQL store itself.
 func EachSQL(t *testing.T, fn func(t *testing.T, store *sqlstore.Store)) {
 	for _, d := range []string{"sqlite", "postgres"} {
-		t.Run(d, func(t *testing.T) {
-			t.Parallel()
-			fn(t, Open(t, d))
-		})
+		t.Run(d, func(t *testing.T) { fn(t, Open(t, d)) })
 	}
 }
 
