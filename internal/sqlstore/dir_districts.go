@@ -117,6 +117,15 @@ func (s *Store) lockDistrict(ctx context.Context, tx *txn, districtID string) er
 	return err
 }
 
+// lockOwner is lockDistrict of a district's thing (districtID set), else
+// lockGroup of a school's.
+func (s *Store) lockOwner(ctx context.Context, tx *txn, groupID, districtID string) error {
+	if districtID != "" {
+		return s.lockDistrict(ctx, tx, districtID)
+	}
+	return s.lockGroup(ctx, tx, groupID)
+}
+
 // AttachSchool puts a school in a district: a Conflict when it is in
 // another, nothing when it is in this one already.
 func (s *Store) AttachSchool(ctx context.Context, districtID, groupID string) error {

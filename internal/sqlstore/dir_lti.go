@@ -14,11 +14,7 @@ import (
 // an issuer and client id, taken is a Conflict.
 func (s *Store) AddLTIPlatform(ctx context.Context, p analytics.LTIPlatform) error {
 	return s.transact(ctx, "AddLTIPlatform", func(tx *txn) error {
-		if p.DistrictID != "" {
-			if err := s.lockDistrict(ctx, tx, p.DistrictID); err != nil {
-				return err
-			}
-		} else if err := s.lockGroup(ctx, tx, p.GroupID); err != nil {
+		if err := s.lockOwner(ctx, tx, p.GroupID, p.DistrictID); err != nil {
 			return err
 		}
 		var taken int
@@ -237,11 +233,7 @@ func (s *Store) AddLTIToolKey(ctx context.Context, k analytics.LTIToolKey) error
 // expired.
 func (s *Store) AddLTIRegistration(ctx context.Context, r analytics.LTIRegistration) error {
 	return s.transact(ctx, "AddLTIRegistration", func(tx *txn) error {
-		if r.DistrictID != "" {
-			if err := s.lockDistrict(ctx, tx, r.DistrictID); err != nil {
-				return err
-			}
-		} else if err := s.lockGroup(ctx, tx, r.GroupID); err != nil {
+		if err := s.lockOwner(ctx, tx, r.GroupID, r.DistrictID); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM lti_registrations WHERE created_at < ?`),

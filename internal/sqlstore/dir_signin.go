@@ -14,11 +14,7 @@ import (
 // taken is a Conflict.
 func (s *Store) AddProvider(ctx context.Context, p analytics.Provider) error {
 	return s.transact(ctx, "AddProvider", func(tx *txn) error {
-		if p.DistrictID != "" {
-			if err := s.lockDistrict(ctx, tx, p.DistrictID); err != nil {
-				return err
-			}
-		} else if err := s.lockGroup(ctx, tx, p.GroupID); err != nil {
+		if err := s.lockOwner(ctx, tx, p.GroupID, p.DistrictID); err != nil {
 			return err
 		}
 		claims := p.RequiredClaims
