@@ -21,6 +21,7 @@ var house = [][]string{
 	{"sqlstore", "chstore"},
 	{"stores"},
 	{"stores/storetest", "digest/mailtest", "report", "platform"},
+	{"warehouse"},
 	{"httpapi", "bench", "digest"},
 	{"cli"},
 }

@@ -1,6 +1,9 @@
 package analytics
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // AccessEntry records one answer that carried student-level data: who
 // asked (a key, named by its id, prefix and label, never the key), from
@@ -43,4 +46,23 @@ type AccessFilter struct {
 	Since, Until time.Time
 	Before       int64
 	Limit        int
+}
+
+// warehouseEndpoint begins the Endpoint of a warehouse's delivery's
+// entry, which names the warehouse after it: no key and no person asked.
+const warehouseEndpoint = "warehouse:"
+
+// DeliveryEntry is the access log's entry of a delivery to a warehouse,
+// at at, to destination: its other fields are the caller's to fill.
+func DeliveryEntry(groupID, warehouseID, destination string, at time.Time) AccessEntry {
+	return AccessEntry{GroupID: groupID, At: at, Endpoint: warehouseEndpoint + warehouseID, Client: destination}
+}
+
+// Warehouse returns the warehouse of a delivery's entry, and whether it
+// is one.
+func (e AccessEntry) Warehouse() (string, bool) {
+	if e.KeyID != "" || e.Person != nil {
+		return "", false
+	}
+	return strings.CutPrefix(e.Endpoint, warehouseEndpoint)
 }

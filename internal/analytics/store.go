@@ -225,6 +225,31 @@ type Directory interface {
 	DistrictKeys(ctx context.Context, districtID string) ([]APIKey, error)
 	RevokeDistrictKey(ctx context.Context, districtID, keyID string, at time.Time) error
 
+	// Warehouses, a school's or a district's: AddWarehouse (Conflict for
+	// an id taken), WarehousesOf lists a school's (groupID), a district's
+	// (districtID) or, both empty, every one, by id; Warehouse returns one
+	// (NotFound for none); RemoveWarehouse takes one away with its days.
+	AddWarehouse(ctx context.Context, w Warehouse) error
+	WarehousesOf(ctx context.Context, groupID, districtID string) ([]Warehouse, error)
+	Warehouse(ctx context.Context, warehouseID string) (Warehouse, error)
+	RemoveWarehouse(ctx context.Context, warehouseID string) error
+	// A warehouse's deliveries: QueueWarehouseDays makes days due for
+	// their reason (a backfill, an erasure) at at; DeliveredWarehouseDays
+	// returns, of every warehouse, the group's days among days delivered
+	// before. ClaimWarehouse takes the warehouse's next run until lease,
+	// when no other claim is current and its retry time has passed (of
+	// callers racing, in any processes, one at most); WarehouseState reads
+	// its days due, its schools' last days the schedule delivered and how
+	// its last run ended; WarehouseRan records the end of a run begun at
+	// started: the days delivered (no longer due, unless queued again
+	// since it began) and its failure ("": none) with when to try again,
+	// and ends the claim.
+	QueueWarehouseDays(ctx context.Context, warehouseID string, days []WarehouseDay, at time.Time) error
+	DeliveredWarehouseDays(ctx context.Context, groupID string, days []Day) (map[string][]Day, error)
+	ClaimWarehouse(ctx context.Context, warehouseID string, now, lease time.Time) (bool, error)
+	WarehouseState(ctx context.Context, warehouseID string) (WarehouseState, error)
+	WarehouseRan(ctx context.Context, warehouseID string, delivered []WarehouseDay, started, at time.Time, failure string, retryAt time.Time) error
+
 	AddToken(ctx context.Context, t PlatformToken) error
 	Tokens(ctx context.Context) ([]PlatformToken, error)
 	RevokeToken(ctx context.Context, tokenID string, at time.Time) error

@@ -25,6 +25,7 @@ import (
 	"groupanalytics/internal/platform"
 	"groupanalytics/internal/report"
 	"groupanalytics/internal/stores"
+	"groupanalytics/internal/warehouse"
 )
 
 func runServe(e *env, args []string) error {
@@ -47,6 +48,8 @@ type serveFlags struct {
 	accessLog                bool
 	memoryLimit              memoryLimit
 	sessions                 httpapi.Sessions
+	warehouseDir             string
+	warehouseEvery           time.Duration
 }
 
 // listen listens on addr, the value of the flag named flagName; an
@@ -79,6 +82,8 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.BoolVar(&sf.accessLog, "access-log", true, "record every answer that carries student-level data in the access log; false only to measure what the log costs")
 	fs.DurationVar(&sf.sessions.Lifetime, "session-lifetime", 12*time.Hour, "how long a staff member's sign-in lasts at most")
 	fs.DurationVar(&sf.sessions.Idle, "session-idle", 2*time.Hour, "a staff member's sign-in ends after this long without a request")
+	fs.StringVar(&sf.warehouseDir, "warehouse-dir", "", "directory under which folder warehouses write their files (empty: folder warehouses are off; buckets need none)")
+	fs.DurationVar(&sf.warehouseEvery, "warehouse-interval", time.Minute, "how often to look for warehouse deliveries due")
 	fs.Var(&sf.memoryLimit, "memory-limit", "the Go runtime's soft memory limit, e.g. 256MiB or 2GiB, or off (default 256MiB, or GOMEMLIMIT when set)")
 	return sf
 }
@@ -253,7 +258,9 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 	log.Info("listening", "addr", "http://"+ln.Addr().String(), "store", directory, "usage", usage)
 	ctx, stop := context.WithCancel(e.ctx)
 	defer stop()
-	wait := runBackground(ctx, sender, plat, sf, log)
+	deliverer := &warehouse.Deliverer{Directory: store.Directory, Engine: report.NewEngine(store.Directory, store.Usage), Root: sf.warehouseDir,
+		Log: log, Now: time.Now, Metrics: m}
+	wait := runBackground(ctx, sender, deliverer, plat, sf, log)
 	defer func() { stop(); wait() }() // before the store closes
 	return serveUntilDone(e.ctx, srv, ln, log)
 }
@@ -265,6 +272,9 @@ func (sf serveFlags) validate() error {
 	}
 	if sf.digestEvery <= 0 {
 		return fmt.Errorf("invalid --digest-interval %s: expected a positive duration such as 1m", sf.digestEvery)
+	}
+	if sf.warehouseEvery <= 0 {
+		return fmt.Errorf("invalid --warehouse-interval %s: expected a positive duration such as 1m", sf.warehouseEvery)
 	}
 	return nil
 }
@@ -302,6 +312,7 @@ func newHTTPServer(store *stores.Stores, plat *platform.Platform, sf serveFlags,
 			AccessLogOff: !sf.accessLog,
 			PublicURL:    sf.mail.publicURL,
 			Sessions:     sf.sessions,
+			WarehouseDir: sf.warehouseDir,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
@@ -313,8 +324,10 @@ func newHTTPServer(store *stores.Stores, plat *platform.Platform, sf serveFlags,
 }
 
 // runBackground starts, until ctx ends, the weekly digests (with a
-// sender) and the retention runs, and returns what waits for them to end.
-func runBackground(ctx context.Context, sender *digest.Sender, plat *platform.Platform, sf serveFlags, log *slog.Logger) (wait func()) {
+// sender), the warehouses' deliveries and the retention runs, and returns
+// what waits for them to end.
+func runBackground(ctx context.Context, sender *digest.Sender, deliverer *warehouse.Deliverer, plat *platform.Platform, sf serveFlags,
+	log *slog.Logger) (wait func()) {
 	digests := make(chan struct{})
 	if sender == nil {
 		log.Info("weekly digests off: no --smtp-url")
@@ -326,9 +339,11 @@ func runBackground(ctx context.Context, sender *digest.Sender, plat *platform.Pl
 	if !sf.accessLog {
 		log.Warn("access log off: answers that carry student-level data are not recorded")
 	}
+	delivered := make(chan struct{})
+	go func() { defer close(delivered); deliverer.Run(ctx, sf.warehouseEvery) }()
 	pruned := make(chan struct{})
 	go func() { defer close(pruned); keepRetention(ctx, plat, sf.accessLogKept, log) }()
-	return func() { <-digests; <-pruned }
+	return func() { <-digests; <-delivered; <-pruned }
 }
 
 // serveUntilDone serves on ln until the server fails or ctx ends; then it

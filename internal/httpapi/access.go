@@ -20,6 +20,7 @@ type accessEntryJSON struct {
 	At             time.Time     `json:"at"`
 	Key            *accessKeyRef `json:"key"`
 	Person         *personJSON   `json:"person"`
+	Warehouse      *string       `json:"warehouse"`
 	Client         string        `json:"client"`
 	Endpoint       string        `json:"endpoint"`
 	Format         string        `json:"format"`
@@ -60,7 +61,9 @@ func accessJSON(e analytics.AccessEntry) accessEntryJSON {
 		Endpoint: e.Endpoint, Format: e.Format, StartDate: e.StartDate, EndDate: e.EndDate,
 		Interval: e.Interval, ClassIDs: append([]string{}, e.ClassIDs...), AllStudents: e.StudentsAsked == 0,
 		StudentIDs: append([]string{}, e.StudentIDs...), ErasedStudents: e.ErasedStudents}
-	if e.Person != nil {
+	if id, ok := e.Warehouse(); ok {
+		out.Warehouse, out.Endpoint = &id, "warehouse"
+	} else if e.Person != nil {
 		out.Person = &personJSON{e.Person.Email, string(e.Person.Role), e.Person.ProviderID}
 	} else {
 		out.Key = &accessKeyRef{e.KeyID, e.KeyPrefix, e.KeyLabel, e.KeyDistrict}
@@ -197,13 +200,13 @@ func writeAccessCSV(w io.Writer, entries []accessEntryJSON) error {
 	out := csv.NewWriter(w)
 	out.UseCRLF = true
 	out.Write([]string{"id", "at", "keyId", "keyPrefix", "keyLabel", "keyDistrict", "client", "endpoint", "format", "startDate", "endDate",
-		"interval", "classIds", "allStudents", "studentIds", "erasedStudents", "personEmail", "personRole", "personProvider"})
+		"interval", "classIds", "allStudents", "studentIds", "erasedStudents", "personEmail", "personRole", "personProvider", "warehouse"})
 	for _, e := range entries {
-		key, person := cmp.Or(e.Key, &accessKeyRef{}), cmp.Or(e.Person, &personJSON{})
+		key, person, warehouse := cmp.Or(e.Key, &accessKeyRef{}), cmp.Or(e.Person, &personJSON{}), cmp.Or(e.Warehouse, new(string))
 		out.Write([]string{strconv.FormatInt(e.ID, 10), e.At.Format(time.RFC3339Nano), key.ID, key.Prefix, key.Label,
 			key.District, e.Client, e.Endpoint, e.Format, e.StartDate, e.EndDate, e.Interval, strings.Join(e.ClassIDs, " "),
 			strconv.FormatBool(e.AllStudents), strings.Join(e.StudentIDs, " "), strconv.Itoa(e.ErasedStudents),
-			person.Email, person.Role, person.Provider})
+			person.Email, person.Role, person.Provider, *warehouse})
 	}
 	out.Flush()
 	return out.Error()

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"groupanalytics/internal/httpapi"
 	"groupanalytics/internal/platform"
+	"groupanalytics/internal/stores/storetest"
 )
 
 // token creates a platform token.
@@ -286,7 +288,8 @@ func TestIngestRacingBatchesCountEachEventOnce(t *testing.T) {
 
 // TestAdminAPI walks every admin endpoint the way an operator would.
 func TestAdminAPI(t *testing.T) {
-	forEachStore(t, func(t *testing.T, e *testEnv) {
+	storetest.Each(t, func(t *testing.T, s storetest.Stores) {
+		e := newEnvWith(t, s, func(c *httpapi.Config) { c.WarehouseDir = t.TempDir() })
 		token := e.token()
 		g := e.mustCall("POST", "/v1/admin/groups", token, `{"id": "north", "name": "Northside", "timeZone": "America/New_York"}`, 201)
 		if g["id"] != "north" || g["timeZone"] != "America/New_York" {
@@ -419,9 +422,10 @@ func TestAdminAPI(t *testing.T) {
 	})
 }
 
-// staffAndProvidersTour calls each staff and sign-in provider operation
-// once with success (TestStaff and TestSignInProviders try them whole;
-// their file runs after this one).
+// staffAndProvidersTour calls each staff, sign-in provider, LTI platform
+// and warehouse operation once with success (TestStaff,
+// TestSignInProviders and the others try them whole; their files run
+// after this one).
 func staffAndProvidersTour(e *testEnv, token string) {
 	e.district("tour", "UTC", "north")
 	if r := e.do("POST", "/signout", "", ""); r.status != http.StatusNoContent {
@@ -439,6 +443,14 @@ func staffAndProvidersTour(e *testEnv, token string) {
 			"authUrl": "https://lms.example/auth", "tokenUrl": "https://lms.example/token", "jwksUrl": "https://lms.example/jwks"}`, http.StatusCreated)
 		e.mustCall("GET", owner+"/lti-platforms", token, "", http.StatusOK)
 		e.mustCall("DELETE", "/v1/admin/lti-platforms/"+id, token, "", http.StatusNoContent)
+		e.mustCall("POST", owner+"/warehouses", token, `{"id": "`+id+`", "folder": "`+id+`"}`, http.StatusCreated)
+		e.mustCall("GET", owner+"/warehouses", token, "", http.StatusOK)
+		e.mustCall("GET", "/v1/admin/warehouses/"+id, token, "", http.StatusOK)
+		e.mustCall("POST", "/v1/admin/warehouses/"+id+"/backfill", token, `{"startDate": "2026-11-01", "endDate": "2026-11-02"}`, http.StatusAccepted)
+		e.mustCall("DELETE", "/v1/admin/warehouses/"+id, token, "", http.StatusNoContent)
+	}
+	if r := e.do("GET", "/api/warehouse-files?startDate=2026-11-01&endDate=2026-11-02", e.key("north"), ""); r.status != http.StatusOK {
+		e.t.Errorf("GET /api/warehouse-files: %d %s", r.status, r.body)
 	}
 }
 

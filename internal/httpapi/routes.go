@@ -29,6 +29,7 @@ func (s *Server) routes() []route {
 		{"GET /api/access-log", 0, s.withKey(s.keyAccessLog)},
 		{"GET /api/adoption", 0, s.withKey(s.keyAdoption)},
 		{"GET /api/last-use", 0, s.withKey(s.keyLastUse)},
+		{"GET /api/warehouse-files", 0, s.withKey(s.keyWarehouseFiles)},
 
 		// Staff sign-in (OpenID Connect) and sign-out.
 		{"GET /signin", 0, s.signInByEmail},
@@ -98,6 +99,8 @@ func (s *Server) platformRoutes() []route {
 		{"GET /v1/admin/groups/{groupId}/digest-recipients", maxAdminBody, s.withToken(s.listRecipients)},
 		{"POST /v1/admin/groups/{groupId}/digest-recipients", maxAdminBody, s.withToken(s.addRecipient)},
 		{"DELETE /v1/admin/groups/{groupId}/digest-recipients/{address}", maxAdminBody, s.withToken(s.removeRecipient)},
+		{"GET /v1/admin/groups/{groupId}/warehouses", maxAdminBody, s.withToken(s.listWarehouses)},
+		{"POST /v1/admin/groups/{groupId}/warehouses", maxAdminBody, s.withToken(s.addWarehouse)},
 		{"GET /v1/admin/districts", maxAdminBody, s.withToken(s.listDistricts)},
 		{"POST /v1/admin/districts", maxAdminBody, s.withToken(s.createDistrict)},
 		{"GET /v1/admin/districts/{districtId}", maxAdminBody, s.withToken(s.getDistrict)},
@@ -122,6 +125,11 @@ func (s *Server) platformRoutes() []route {
 		{"GET /v1/admin/districts/{districtId}/digest-recipients", maxAdminBody, s.withToken(s.listDistrictRecipients)},
 		{"POST /v1/admin/districts/{districtId}/digest-recipients", maxAdminBody, s.withToken(s.addDistrictRecipient)},
 		{"DELETE /v1/admin/districts/{districtId}/digest-recipients/{address}", maxAdminBody, s.withToken(s.removeDistrictRecipient)},
+		{"GET /v1/admin/districts/{districtId}/warehouses", maxAdminBody, s.withToken(s.listWarehouses)},
+		{"POST /v1/admin/districts/{districtId}/warehouses", maxAdminBody, s.withToken(s.addWarehouse)},
+		{"GET /v1/admin/warehouses/{warehouseId}", maxAdminBody, s.withToken(s.getWarehouse)},
+		{"DELETE /v1/admin/warehouses/{warehouseId}", maxAdminBody, s.withToken(s.removeWarehouse)},
+		{"POST /v1/admin/warehouses/{warehouseId}/backfill", maxAdminBody, s.withToken(s.backfillWarehouse)},
 	}
 }
 

@@ -55,6 +55,8 @@ type Server struct {
 	signIn    *signin.RelyingParty
 	sessions  Sessions
 	refusals  *gate
+	// warehouseDir is where folder warehouses write (empty: nowhere).
+	warehouseDir string
 	// ltiVerifier checks LTI launches, keeping the platforms' keys.
 	ltiVerifier *lti.Verifier
 	courseSyncs courseSyncs
@@ -88,6 +90,9 @@ type Config struct {
 	PublicURL string
 	// Sessions are the lifetimes of the staff's signed-in sessions.
 	Sessions Sessions
+	// WarehouseDir is the directory under which folder warehouses
+	// write; empty: they are off.
+	WarehouseDir string
 }
 
 // New returns a Server for cfg.
@@ -106,6 +111,7 @@ func New(cfg Config) *Server {
 		publicURL:          strings.TrimRight(cfg.PublicURL, "/"),
 		signIn:             signin.New(),
 		refusals:           newGate(),
+		warehouseDir:       cfg.WarehouseDir,
 		ltiVerifier:        lti.NewVerifier(),
 		sessions: Sessions{Lifetime: cmp.Or(cfg.Sessions.Lifetime, 12*time.Hour),
 			Idle: cmp.Or(cfg.Sessions.Idle, 2*time.Hour)},

@@ -27,6 +27,9 @@ type Metrics struct {
 	storeErrors *prometheus.CounterVec
 	limited     *prometheus.CounterVec
 	digests     *prometheus.CounterVec
+	warehouse   *prometheus.CounterVec
+	whFiles     prometheus.Counter
+	whFailing   *prometheus.GaugeVec
 }
 
 // New makes the metrics and registers them, with the Go runtime's, the
@@ -73,6 +76,21 @@ func New() *Metrics {
 			Name: "groupanalytics_digests_total",
 			Help: "Weekly digests by what became of each try: sent, retry (refused for now, tried again later) or given_up.",
 		}, []string{"result"}),
+		warehouse: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "groupanalytics_warehouse_runs_total",
+			Help: "Warehouse deliveries' runs, by result: delivered, or failed (tried again after a backoff).",
+		}, []string{"result"}),
+		whFiles: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "groupanalytics_warehouse_files_total",
+			Help: "Files written to warehouses, manifests included.",
+		}),
+		whFailing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "groupanalytics_warehouse_failing_runs",
+			Help: "Runs in a row that failed, by warehouse: 0 once one delivers.",
+		}, []string{"warehouse"}),
+	}
+	for _, result := range []string{"delivered", "failed"} {
+		m.warehouse.WithLabelValues(result)
 	}
 	b := buildinfo.Get()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -82,7 +100,7 @@ func New() *Metrics {
 	})
 	build.Set(1)
 	m.registry.MustRegister(m.requests, m.duration, m.events, m.mergedCalls, m.mergedSize, m.retries,
-		m.storeErrors, m.limited, m.digests, build,
+		m.storeErrors, m.limited, m.digests, m.warehouse, m.whFiles, m.whFailing, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -149,6 +167,21 @@ func (m *Metrics) Digest(result string) {
 	if m != nil {
 		m.digests.WithLabelValues(result).Inc()
 	}
+}
+
+// WarehouseRun counts a warehouse's run that wrote files, delivered or
+// failed, and sets how many of its runs in a row failed.
+func (m *Metrics) WarehouseRun(warehouseID string, files int, failures int) {
+	if m == nil {
+		return
+	}
+	result := "delivered"
+	if failures > 0 {
+		result = "failed"
+	}
+	m.warehouse.WithLabelValues(result).Inc()
+	m.whFiles.Add(float64(files))
+	m.whFailing.WithLabelValues(warehouseID).Set(float64(failures))
 }
 
 // WriteBehindLog publishes what stats tells of the usage store's

@@ -64,14 +64,29 @@ func (p *Platform) Students(ctx context.Context, groupID string) ([]analytics.St
 // DeleteStudent erases a student: their enrolment, events and share of
 // every rollup, at once, whatever ingestion is racing it (docs/decisions.md, R7).
 func (p *Platform) DeleteStudent(ctx context.Context, groupID, studentID string) error {
-	if _, err := p.Group(ctx, groupID); err != nil {
+	group, err := p.Group(ctx, groupID)
+	if err != nil {
 		return err
 	}
 	if !storable(studentID) {
 		return analytics.Errorf(analytics.NotFound, "Student %q not found in group %q", studentID, groupID)
 	}
 	began := p.Now()
+	// The warehouses' days that held the student are written again
+	// without them: queued before the erasure, so that the intent
+	// survives a failure after it, and again after, since a run between
+	// the two would have written them with the student.
+	days, err := p.studentDays(ctx, group, studentID)
+	if err != nil {
+		return err
+	}
+	if err := p.queueRewrites(ctx, groupID, days); err != nil {
+		return err
+	}
 	deleted, err := p.Usage.EraseStudent(ctx, groupID, studentID)
+	if err == nil {
+		err = p.queueRewrites(ctx, groupID, days)
+	}
 	if analytics.ErrorCode(err) == analytics.NotFound {
 		// Asked again once done (its answer lost on the way), the erasure
 		// answers as it did: its receipt stands, and no second is written.
@@ -84,6 +99,49 @@ func (p *Platform) DeleteStudent(ctx context.Context, groupID, studentID string)
 	}
 	return p.addReceipt(ctx, &analytics.Receipt{GroupID: groupID, StudentID: studentID, Action: analytics.ActionStudentErased,
 		Began: began, Deleted: deleted})
+}
+
+// studentDays returns the days, in the group's zone, of the student's
+// events.
+func (p *Platform) studentDays(ctx context.Context, group analytics.Group, studentID string) ([]analytics.Day, error) {
+	loc, err := group.Location()
+	if err != nil {
+		return nil, err
+	}
+	ctx, err = p.Usage.Settle(ctx, group.ID)
+	if err != nil {
+		return nil, err
+	}
+	events, err := p.Usage.StudentEvents(ctx, group.ID, studentID)
+	if err != nil {
+		return nil, err
+	}
+	var days []analytics.Day
+	for _, e := range events {
+		if d := analytics.DayOf(e.OccurredAt, loc); len(days) == 0 || days[len(days)-1] != d {
+			days = append(days, d)
+		}
+	}
+	return slices.Compact(days), nil
+}
+
+// queueRewrites queues, for each warehouse that delivered some of the
+// group's days, those days again, for an erasure.
+func (p *Platform) queueRewrites(ctx context.Context, groupID string, days []analytics.Day) error {
+	delivered, err := p.Directory.DeliveredWarehouseDays(ctx, groupID, days)
+	if err != nil {
+		return err
+	}
+	for warehouseID, days := range delivered {
+		queued := make([]analytics.WarehouseDay, len(days))
+		for i, d := range days {
+			queued[i] = analytics.WarehouseDay{GroupID: groupID, Day: d, Reason: analytics.ReasonErasure}
+		}
+		if err := p.Directory.QueueWarehouseDays(ctx, warehouseID, queued, p.Now()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // erasedBefore reports whether a receipt says the group's student was

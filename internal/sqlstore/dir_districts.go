@@ -86,8 +86,8 @@ func (s *Store) RenameDistrict(ctx context.Context, districtID, name string) err
 }
 
 // DeleteDistrict deletes a district, its keys, its administrators, its
-// sign-in providers, its LTI platforms and its digest's recipients and
-// sends; its schools stay, in no district.
+// sign-in providers, its LTI platforms, its warehouses and its digest's
+// recipients and sends; its schools stay, in no district.
 func (s *Store) DeleteDistrict(ctx context.Context, districtID string) error {
 	return s.transact(ctx, "DeleteDistrict", func(tx *txn) error {
 		if err := s.lockDistrict(ctx, tx, districtID); err != nil {
@@ -97,7 +97,9 @@ func (s *Store) DeleteDistrict(ctx context.Context, districtID string) error {
 			`DELETE FROM district_keys WHERE district_id = ?`, `DELETE FROM district_digest_sends WHERE district_id = ?`,
 			`DELETE FROM district_digest_recipients WHERE district_id = ?`, `DELETE FROM staff WHERE district_id = ?`,
 			`DELETE FROM sign_in_providers WHERE district_id = ?`, `DELETE FROM lti_platforms WHERE district_id = ?`,
-			`DELETE FROM lti_registrations WHERE district_id = ?`, `DELETE FROM districts WHERE district_id = ?`} {
+			`DELETE FROM lti_registrations WHERE district_id = ?`,
+			`DELETE FROM warehouse_days WHERE warehouse_id IN (SELECT warehouse_id FROM warehouses WHERE district_id = ?)`,
+			`DELETE FROM warehouses WHERE district_id = ?`, `DELETE FROM districts WHERE district_id = ?`} {
 			if _, err := tx.ExecContext(ctx, s.q(stmt), districtID); err != nil {
 				return err
 			}

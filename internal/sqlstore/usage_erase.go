@@ -156,4 +156,4 @@ func (s *Store) deleteGroupRows(ctx context.Context, tx *txn, groupID string) ([
 // last: every one that references it comes before it, and usage_versions
 // after group_rollups, whose deletion counts there.
 var tablesOfAGroup = []string{"events", "usage_groups", "group_rollups", "student_counts",
-	"access_log_students", "access_log", "digest_sends", "digest_recipients", "staff_classes", "staff", "sign_in_providers", "lti_platforms", "lti_registrations", "api_key_classes", "api_keys", "plans", "stop_alerts", "class_members", "classes", "students", "roster_versions", "usage_versions", "usage_log", "usage_placements", "groups"}
+	"access_log_students", "access_log", "digest_sends", "digest_recipients", "staff_classes", "staff", "sign_in_providers", "lti_platforms", "lti_registrations", "warehouse_days", "warehouses", "api_key_classes", "api_keys", "plans", "stop_alerts", "class_members", "classes", "students", "roster_versions", "usage_versions", "usage_log", "usage_placements", "groups"}

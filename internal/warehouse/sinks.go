@@ -1,0 +1,143 @@
+package warehouse
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"groupanalytics/internal/analytics"
+)
+
+// Sink takes the files of a delivery: Put stores body under key (a
+// slash-separated path), replacing what was there, so that a day written
+// again is replaced exactly.
+type Sink interface {
+	Put(ctx context.Context, key string, body []byte) error
+}
+
+// Folder writes files under a directory: each to a temporary file, synced,
+// then renamed over the old, so that a reader never sees half a file.
+type Folder struct{ Root string }
+
+func (f Folder) Put(_ context.Context, key string, body []byte) error {
+	name := filepath.Join(f.Root, filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return fmt.Errorf("warehouse folder: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(name), ".part-*")
+	if err != nil {
+		return fmt.Errorf("warehouse folder: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(body)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), name)
+	}
+	if err != nil {
+		return fmt.Errorf("warehouse folder: %w", err)
+	}
+	return nil
+}
+
+// Zip writes files as the entries of a zip archive, streamed: the pull
+// endpoint's answer.
+type Zip struct{ W *zip.Writer }
+
+func (z Zip) Put(_ context.Context, key string, body []byte) error {
+	// Parquet files are compressed already; CSV and manifests are not.
+	method := zip.Deflate
+	if strings.HasSuffix(key, ".parquet") {
+		method = zip.Store
+	}
+	w, err := z.W.CreateHeader(&zip.FileHeader{Name: key, Method: method, Modified: time.Now().UTC()})
+	if err == nil {
+		_, err = w.Write(body)
+	}
+	return err
+}
+
+// Bucket writes files to an S3-compatible bucket, under a prefix.
+type Bucket struct {
+	client *minio.Client
+	bucket string
+	prefix string
+}
+
+// OpenBucket returns the bucket of w, with its credentials: its server
+// over https (http only on loopback, where tests run theirs).
+func OpenBucket(w analytics.Warehouse) (*Bucket, error) {
+	u, err := url.Parse(w.Endpoint)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || (u.Path != "" && u.Path != "/") {
+		return nil, analytics.Errorf(analytics.Invalid, "Invalid endpoint %q: expected https://host[:port]", w.Endpoint)
+	}
+	if u.Scheme == "http" && !analytics.Loopback(u.Hostname()) {
+		return nil, analytics.Errorf(analytics.Invalid, "Invalid endpoint %q: https is required (http only on loopback)", w.Endpoint)
+	}
+	client, err := minio.New(u.Host, &minio.Options{
+		Creds:        credentials.NewStaticV4(w.AccessKey, w.SecretKey, ""),
+		Secure:       u.Scheme == "https",
+		Region:       w.Region,
+		BucketLookup: minio.BucketLookupPath,
+		MaxRetries:   1, // the delivery retries with its own backoff
+	})
+	if err != nil {
+		return nil, analytics.Errorf(analytics.Invalid, "Invalid endpoint %q: %v", w.Endpoint, err)
+	}
+	return &Bucket{client: client, bucket: w.Bucket, prefix: w.Prefix}, nil
+}
+
+func (b *Bucket) Put(ctx context.Context, key string, body []byte) error {
+	contentType := "application/vnd.apache.parquet"
+	switch path.Ext(key) {
+	case ".csv":
+		contentType = "text/csv; charset=utf-8"
+	case ".json":
+		contentType = "application/json"
+	}
+	_, err := b.client.PutObject(ctx, b.bucket, path.Join(b.prefix, key), bytes.NewReader(body), int64(len(body)),
+		minio.PutObjectOptions{ContentType: contentType, SendContentMd5: true})
+	if err != nil {
+		return fmt.Errorf("warehouse bucket %s: %s", b.bucket, describeS3(err))
+	}
+	return nil
+}
+
+// Check writes and deletes a small object under the prefix: whether the
+// credentials may write there. Its error says why not, in the words of the
+// server (never the credentials).
+func (b *Bucket) Check(ctx context.Context) error {
+	key := path.Join(b.prefix, ".groupanalytics-check")
+	_, err := b.client.PutObject(ctx, b.bucket, key, strings.NewReader("ok"), 2, minio.PutObjectOptions{})
+	if err == nil {
+		err = b.client.RemoveObject(ctx, b.bucket, key, minio.RemoveObjectOptions{})
+	}
+	if err != nil {
+		return analytics.Errorf(analytics.Invalid, "The bucket %q refused a test write: %s", b.bucket, describeS3(err))
+	}
+	return nil
+}
+
+// describeS3 is an S3 error as the log and an operator may read it: the
+// server's code and message, or the connection's error.
+func describeS3(err error) string {
+	if r := minio.ToErrorResponse(err); r.Code != "" {
+		return fmt.Sprintf("%s (%s)", r.Code, r.Message)
+	}
+	return err.Error()
+}
