@@ -86,6 +86,12 @@ func init() {
 		{"provider add", "--group ID | --district ID --id ID --issuer URL --client-id ID --client-secret-file FILE --domain DOMAIN ... [--name NAME]", "add an OpenID Connect provider that a school's or a district's staff sign in with", providerAdd},
 		{"provider list", "--group ID | --district ID", "list a school's or a district's sign-in providers (never their secrets)", providerList},
 		{"provider remove", "--provider ID", "remove a sign-in provider", providerRemove},
+		{"warehouse add", "--group ID | --district ID --id ID (--endpoint URL --bucket NAME --access-key-id ID --secret-access-key-file FILE [--prefix P] | --folder PATH) [--format parquet|csv]",
+			"deliver a school's or a district's daily usage files to its S3-compatible bucket (tried first with a test write) or a folder", warehouseAdd},
+		{"warehouse list", "--group ID | --district ID", "list a school's or a district's warehouses (never their secrets)", warehouseList},
+		{"warehouse show", "--warehouse ID", "a warehouse and how its deliveries stand", warehouseShow},
+		{"warehouse backfill", "--warehouse ID --start DATE --end DATE", "queue the days of a range for delivery", warehouseBackfill},
+		{"warehouse remove", "--warehouse ID", "stop a warehouse's deliveries (its files stay)", warehouseRemove},
 		{"lti platform add", "--group ID | --district ID --id ID --issuer URL --client-id ID --deployment ID ... --auth-url URL --token-url URL --jwks-url URL [--name NAME] [--match-email]",
 			"register a school's or a district's LMS (LTI 1.3) by hand: its launches open the dashboard in its courses", ltiPlatformAdd},
 		{"lti platform register-url", "--group ID | --district ID --public-url URL",
@@ -264,7 +270,7 @@ func commandFlags(e *env, name string) *flag.FlagSet {
 // what student delete deletes.
 var configFlags = map[string]bool{"db": true, "usage": true, "addr": true, "log-level": true, "store-timeout": true,
 	"metrics-addr": true, "key-rate-limit": true, "token-rate-limit": true, "failed-auth-limit": true, "client-ip-header": true,
-	"smtp-url": true, "public-url": true, "mail-from": true, "digest-interval": true, "access-log-retention": true,
+	"smtp-url": true, "public-url": true, "mail-from": true, "digest-interval": true, "warehouse-dir": true, "warehouse-interval": true, "access-log-retention": true,
 	"memory-limit": true, "session-lifetime": true, "session-idle": true}
 
 // notFromEnvironment are the configuration flags a command does not take

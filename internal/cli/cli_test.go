@@ -1073,3 +1073,43 @@ func TestLTIPlatformCommands(t *testing.T) {
 		t.Errorf("lti platform register-url without --public-url: exit %d, %s", code, errOut)
 	}
 }
+
+// TestWarehouseCommands: warehouse add (a folder; a bucket that cannot
+// be reached refused), list, show, backfill and remove.
+func TestWarehouseCommands(t *testing.T) {
+	db := newStore(t)
+	mustRun(t, "district", "create", "--db", db, "--id", "river", "--name", "River District")
+	out := mustRun(t, "warehouse", "add", "--db", db, "--district", "river", "--id", "river-files", "--folder", "river", "--format", "csv")
+	if !regexp.MustCompile(`^added warehouse river-files for district river: csv files to folder:river, daily from \d{4}-\d\d-\d\d\n$`).MatchString(out) {
+		t.Errorf("warehouse add: %q", out)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("s3cret-value\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "", "warehouse", "add", "--db", db, "--district", "river", "--id", "river-lake", "--endpoint", "http://127.0.0.1:1",
+		"--bucket", "data", "--access-key-id", "a", "--secret-access-key-file", secret)
+	if code != 1 || !strings.Contains(errOut, `The bucket "data" refused a test write`) || strings.Contains(errOut, "s3cret") {
+		t.Errorf("warehouse add, a bucket not reachable: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := run(t, "", "warehouse", "add", "--db", db, "--id", "w", "--folder", "x"); code != 1 ||
+		!strings.Contains(errOut, "warehouse add takes --group ID (a school's warehouse) or --district ID") {
+		t.Errorf("warehouse add without an owner: exit %d, %s", code, errOut)
+	}
+	if list := mustRun(t, "warehouse", "list", "--db", db, "--district", "river"); !regexp.MustCompile(`^ID +FORMAT +DESTINATION +FROM\nriver-files +csv +folder:river +\S+\n$`).MatchString(list) {
+		t.Errorf("warehouse list:\n%s", list)
+	}
+	mustRun(t, "group", "create", "--db", db, "--id", "north", "--name", "North")
+	mustRun(t, "district", "attach", "--db", db, "--district", "river", "--group", "north")
+	mustRun(t, "plan", "set", "--db", db, "--group", "north", "--start", "2024-01-01")
+	if out := mustRun(t, "warehouse", "backfill", "--db", db, "--warehouse", "river-files", "--start", "2024-03-01", "--end", "2024-03-10"); out !=
+		"queued 10 school days of warehouse river-files: serve delivers them in its next runs\n" {
+		t.Errorf("warehouse backfill: %q", out)
+	}
+	if show := mustRun(t, "warehouse", "show", "--db", db, "--warehouse", "river-files"); !strings.Contains(show, "days queued: 10; last run: never\n") {
+		t.Errorf("warehouse show:\n%s", show)
+	}
+	if out := mustRun(t, "warehouse", "remove", "--db", db, "--warehouse", "river-files"); out != "removed warehouse river-files (its files stay where they are)\n" {
+		t.Errorf("warehouse remove: %q", out)
+	}
+}

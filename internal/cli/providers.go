@@ -29,7 +29,7 @@ func providerAdd(e *env, args []string) error {
 		if err := oneOwner("provider add", "staff", *group, *district); err != nil {
 			return err
 		}
-		secret, err := readSecret(e, *secretFile)
+		secret, err := readSecret(e, *secretFile, "client-secret-file")
 		if err != nil {
 			return err
 		}
@@ -52,8 +52,8 @@ func providerAdd(e *env, args []string) error {
 }
 
 // readSecret reads a secret from a file, or from standard input for "-",
-// without its trailing newline.
-func readSecret(e *env, path string) (string, error) {
+// without its trailing newline; flag names the flag that gave the path.
+func readSecret(e *env, path, flag string) (string, error) {
 	var data []byte
 	var err error
 	if path == "-" {
@@ -62,7 +62,7 @@ func readSecret(e *env, path string) (string, error) {
 		data, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return "", fmt.Errorf("--client-secret-file: %w", err)
+		return "", fmt.Errorf("--%s: %w", flag, err)
 	}
 	return strings.TrimRight(string(data), "\r\n"), nil
 }

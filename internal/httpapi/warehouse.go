@@ -45,7 +45,9 @@ func (s *Server) keyWarehouseFiles(w http.ResponseWriter, r *http.Request, acces
 	}
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-warehouse-%s-%s-%s.zip"`, owner, format, days.First, days.Last))
-	archive := zip.NewWriter(w)
+	// Each write has a deadline of its own: a district's year takes longer
+	// than the server's backstop.
+	archive := zip.NewWriter(deadlineWriter{w, http.NewResponseController(w), s.streamWriteTimeout})
 	out := warehouse.NewWriter(s.engine, warehouse.Zip{W: archive}, format, now)
 	out.Manifest.Warehouse = "pull"
 	for _, g := range schools {
@@ -233,19 +235,10 @@ func (s *Server) addWarehouse(r *http.Request) (int, any, error) {
 // tryWarehouse tries a warehouse's destination: a folder needs the
 // server's warehouse directory; a bucket must take a test write.
 func (s *Server) tryWarehouse(ctx context.Context, w analytics.Warehouse) error {
-	if w.Folder != "" {
-		if s.warehouseDir == "" {
-			return analytics.Errorf(analytics.Invalid, "Invalid folder: this server has no warehouse directory (serve --warehouse-dir), so folder warehouses are off")
-		}
-		return nil
+	if w.Folder != "" && s.warehouseDir == "" {
+		return analytics.Errorf(analytics.Invalid, "Invalid folder: this server has no warehouse directory (serve --warehouse-dir), so folder warehouses are off")
 	}
-	bucket, err := warehouse.OpenBucket(w)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	return bucket.Check(ctx)
+	return warehouse.Try(ctx, w)
 }
 
 // listWarehouses serves GET …/warehouses of a school or a district.

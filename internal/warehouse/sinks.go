@@ -133,6 +133,22 @@ func (b *Bucket) Check(ctx context.Context) error {
 	return nil
 }
 
+// Try tries a warehouse's bucket before it is kept: a test write with its
+// credentials, within 20 seconds. A folder is not tried: it is made at the
+// first delivery.
+func Try(ctx context.Context, w analytics.Warehouse) error {
+	if w.Folder != "" {
+		return nil
+	}
+	bucket, err := OpenBucket(w)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	return bucket.Check(ctx)
+}
+
 // describeS3 is an S3 error as the log and an operator may read it: the
 // server's code and message, or the connection's error.
 func describeS3(err error) string {

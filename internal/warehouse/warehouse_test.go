@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -428,4 +429,100 @@ func sumsOf(columns []string) string {
 		out = append(out, fmt.Sprintf("CAST(sum(%s) AS BIGINT)", c))
 	}
 	return strings.Join(out, ", ")
+}
+
+// doc is docs/warehouse.md.
+func doc(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "warehouse.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestSchemaAsDocumented reads each table's columns from docs/warehouse.md
+// (a row "`a` … `b`" stands for the columns from a to b) and compares them
+// with the files' own, in order.
+func TestSchemaAsDocumented(t *testing.T) {
+	page := doc(t)
+	schema := page[strings.Index(page, "### Schema, version 1"):strings.Index(page, "### The manifest")]
+	for table, columns := range map[string][]string{
+		warehouse.StudentDays:  warehouse.Columns[warehouse.StudentDay](),
+		warehouse.ClassMembers: warehouse.Columns[warehouse.ClassMember](),
+		warehouse.SchoolDays:   warehouse.Columns[warehouse.SchoolDay](),
+	} {
+		at := strings.Index(schema, "`"+table+"`:")
+		if at < 0 {
+			t.Fatalf("no table %s in the schema", table)
+		}
+		var documented []string
+		inTable := false
+		for line := range strings.Lines(schema[at:]) {
+			switch {
+			case strings.HasPrefix(line, "| column"):
+				inTable = true
+			case inTable && strings.HasPrefix(line, "|---"):
+			case inTable && strings.HasPrefix(line, "| `"):
+				names := regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(strings.Split(line, "|")[1], -1)
+				if len(names) == 2 { // a range: the columns from the first to the second
+					from, to := slices.Index(columns, names[0][1]), slices.Index(columns, names[1][1])
+					if from < 0 || to < from {
+						t.Fatalf("%s: no columns %s to %s", table, names[0][1], names[1][1])
+					}
+					documented = append(documented, columns[from:to+1]...)
+				} else {
+					documented = append(documented, names[0][1])
+				}
+			case inTable:
+				inTable = false
+			}
+			if !inTable && len(documented) > 0 {
+				break
+			}
+		}
+		if !slices.Equal(documented, columns) {
+			t.Errorf("%s: documented %v, the files have %v", table, documented, columns)
+		}
+	}
+	// The metric columns are the endpoints' titles, snake_cased, in order.
+	var titles []string
+	for _, ep := range []*report.Endpoint{report.LiveLecture, report.Chat} {
+		for _, title := range ep.Titles {
+			titles = append(titles, warehouse.SnakeCase(title))
+		}
+	}
+	if got := warehouse.Columns[warehouse.StudentDay]()[5 : 5+len(titles)]; !slices.Equal(got, titles) {
+		t.Errorf("metric columns %v, the titles snake_cased %v", got, titles)
+	}
+}
+
+// TestLoadAsDocumented runs the DuckDB statement of docs/warehouse.md on
+// files pulled from a server, the bucket's address put for their folder.
+func TestLoadAsDocumented(t *testing.T) {
+	page := doc(t)
+	m := regexp.MustCompile("(?s)```sql\n(.*?)```").FindStringSubmatch(page[strings.Index(page, "## Loading the files"):])
+	if m == nil {
+		t.Fatal("no DuckDB statement under Loading the files")
+	}
+	s := storetest.SQL(storetest.Open(t, "sqlite"))
+	e := newEnv(t, s)
+	e.school("north", "America/New_York", 6, 0, rand.New(rand.NewPCG(1, 2)))
+	_, key, err := e.platform.CreateKey(ctx, "north", "load")
+	e.must(nil, err)
+	status, body := e.get("/api/warehouse-files?startDate=2026-11-01&endDate=2026-11-20", key)
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	dir := unzip(t, body)
+	statement := strings.ReplaceAll(m[1], "s3://lakeland-data/groupanalytics/", filepath.ToSlash(dir)+"/")
+	db := duckDB(t)
+	if _, err := db.Exec(statement); err != nil {
+		t.Fatalf("%s: %v", statement, err)
+	}
+	var rows, days int
+	e.must(nil, db.QueryRow(`SELECT count(*), count(DISTINCT date) FROM student_days WHERE school = 'north'`).Scan(&rows, &days))
+	if rows < 20 || days < 15 {
+		t.Errorf("loaded %d rows of %d days", rows, days)
+	}
 }
