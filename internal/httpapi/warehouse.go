@@ -49,6 +49,7 @@ func (s *Server) keyWarehouseFiles(w http.ResponseWriter, r *http.Request, acces
 	// than the server's backstop.
 	archive := zip.NewWriter(deadlineWriter{w, http.NewResponseController(w), s.streamWriteTimeout})
 	out := warehouse.NewWriter(s.engine, warehouse.Zip{W: archive}, format, now)
+	defer out.Close()
 	out.Manifest.Warehouse = "pull"
 	for _, g := range schools {
 		if _, err := out.WriteSchool(r.Context(), g, days, now); err != nil {

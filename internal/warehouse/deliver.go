@@ -214,6 +214,7 @@ func (d *Deliverer) run(ctx context.Context, w analytics.Warehouse, due []school
 		return nil, 0, err
 	}
 	out := NewWriter(d.Engine, sink, w.Format, now)
+	defer out.Close()
 	out.Manifest.Warehouse = w.ID
 	for _, sd := range due {
 		var students []string

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"reflect"
 	"strconv"
 	"strings"
@@ -65,17 +66,42 @@ type ManifestDay struct {
 	School string `json:"school"`
 }
 
-// Encode writes the rows of one table of f in format, whole, and
-// returns the file.
-func Encode(f *SchoolDayFiles, table, format string, buf *bytes.Buffer) error {
+// Encoder writes the tables of schools' days, each whole, in a format:
+// its Parquet writers are made once and reset for each file.
+type Encoder struct {
+	format   string
+	students *parquet.GenericWriter[StudentDay]
+	members  *parquet.GenericWriter[ClassMember]
+	school   *parquet.GenericWriter[SchoolDay]
+	schools  []SchoolDay
+}
+
+// NewEncoder returns an encoder of format.
+func NewEncoder(format string) *Encoder {
+	e := &Encoder{format: format, schools: make([]SchoolDay, 1)}
+	if format == analytics.FormatParquet {
+		e.students, e.members, e.school = newParquet[StudentDay](), newParquet[ClassMember](), newParquet[SchoolDay]()
+	}
+	return e
+}
+
+func newParquet[T any]() *parquet.GenericWriter[T] {
+	return parquet.NewGenericWriter[T](io.Discard, parquet.Compression(&parquet.Zstd),
+		parquet.CreatedBy("groupanalytics", buildinfo.Version, ""))
+}
+
+// Encode writes the rows of one table of f into buf, replacing what it
+// held.
+func (e *Encoder) Encode(f *SchoolDayFiles, table string, buf *bytes.Buffer) error {
 	buf.Reset()
+	e.schools[0] = f.School
 	switch table {
 	case StudentDays:
-		return encode(buf, format, f.Students)
+		return encode(buf, e.format, e.students, f.Students)
 	case ClassMembers:
-		return encode(buf, format, f.Members)
+		return encode(buf, e.format, e.members, f.Members)
 	case SchoolDays:
-		return encode(buf, format, []SchoolDay{f.School})
+		return encode(buf, e.format, e.school, e.schools)
 	}
 	return fmt.Errorf("warehouse encode: no table %q", table)
 }
@@ -87,12 +113,11 @@ func Describe(path, table string, f *SchoolDayFiles, schoolID string, body []byt
 		SHA256: hex.EncodeToString(sum[:])}
 }
 
-func encode[T any](buf *bytes.Buffer, format string, rows []T) error {
+func encode[T any](buf *bytes.Buffer, format string, w *parquet.GenericWriter[T], rows []T) error {
 	if format == analytics.FormatCSV {
 		return encodeCSV(buf, rows)
 	}
-	w := parquet.NewGenericWriter[T](buf, parquet.Compression(&parquet.Zstd),
-		parquet.CreatedBy("groupanalytics", buildinfo.Version, ""))
+	w.Reset(buf)
 	if _, err := w.Write(rows); err != nil {
 		return fmt.Errorf("warehouse parquet: %w", err)
 	}

@@ -25,8 +25,9 @@ type Sink interface {
 	Put(ctx context.Context, key string, body []byte) error
 }
 
-// Folder writes files under a directory: each to a temporary file, synced,
-// then renamed over the old, so that a reader never sees half a file.
+// Folder writes files under a directory: each to a temporary file,
+// renamed over the old, so that a reader never sees half a file. Sync
+// makes them durable all at once.
 type Folder struct{ Root string }
 
 func (f Folder) Put(_ context.Context, key string, body []byte) error {
@@ -40,9 +41,6 @@ func (f Folder) Put(_ context.Context, key string, body []byte) error {
 	}
 	defer os.Remove(tmp.Name())
 	_, err = tmp.Write(body)
-	if err == nil {
-		err = tmp.Sync()
-	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -51,6 +49,15 @@ func (f Folder) Put(_ context.Context, key string, body []byte) error {
 	}
 	if err != nil {
 		return fmt.Errorf("warehouse folder: %w", err)
+	}
+	return nil
+}
+
+// Sync flushes the folder's files to its disk, all at once (a sync a
+// file took longer than writing them): syncDisk.
+func (f Folder) Sync() error {
+	if err := syncDisk(f.Root); err != nil {
+		return fmt.Errorf("warehouse folder: sync: %w", err)
 	}
 	return nil
 }

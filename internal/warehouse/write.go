@@ -6,30 +6,90 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/report"
 )
 
-// Writer writes schools' days to a sink and keeps the run's manifest.
+// Writer writes schools' days to a sink and keeps the run's manifest. Its
+// files are put by a few workers at once (an object store answers each
+// put in a round trip), with at most maxPuts files waiting: what it holds
+// is bounded whatever the run's size.
 type Writer struct {
 	Engine   *report.Engine
 	Sink     Sink
 	Format   string
 	Manifest Manifest
+	encoder  *Encoder
 	buf      bytes.Buffer
+
+	puts    chan put
+	workers sync.WaitGroup
+	pending sync.WaitGroup // the files of the school being written
+	mu      sync.Mutex
+	err     error // the first put that failed
 }
 
-// NewWriter begins a run of format into sink at now.
+// put is a file to put.
+type put struct {
+	ctx  context.Context
+	key  string
+	body []byte
+}
+
+// putters are the workers putting a run's files at once.
+const putters = 8
+
+// NewWriter begins a run of format into sink at now. Close ends it.
 func NewWriter(engine *report.Engine, sink Sink, format string, now time.Time) *Writer {
-	return &Writer{Engine: engine, Sink: sink, Format: format, Manifest: Manifest{SchemaVersion: SchemaVersion,
-		RunID: now.UTC().Format("20060102T150405.000Z"), Format: format, StartedAt: now.UTC(), Files: []ManifestFile{}, Rewritten: []ManifestDay{}}}
+	w := &Writer{Engine: engine, Sink: sink, Format: format, encoder: NewEncoder(format), puts: make(chan put, putters),
+		Manifest: Manifest{SchemaVersion: SchemaVersion, RunID: now.UTC().Format("20060102T150405.000Z"), Format: format,
+			StartedAt: now.UTC(), Files: []ManifestFile{}, Rewritten: []ManifestDay{}}}
+	// A zip is written in order, by one writer.
+	n := putters
+	if _, ok := sink.(Zip); ok {
+		n = 1
+	}
+	for range n {
+		w.workers.Go(func() {
+			for p := range w.puts {
+				if w.failed() == nil {
+					if err := w.Sink.Put(p.ctx, p.key, p.body); err != nil {
+						w.fail(err)
+					}
+				}
+				w.pending.Done()
+			}
+		})
+	}
+	return w
+}
+
+func (w *Writer) fail(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = err
+	}
+}
+
+func (w *Writer) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Close stops the workers.
+func (w *Writer) Close() {
+	close(w.puts)
+	w.workers.Wait()
 }
 
 // WriteSchool writes the files of the school's days, every table of
 // every day (a day without use has files without student rows), and
-// returns the students its files hold, by id.
+// returns, once they are all put, the students its files hold, by id.
 func (w *Writer) WriteSchool(ctx context.Context, group analytics.Group, days analytics.DayRange, now time.Time) ([]string, error) {
 	var students []string
 	err := Build(ctx, w.Engine, group, days, now, func(f *SchoolDayFiles) error {
@@ -37,18 +97,24 @@ func (w *Writer) WriteSchool(ctx context.Context, group analytics.Group, days an
 			students = append(students, s.StudentID)
 		}
 		for _, table := range Tables {
-			if err := Encode(f, table, w.Format, &w.buf); err != nil {
+			if err := w.encoder.Encode(f, table, &w.buf); err != nil {
 				return err
 			}
 			p := Path(table, f.Day, group.ID, w.Format)
-			if err := w.Sink.Put(ctx, p, w.buf.Bytes()); err != nil {
+			w.Manifest.Files = append(w.Manifest.Files, Describe(p, table, f, group.ID, w.buf.Bytes()))
+			if err := w.failed(); err != nil {
 				return err
 			}
-			w.Manifest.Files = append(w.Manifest.Files, Describe(p, table, f, group.ID, w.buf.Bytes()))
+			w.pending.Add(1)
+			w.puts <- put{ctx, p, bytes.Clone(w.buf.Bytes())}
 		}
 		w.widen(f.Day)
 		return nil
 	})
+	w.pending.Wait()
+	if err == nil {
+		err = w.failed()
+	}
 	slices.Sort(students)
 	return slices.Compact(students), err
 }
@@ -64,13 +130,30 @@ func (w *Writer) widen(day analytics.Day) {
 	}
 }
 
+// syncer is a sink that makes what it was given durable at once (a
+// folder), rather than file by file.
+type syncer interface{ Sync() error }
+
 // Finish writes the run's manifest, last, at now: a reader that finds
-// it finds every file it names.
+// it finds every file it names. A folder's files are synced to its disk
+// before the manifest, and the manifest after.
 func (w *Writer) Finish(ctx context.Context, now time.Time) error {
+	s, syncs := w.Sink.(syncer)
+	if syncs {
+		if err := s.Sync(); err != nil {
+			return err
+		}
+	}
 	w.Manifest.FinishedAt = now.UTC()
 	body, err := json.MarshalIndent(w.Manifest, "", "  ")
 	if err != nil {
 		return fmt.Errorf("warehouse manifest: %w", err)
 	}
-	return w.Sink.Put(ctx, ManifestPath(w.Manifest.RunID), append(body, '\n'))
+	if err := w.Sink.Put(ctx, ManifestPath(w.Manifest.RunID), append(body, '\n')); err != nil {
+		return err
+	}
+	if syncs {
+		return s.Sync()
+	}
+	return nil
 }
