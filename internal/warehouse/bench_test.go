@@ -47,7 +47,7 @@ func BenchmarkBackfill(b *testing.B) {
 				for k := range 3 {
 					ev := platform.EventInput{ID: fmt.Sprintf("%d-%d-%d", d, st, k), GroupID: id, StudentID: fmt.Sprintf("s%03d", st),
 						OccurredAt: d.Start(time.UTC).Add(time.Duration(rng.IntN(86400)) * time.Second).Format(time.RFC3339),
-						Kind: analytics.KindMessageSent, ChatType: "tutor_me"}
+						Kind:       analytics.KindMessageSent, ChatType: "tutor_me"}
 					if k == 0 {
 						ev.Kind, ev.ChatType = analytics.KindSessionCreated, ""
 					}
