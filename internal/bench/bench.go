@@ -37,7 +37,10 @@ type Config struct {
 	Refusals    int      // the most refusals asked of each cause (0: none)
 	Firehose    Firehose // none when its Duration is 0
 	Binary      string   // the groupanalytics binary to run the server with
-	Out         io.Writer
+	// Warehouse is whether the district's warehouse is measured: "" not,
+	// "also" after the rest, "only" alone.
+	Warehouse string
+	Out       io.Writer
 }
 
 // Result is what a run measured. Durations are in milliseconds.
@@ -63,6 +66,7 @@ type Result struct {
 	AccessLog        []AccessLogCost  `json:"accessLog"`
 	SignedIn         []SignedInCost   `json:"signedIn"`
 	PeakRSSBytes     int64            `json:"serverPeakRSSBytes"`
+	Warehouse        *WarehouseResult `json:"warehouse,omitempty"`
 	DiskBytes        int64            `json:"storeBytes"`
 	DiskBytesPerEvt  float64          `json:"storeBytesPerEvent"`
 	Move             *MoveResult      `json:"move,omitempty"`
@@ -156,18 +160,40 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// The server runs with rate limits (too high to refuse anything) and
 	// metrics, as in production; the floor is measured again without them.
 	prodArgs := slices.Concat(serverArgs, productionArgs)
+	var warehouseDir string
+	if cfg.Warehouse != "" {
+		if warehouseDir, err = os.MkdirTemp("", "groupanalytics-bench-warehouse-"); err != nil {
+			return nil, err
+		}
+		if !cfg.Keep {
+			defer os.RemoveAll(warehouseDir)
+		}
+		prodArgs = append(prodArgs, warehouseArgs(warehouseDir)...)
+	}
 	srv, err := StartServer(cfg.Binary, prodArgs)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Stop()
+	_, r := scenariosOf(cfg, now)
+	measureWarehouse := func() (err error) {
+		res.Warehouse, err = measureWarehouse(cfg, srv, warehouseDir, keys.token, keys.other, min(cfg.Scale.OtherGroups, maxDistrictSchools), r)
+		return err
+	}
+	if cfg.Warehouse == "only" {
+		if err := measureWarehouse(); err != nil {
+			return nil, err
+		}
+		printWarehouse(cfg.Out, res.Warehouse)
+		return res, nil
+	}
 	bl := &baselines{ctx: ctx, dsn: dsn, st: st, open: map[string]*baseline{}}
 	defer bl.close()
 	base, err := bl.of("bench-main")
 	if err != nil {
 		return nil, err
 	}
-	scenarios, r := scenariosOf(cfg, now)
+	scenarios, _ := scenariosOf(cfg, now)
 	floor := scenario{name: "floor: empty group", endpoint: "chat", r: r}
 	res.Floor, _, err = measure(srv.Base, keys.empty, floor, cfg)
 	if err != nil {
@@ -204,6 +230,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if res.PeakRSSBytes, err = srv.memory("VmHWM"); err != nil {
 		return nil, err
+	}
+	if cfg.Warehouse == "also" {
+		if err := measureWarehouse(); err != nil {
+			return nil, err
+		}
 	}
 	if res.DiskBytes, err = storeBytes(ctx, st, base, dsn); err != nil {
 		return nil, err
@@ -548,5 +579,8 @@ func printTable(w io.Writer, res *Result) {
 	fmt.Fprintf(w, "store on disk: %.0f MB, %.0f bytes per event\n", float64(res.DiskBytes)/1e6, res.DiskBytesPerEvt)
 	if m := res.Move; m != nil {
 		fmt.Fprintf(w, "group move: %d events in %.1f s (the report after it the same)\n", m.Events, m.Seconds)
+	}
+	if res.Warehouse != nil {
+		printWarehouse(w, res.Warehouse)
 	}
 }

@@ -41,8 +41,12 @@ func runBench(e *env, args []string) error {
 	fs.IntVar(&fh.Conns, "firehose-conns", fh.Conns, "connections of the firehose")
 	jsonOut := fs.String("json", "", "also write the figures as JSON to this file")
 	keep := fs.Bool("keep", false, "keep the data after the run")
+	warehouse := fs.String("warehouse", "", "also: measure a backfill of the district's warehouse (its schools: --other-groups) after the rest; only: that alone")
 	if err := parse(e, fs, args, false); err != nil {
 		return err
+	}
+	if *warehouse != "" && *warehouse != "also" && *warehouse != "only" {
+		return fmt.Errorf("invalid --warehouse %q: expected also or only", *warehouse)
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -68,7 +72,7 @@ func runBench(e *env, args []string) error {
 	}
 	res, err := bench.Run(e.ctx, bench.Config{DB: stores.db, Usage: stores.usage, Keep: *keep, Scale: scale, Requests: *requests,
 		Baseline: *baselineRuns, Concurrency: *concurrency, Throughput: *throughput, Ingest: *ingest, IngestOne: *ingestOne,
-		IngestConns: *ingestConns, Refusals: *refusals, Firehose: fh, Binary: binary, Out: e.stdout})
+		IngestConns: *ingestConns, Refusals: *refusals, Firehose: fh, Binary: binary, Warehouse: *warehouse, Out: e.stdout})
 	if err != nil {
 		return err
 	}

@@ -82,24 +82,37 @@ type schoolDays struct {
 }
 
 // Deliver runs the warehouse if it has days due and no other process's
-// claim holds it: a read only when nothing is due. A run's failure is
-// recorded and logged, and returned.
+// claim holds it: a read only when nothing is due. A run that wrote as
+// many days as one may is followed by the next at once, so that a
+// backfill goes on without waiting for the next round. A run's failure
+// is recorded and logged, and returned.
 func (d *Deliverer) Deliver(ctx context.Context, w analytics.Warehouse) error {
+	for {
+		more, err := d.deliverOnce(ctx, w)
+		if err != nil || !more || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// deliverOnce runs the warehouse once, if it has days due, and reports
+// whether more may be due.
+func (d *Deliverer) deliverOnce(ctx context.Context, w analytics.Warehouse) (more bool, err error) {
 	now := d.Now()
 	st, err := d.Directory.WarehouseState(ctx, w.ID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if now.Before(st.RetryAt) {
-		return nil
+		return false, nil
 	}
 	due, err := d.due(ctx, w, st, now)
 	if err != nil || len(due) == 0 {
-		return err
+		return false, err
 	}
 	claimed, err := d.Directory.ClaimWarehouse(ctx, w.ID, now, now.Add(Lease))
 	if err != nil || !claimed {
-		return err
+		return false, err
 	}
 	// What is due may have changed before the claim: read it again.
 	if st, err = d.Directory.WarehouseState(ctx, w.ID); err == nil {
@@ -120,9 +133,9 @@ func (d *Deliverer) Deliver(ctx context.Context, w analytics.Warehouse) error {
 	}
 	d.Metrics.WarehouseRun(w.ID, files, failures)
 	if rerr := d.Directory.WarehouseRan(context.WithoutCancel(ctx), w.ID, delivered, now, d.Now(), failure, retryAt); rerr != nil {
-		return errors.Join(err, rerr)
+		return false, errors.Join(err, rerr)
 	}
-	return err
+	return err == nil && len(delivered) == maxRunDays, err
 }
 
 // describe is a run's failure as the directory and the log keep it: the
