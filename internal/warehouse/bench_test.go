@@ -3,6 +3,7 @@ package warehouse_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -18,6 +19,26 @@ import (
 // of them active a day, three events each) to a folder: the cost of a
 // school's year, which the bench's backfill multiplies by its schools.
 func BenchmarkBackfill(b *testing.B) {
+	b.Run("folder", func(b *testing.B) {
+		backfill(b, func() warehouse.Sink { return warehouse.Folder{Root: b.TempDir()} })
+	})
+	b.Run("bucket", func(b *testing.B) {
+		endpoint := os.Getenv("GROUPANALYTICS_TEST_S3")
+		if endpoint == "" {
+			b.Skip("no GROUPANALYTICS_TEST_S3")
+		}
+		backfill(b, func() warehouse.Sink {
+			bucket, err := warehouse.OpenBucket(analytics.Warehouse{Endpoint: endpoint, Bucket: s3Bucket, AccessKey: s3AccessKey, SecretKey: s3SecretKey,
+				Prefix: fmt.Sprintf("bench/%d", time.Now().UnixNano())})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return bucket
+		})
+	})
+}
+
+func backfill(b *testing.B, sink func() warehouse.Sink) {
 	const schools, students, days = 4, 150, 365
 	s := storetest.SQL(storetest.Open(b, "sqlite"))
 	p := platform.New(s.Directory, s.Usage)
@@ -64,7 +85,7 @@ func BenchmarkBackfill(b *testing.B) {
 	engine := report.NewEngine(s.Directory, s.Usage)
 	b.ResetTimer()
 	for b.Loop() {
-		w := warehouse.NewWriter(engine, warehouse.Folder{Root: b.TempDir()}, analytics.FormatParquet, now)
+		w := warehouse.NewWriter(engine, sink(), analytics.FormatParquet, now)
 		for _, g := range groups {
 			if _, err := w.WriteSchool(ctx, g, analytics.DayRange{First: first, Last: first + days - 1}, now); err != nil {
 				b.Fatal(err)

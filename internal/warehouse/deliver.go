@@ -60,17 +60,27 @@ func (d *Deliverer) Run(ctx context.Context, every time.Duration) {
 	}
 }
 
-// Round runs every warehouse that has days due.
+// Round runs every warehouse that has days due, by turns: one that
+// wrote as many days as a run may (a backfill) runs again after the
+// others had theirs, until none has more, so that one district's backfill
+// does not hold up another's day.
 func (d *Deliverer) Round(ctx context.Context) error {
 	warehouses, err := d.Directory.WarehousesOf(ctx, "", "")
 	if err != nil {
 		return fmt.Errorf("warehouse round: %w", err)
 	}
 	var errs []error
-	for _, w := range warehouses {
-		if err := d.Deliver(ctx, w); err != nil {
-			errs = append(errs, fmt.Errorf("warehouse %s: %w", w.ID, err))
+	for len(warehouses) > 0 && ctx.Err() == nil {
+		var again []analytics.Warehouse
+		for _, w := range warehouses {
+			more, err := d.deliver(ctx, w)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("warehouse %s: %w", w.ID, err))
+			} else if more {
+				again = append(again, w)
+			}
 		}
+		warehouses = again
 	}
 	return errors.Join(errs...)
 }
@@ -81,23 +91,11 @@ type schoolDays struct {
 	days  []analytics.WarehouseDay
 }
 
-// Deliver runs the warehouse if it has days due and no other process's
-// claim holds it: a read only when nothing is due. A run that wrote as
-// many days as one may is followed by the next at once, so that a
-// backfill goes on without waiting for the next round. A run's failure
+// deliver runs the warehouse if it has days due and no other process's
+// claim holds it (a read only when nothing is due), and reports whether
+// more may be due: the run wrote as many days as one may. A run's failure
 // is recorded and logged, and returned.
-func (d *Deliverer) Deliver(ctx context.Context, w analytics.Warehouse) error {
-	for {
-		more, err := d.deliverOnce(ctx, w)
-		if err != nil || !more || ctx.Err() != nil {
-			return err
-		}
-	}
-}
-
-// deliverOnce runs the warehouse once, if it has days due, and reports
-// whether more may be due.
-func (d *Deliverer) deliverOnce(ctx context.Context, w analytics.Warehouse) (more bool, err error) {
+func (d *Deliverer) deliver(ctx context.Context, w analytics.Warehouse) (more bool, err error) {
 	now := d.Now()
 	st, err := d.Directory.WarehouseState(ctx, w.ID)
 	if err != nil {

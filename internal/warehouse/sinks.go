@@ -4,7 +4,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path"
@@ -25,29 +27,32 @@ type Sink interface {
 	Put(ctx context.Context, key string, body []byte) error
 }
 
-// Folder writes files under a directory: each to a temporary file,
-// renamed over the old, so that a reader never sees half a file. Sync
+// Folder writes files under a directory: each to a temporary file beside
+// it, renamed over the old, so that a reader never sees half a file. Sync
 // makes them durable all at once.
 type Folder struct{ Root string }
 
 func (f Folder) Put(_ context.Context, key string, body []byte) error {
 	name := filepath.Join(f.Root, filepath.FromSlash(key))
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+	dir := filepath.Dir(name)
+	// Each file has a folder of its own, whose parents mostly exist: one
+	// call makes it.
+	err := os.Mkdir(dir, 0o755)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("warehouse folder: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), ".part-*")
-	if err != nil {
-		return fmt.Errorf("warehouse folder: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(body)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	// One writer a file at a time: a run puts each file once, and one
+	// process at a time runs a warehouse.
+	tmp := filepath.Join(dir, ".part-"+filepath.Base(name))
+	err = os.WriteFile(tmp, body, 0o644)
 	if err == nil {
-		err = os.Rename(tmp.Name(), name)
+		err = os.Rename(tmp, name)
 	}
 	if err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("warehouse folder: %w", err)
 	}
 	return nil
