@@ -3,8 +3,8 @@ package warehouse_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
