@@ -40,7 +40,7 @@ func requireS3(t *testing.T) string {
 	}
 	endpoint := os.Getenv("GROUPANALYTICS_TEST_S3")
 	if endpoint == "" {
-		endpoint = "http://127.0.0.1:19800"
+		endpoint = "http://127.0.0.1:20700"
 	}
 	resp, err := http.Get(endpoint + "/" + s3Bucket)
 	if err == nil {
