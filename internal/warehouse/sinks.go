@@ -71,6 +71,9 @@ func (f Folder) Sync() error {
 // endpoint's answer.
 type Zip struct{ W *zip.Writer }
 
+// Parallel is 1: a zip is written in order, by one writer.
+func (Zip) Parallel() int { return 1 }
+
 func (z Zip) Put(_ context.Context, key string, body []byte) error {
 	// Parquet files are compressed already; CSV and manifests are not.
 	method := zip.Deflate
@@ -113,6 +116,10 @@ func OpenBucket(w analytics.Warehouse) (*Bucket, error) {
 	}
 	return &Bucket{client: client, bucket: w.Bucket, prefix: w.Prefix}, nil
 }
+
+// Parallel is the puts a bucket takes at once: each waits for a round
+// trip, and a store serves many.
+func (*Bucket) Parallel() int { return 32 }
 
 func (b *Bucket) Put(ctx context.Context, key string, body []byte) error {
 	contentType := "application/vnd.apache.parquet"

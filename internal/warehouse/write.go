@@ -15,8 +15,8 @@ import (
 
 // Writer writes schools' days to a sink and keeps the run's manifest. Its
 // files are put by a few workers at once (an object store answers each
-// put in a round trip), with at most maxPuts files waiting: what it holds
-// is bounded whatever the run's size.
+// put in a round trip), with as many waiting at most: what it holds is
+// bounded whatever the run's size.
 type Writer struct {
 	Engine   *report.Engine
 	Sink     Sink
@@ -39,19 +39,22 @@ type put struct {
 	body []byte
 }
 
-// putters are the workers putting a run's files at once.
+// putters are the workers putting a run's files at once, by default: a
+// sink may say how many it takes (parallelPuts).
 const putters = 8
+
+// parallelPuts is a sink that says how many files it takes at once.
+type parallelPuts interface{ Parallel() int }
 
 // NewWriter begins a run of format into sink at now. Close ends it.
 func NewWriter(engine *report.Engine, sink Sink, format string, now time.Time) *Writer {
-	w := &Writer{Engine: engine, Sink: sink, Format: format, encoder: NewEncoder(format), puts: make(chan put, putters),
+	n := putters
+	if p, ok := sink.(parallelPuts); ok {
+		n = p.Parallel()
+	}
+	w := &Writer{Engine: engine, Sink: sink, Format: format, encoder: NewEncoder(format), puts: make(chan put, n),
 		Manifest: Manifest{SchemaVersion: SchemaVersion, RunID: now.UTC().Format("20060102T150405.000Z"), Format: format,
 			StartedAt: now.UTC(), Files: []ManifestFile{}, Rewritten: []ManifestDay{}}}
-	// A zip is written in order, by one writer.
-	n := putters
-	if _, ok := sink.(Zip); ok {
-		n = 1
-	}
 	for range n {
 		w.workers.Go(func() {
 			for p := range w.puts {
