@@ -161,9 +161,15 @@ func (s *Store) Unsubscribe(ctx context.Context, token string) (analytics.Recipi
 // claiming at once exactly one wins.
 func (s *Store) ClaimDigest(ctx context.Context, d analytics.DigestSend, now, lease time.Time, maxAttempts int) (bool, error) {
 	o := ownerOf(d.GroupID, d.DistrictID)
+	return s.claim(ctx, "ClaimDigest", o.claim, o.id, d.Week.String(), d.Address, millis(lease), millis(now), maxAttempts)
+}
+
+// claim runs a claim's statement, which changes one row when the claim is
+// the caller's, and reports whether it was.
+func (s *Store) claim(ctx context.Context, op, statement string, args ...any) (bool, error) {
 	var claimed bool
-	err := s.transact(ctx, "ClaimDigest", func(tx *txn) error {
-		res, err := tx.ExecContext(ctx, s.q(o.claim), o.id, d.Week.String(), d.Address, millis(lease), millis(now), maxAttempts)
+	err := s.transact(ctx, op, func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, s.q(statement), args...)
 		if err != nil {
 			return err
 		}

@@ -160,18 +160,8 @@ func (s *Store) DeliveredWarehouseDays(ctx context.Context, groupID string, days
 // ClaimWarehouse takes the warehouse's next run until lease, when no
 // other claim is current and its retry time has passed.
 func (s *Store) ClaimWarehouse(ctx context.Context, warehouseID string, now, lease time.Time) (bool, error) {
-	var claimed bool
-	err := s.transact(ctx, "ClaimWarehouse", func(tx *txn) error {
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE warehouses SET claimed_until = ?
-			WHERE warehouse_id = ? AND claimed_until <= ? AND retry_at <= ?`), millis(lease), warehouseID, millis(now), millis(now))
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		claimed = n == 1
-		return err
-	})
-	return claimed, err
+	return s.claim(ctx, "ClaimWarehouse", `UPDATE warehouses SET claimed_until = ?
+		WHERE warehouse_id = ? AND claimed_until <= ? AND retry_at <= ?`, millis(lease), warehouseID, millis(now), millis(now))
 }
 
 // WarehouseState reads the warehouse's days due, its schools' last days

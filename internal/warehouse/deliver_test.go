@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -130,19 +129,7 @@ func TestDeliveriesToABucket(t *testing.T) {
 	endpoint := requireS3(t)
 	storetest.Each(t, func(t *testing.T, s storetest.Stores) {
 		e := newEnv(t, s)
-		rng := rand.New(rand.NewPCG(8, 79))
-		e.school("north", "America/New_York", 12, 0, rng)
-		e.school("south", "Pacific/Auckland", 9, 5, rng)
-		e.must(e.platform.CreateDistrict(ctx, "metro", "Metro", "America/New_York"))
-		for _, id := range []string{"north", "south"} {
-			e.must(nil, e.platform.AttachSchool(ctx, "metro", id))
-		}
-		keys := map[string]string{}
-		for _, id := range []string{"north", "south"} {
-			var err error
-			_, keys[id], err = e.platform.CreateKey(ctx, id, "check")
-			e.must(nil, err)
-		}
+		keys := e.metro(8)
 		// The bucket, through a proxy that the test cuts to fail a run.
 		proxy := storetest.NewProxy(t, strings.TrimPrefix(endpoint, "http://"))
 		prefix := fmt.Sprintf("districts/metro-%s-%d", filepath.Base(t.Name()), time.Now().UnixNano())

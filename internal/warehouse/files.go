@@ -148,17 +148,26 @@ func encodeCSV[T any](buf *bytes.Buffer, rows []T) error {
 	}
 	record := []string{}
 	for i := range rows {
-		v := reflect.ValueOf(&rows[i]).Elem()
-		record = record[:0]
-		for j := range v.NumField() {
-			record = append(record, csvField(v.Type().Field(j), v.Field(j)))
-		}
+		record = csvFields(record[:0], reflect.ValueOf(&rows[i]).Elem())
 		if err := w.Write(record); err != nil {
 			return err
 		}
 	}
 	w.Flush()
 	return w.Error()
+}
+
+// csvFields appends the fields of struct v, those of a struct it embeds
+// in its place, as Parquet's columns are.
+func csvFields(record []string, v reflect.Value) []string {
+	for j := range v.NumField() {
+		if f := v.Type().Field(j); f.Anonymous {
+			record = csvFields(record, v.Field(j))
+		} else {
+			record = append(record, csvField(f, v.Field(j)))
+		}
+	}
+	return record
 }
 
 func csvField(f reflect.StructField, v reflect.Value) string {

@@ -39,10 +39,17 @@ type StudentDay struct {
 	SchoolName string  `parquet:"school_name,dict"`
 	StudentID  string  `parquet:"student_id"`
 	SourcedID  *string `parquet:"student_sourced_id,optional"`
-	// Live lectures' metrics.
+	Metrics
+	UsedLiveLecture bool `parquet:"used_live_lecture"`
+	UsedChat        bool `parquet:"used_chat"`
+}
+
+// Metrics are both endpoints' metrics, a column each, in title order.
+type Metrics struct {
+	// Live lectures'.
 	SessionsMade int64 `parquet:"sessions_made"`
 	ChatMessages int64 `parquet:"chat_messages"`
-	// Chat's metrics.
+	// Chat's.
 	TotalMessages       int64 `parquet:"total_messages"`
 	TutorMeMessages     int64 `parquet:"tutor_me_messages"`
 	TestMessages        int64 `parquet:"test_messages"`
@@ -50,8 +57,16 @@ type StudentDay struct {
 	MaterialMessages    int64 `parquet:"material_messages"`
 	LiveLectureMessages int64 `parquet:"live_lecture_messages"`
 	MainChatMessages    int64 `parquet:"main_chat_messages"`
-	UsedLiveLecture     bool  `parquet:"used_live_lecture"`
-	UsedChat            bool  `parquet:"used_chat"`
+}
+
+// set sets the metrics of ep from a report's values, in title order.
+func (m *Metrics) set(ep *report.Endpoint, v []int64) {
+	if ep == report.LiveLecture {
+		m.SessionsMade, m.ChatMessages = v[0], v[1]
+		return
+	}
+	m.TotalMessages, m.TutorMeMessages, m.TestMessages, m.FlashcardMessages = v[0], v[1], v[2], v[3]
+	m.MaterialMessages, m.LiveLectureMessages, m.MainChatMessages = v[4], v[5], v[6]
 }
 
 // ClassMember is a student's membership of a class on a day.
@@ -68,22 +83,14 @@ type ClassMember struct {
 // cells never hide a school's own figures), with how many students used
 // each endpoint, and its size.
 type SchoolDay struct {
-	Date                int32  `parquet:"date,date"`
-	SchoolID            string `parquet:"school_id"`
-	SchoolName          string `parquet:"school_name"`
-	SessionsMade        int64  `parquet:"sessions_made"`
-	ChatMessages        int64  `parquet:"chat_messages"`
-	TotalMessages       int64  `parquet:"total_messages"`
-	TutorMeMessages     int64  `parquet:"tutor_me_messages"`
-	TestMessages        int64  `parquet:"test_messages"`
-	FlashcardMessages   int64  `parquet:"flashcard_messages"`
-	MaterialMessages    int64  `parquet:"material_messages"`
-	LiveLectureMessages int64  `parquet:"live_lecture_messages"`
-	MainChatMessages    int64  `parquet:"main_chat_messages"`
-	LiveLectureStudents int64  `parquet:"live_lecture_students_used"`
-	ChatStudents        int64  `parquet:"chat_students_used"`
-	StudentsEnrolled    int64  `parquet:"students_enrolled"`
-	Seats               int64  `parquet:"seats"`
+	Date       int32  `parquet:"date,date"`
+	SchoolID   string `parquet:"school_id"`
+	SchoolName string `parquet:"school_name"`
+	Metrics
+	LiveLectureStudents int64 `parquet:"live_lecture_students_used"`
+	ChatStudents        int64 `parquet:"chat_students_used"`
+	StudentsEnrolled    int64 `parquet:"students_enrolled"`
+	Seats               int64 `parquet:"seats"`
 }
 
 // SchoolDayFiles are the rows of one school's day, one slice a table.
@@ -209,11 +216,10 @@ func studentDays(ctx context.Context, engine *report.Engine, group analytics.Gro
 				byDay[d] = append(byDay[d], StudentDay{Date: int32(d), SchoolID: group.ID, StudentID: r.Student.ID})
 			}
 			row := &byDay[d][i]
+			row.set(ep, r.Values)
 			if ep == report.LiveLecture {
-				row.SessionsMade, row.ChatMessages, row.UsedLiveLecture = r.Values[0], r.Values[1], true
+				row.UsedLiveLecture = true
 			} else {
-				row.TotalMessages, row.TutorMeMessages, row.TestMessages, row.FlashcardMessages = r.Values[0], r.Values[1], r.Values[2], r.Values[3]
-				row.MaterialMessages, row.LiveLectureMessages, row.MainChatMessages = r.Values[4], r.Values[5], r.Values[6]
 				row.UsedChat = true
 			}
 			return nil
@@ -243,12 +249,10 @@ func schoolFigures(ctx context.Context, engine *report.Engine, group analytics.G
 		err := engine.Run(ctx, group, ep, q, now, func(r *report.Report) error {
 			row := &rows[i]
 			i++
+			row.set(ep, r.Values)
 			if ep == report.LiveLecture {
-				row.SessionsMade, row.ChatMessages = r.Values[0], r.Values[1]
 				row.LiveLectureStudents = int64(r.NumStudentsUsed)
 			} else {
-				row.TotalMessages, row.TutorMeMessages, row.TestMessages, row.FlashcardMessages = r.Values[0], r.Values[1], r.Values[2], r.Values[3]
-				row.MaterialMessages, row.LiveLectureMessages, row.MainChatMessages = r.Values[4], r.Values[5], r.Values[6]
 				row.ChatStudents = int64(r.NumStudentsUsed)
 			}
 			return nil

@@ -101,6 +101,25 @@ func (e *env) school(id, zone string, students, minCellSize int, rng *rand.Rand)
 	}
 }
 
+// metro makes the district metro of two schools, north (New York, 12
+// students) and south (Auckland, 9, minCellSize 5), with a month of use
+// drawn from seed, and returns a key of each school.
+func (e *env) metro(seed uint64) map[string]string {
+	e.t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 79))
+	e.school("north", "America/New_York", 12, 0, rng)
+	e.school("south", "Pacific/Auckland", 9, 5, rng)
+	e.must(e.platform.CreateDistrict(ctx, "metro", "Metro", "America/New_York"))
+	keys := map[string]string{}
+	for _, id := range []string{"north", "south"} {
+		e.must(nil, e.platform.AttachSchool(ctx, "metro", id))
+		_, key, err := e.platform.CreateKey(ctx, id, "check")
+		e.must(nil, err)
+		keys[id] = key
+	}
+	return keys
+}
+
 // get asks the server with key, and returns the status and body.
 func (e *env) get(path, key string) (int, []byte) {
 	e.t.Helper()
@@ -198,20 +217,9 @@ func reader(dir, format, table string) string {
 func TestFilesAddUpToTheReports(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s storetest.Stores) {
 		e := newEnv(t, s)
-		rng := rand.New(rand.NewPCG(7, 79))
-		e.school("north", "America/New_York", 12, 0, rng)
-		e.school("south", "Pacific/Auckland", 9, 5, rng)
-		e.must(e.platform.CreateDistrict(ctx, "metro", "Metro", "America/New_York"))
-		for _, id := range []string{"north", "south"} {
-			e.must(nil, e.platform.AttachSchool(ctx, "metro", id))
-		}
+		keys := e.metro(7)
 		_, districtKey, err := e.platform.CreateDistrictKey(ctx, "metro", "data team")
 		e.must(nil, err)
-		keys := map[string]string{}
-		for _, id := range []string{"north", "south"} {
-			_, keys[id], err = e.platform.CreateKey(ctx, id, "check")
-			e.must(nil, err)
-		}
 		const start, end = "2026-10-25", "2026-11-20"
 		for _, format := range []string{analytics.FormatParquet, analytics.FormatCSV} {
 			status, body := e.get("/api/warehouse-files?startDate="+start+"&endDate="+end+"&format="+format, districtKey)
@@ -308,7 +316,6 @@ func checkColumns(t *testing.T, db *sql.DB, dir, format string) {
 // checkTotals compares a school's files with its daily group reports.
 func checkTotals(t *testing.T, e *env, db *sql.DB, dir, format, school, key, start, end string) {
 	t.Helper()
-	type sums struct{ values []int64 }
 	for _, ep := range []struct {
 		name, used string
 		columns    []string
@@ -321,44 +328,10 @@ func checkTotals(t *testing.T, e *env, db *sql.DB, dir, format, school, key, sta
 		q := fmt.Sprintf(`SELECT strftime(date, '%%Y-%%m-%%d'), %s, count(DISTINCT student_id) FILTER (WHERE %s), count(*)
 			FROM %s WHERE school_id = ? AND date BETWEEN CAST(? AS DATE) AND CAST(? AS DATE) GROUP BY date`, sumsOf(ep.columns), ep.used,
 			reader(dir, format, warehouse.StudentDays))
-		byDay := map[string][]int64{}
-		rows, err := db.Query(q, school, start, end)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var day string
-			vals := make([]int64, len(ep.columns)+2)
-			ptrs := []any{&day}
-			for i := range vals {
-				ptrs = append(ptrs, &vals[i])
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			byDay[day] = vals
-		}
-		rows.Close()
-		schoolRows := map[string][]int64{}
-		rows, err = db.Query(fmt.Sprintf(`SELECT strftime(date, '%%Y-%%m-%%d'), %s, %s_students_used, students_enrolled, seats FROM %s
-			WHERE school_id = ? AND date BETWEEN CAST(? AS DATE) AND CAST(? AS DATE)`,
+		byDay := figuresByDay(t, db, len(ep.columns)+2, q, school, start, end)
+		schoolRows := figuresByDay(t, db, len(ep.columns)+3, fmt.Sprintf(`SELECT strftime(date, '%%Y-%%m-%%d'), %s, %s_students_used,
+			students_enrolled, seats FROM %s WHERE school_id = ? AND date BETWEEN CAST(? AS DATE) AND CAST(? AS DATE)`,
 			strings.Join(ep.columns, ", "), strings.TrimPrefix(ep.used, "used_"), reader(dir, format, warehouse.SchoolDays)), school, start, end)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var day string
-			vals := make([]int64, len(ep.columns)+3)
-			ptrs := []any{&day}
-			for i := range vals {
-				ptrs = append(ptrs, &vals[i])
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			schoolRows[day] = vals
-		}
-		rows.Close()
 		if len(reports) != 27 || len(schoolRows) != 27 {
 			t.Fatalf("%s %s: %d reports, %d school days", school, ep.name, len(reports), len(schoolRows))
 		}
@@ -398,6 +371,34 @@ func checkTotals(t *testing.T, e *env, db *sql.DB, dir, format, school, key, sta
 			t.Errorf("%s %s %s: only %d days of use", format, school, ep.name, used)
 		}
 	}
+}
+
+// figuresByDay runs a query whose rows are a day and n figures, and
+// returns the figures by day.
+func figuresByDay(t *testing.T, db *sql.DB, n int, query string, args ...any) map[string][]int64 {
+	t.Helper()
+	rows, err := db.Query(query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string][]int64{}
+	for rows.Next() {
+		var day string
+		figures := make([]int64, n)
+		dest := []any{&day}
+		for i := range figures {
+			dest = append(dest, &figures[i])
+		}
+		if err := rows.Scan(dest...); err != nil {
+			t.Fatal(err)
+		}
+		out[day] = figures
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // figure is a report's figure: -1 for one a small cell hides (null).
