@@ -239,16 +239,17 @@ type Directory interface {
 	// before. ClaimWarehouse takes the warehouse's next run until lease,
 	// when no other claim is current and its retry time has passed (of
 	// callers racing, in any processes, one at most); WarehouseState reads
-	// its days due, its schools' last days the schedule delivered and how
-	// its last run ended; WarehouseRan records the end of a run begun at
-	// started: the days delivered (no longer due, unless queued again
-	// since it began) and its failure ("": none) with when to try again,
-	// and ends the claim.
+	// the first limit of its days queued (by school and day) and how many
+	// there are, its schools' last days the schedule delivered and how its
+	// last run ended; WarehouseRan records the end of a run begun at
+	// started: the days delivered, and those dropped (no longer due
+	// either, unless queued again since it began, but not delivered), and
+	// its failure ("": none) with when to try again, and ends the claim.
 	QueueWarehouseDays(ctx context.Context, warehouseID string, days []WarehouseDay, at time.Time) error
 	DeliveredWarehouseDays(ctx context.Context, groupID string, days []Day) (map[string][]Day, error)
 	ClaimWarehouse(ctx context.Context, warehouseID string, now, lease time.Time) (bool, error)
-	WarehouseState(ctx context.Context, warehouseID string) (WarehouseState, error)
-	WarehouseRan(ctx context.Context, warehouseID string, delivered []WarehouseDay, started, at time.Time, failure string, retryAt time.Time) error
+	WarehouseState(ctx context.Context, warehouseID string, limit int) (WarehouseState, error)
+	WarehouseRan(ctx context.Context, warehouseID string, delivered, dropped []WarehouseDay, started, at time.Time, failure string, retryAt time.Time) error
 
 	AddToken(ctx context.Context, t PlatformToken) error
 	Tokens(ctx context.Context) ([]PlatformToken, error)

@@ -51,7 +51,10 @@ type WarehouseDay struct {
 // its days queued, each school's last day the schedule delivered, and its
 // last run.
 type WarehouseState struct {
+	// Pending are the first days queued, by school and day; Queued counts
+	// them all.
 	Pending   []WarehouseDay
+	Queued    int
 	Scheduled map[string]Day
 	LastRun   time.Time
 	LastError string

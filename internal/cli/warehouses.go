@@ -77,7 +77,7 @@ func warehouseShow(e *env, args []string) error {
 		}
 		fmt.Fprintf(e.stdout, "warehouse %s of %s: %s files to %s, daily from %s\n", w.ID, ownerName(w.GroupID, w.DistrictID), w.Format,
 			warehouse.Destination(w), w.From)
-		fmt.Fprintf(e.stdout, "days queued: %d; last run: %s\n", len(st.Pending), lastRun)
+		fmt.Fprintf(e.stdout, "days queued: %d; last run: %s\n", st.Queued, lastRun)
 		if st.Failures > 0 {
 			fmt.Fprintf(e.stdout, "failing: %d runs in a row, tried again at %s: %s\n", st.Failures, analytics.FormatTime(st.RetryAt),
 				cmp.Or(st.LastError, "(no reason kept)"))

@@ -256,7 +256,7 @@ func (s *Server) getWarehouse(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	out := toWarehouse(w)
-	out.Deliveries = &deliveriesJSON{DaysQueued: len(st.Pending), LastRunAt: timeOrNull(st.LastRun), LastError: orNull(st.LastError),
+	out.Deliveries = &deliveriesJSON{DaysQueued: st.Queued, LastRunAt: timeOrNull(st.LastRun), LastError: orNull(st.LastError),
 		Failures: st.Failures, RetryAt: timeOrNull(st.RetryAt)}
 	return http.StatusOK, out, nil
 }

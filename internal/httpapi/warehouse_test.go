@@ -95,6 +95,21 @@ func TestWarehousesAdministered(t *testing.T) {
 			t.Errorf("%s: %v %q", files[0], err, b)
 		}
 
+		// Days queued of a school the district no longer has are dropped,
+		// never delivered.
+		e.mustCall("POST", "/v1/admin/warehouses/river-files/backfill", token, `{"startDate": "2026-11-01", "endDate": "2026-11-05"}`, http.StatusAccepted)
+		e.mustCall("DELETE", "/v1/admin/districts/river/schools/north", token, "", http.StatusNoContent)
+		if err := d.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		one = e.mustCall("GET", "/v1/admin/warehouses/river-files", token, "", http.StatusOK)
+		if d, _ := one["deliveries"].(map[string]any); fmt.Sprint(d["daysQueued"]) != "0" || d["lastError"] != nil {
+			t.Errorf("after north left the district: %v", one)
+		}
+		if manifests, _ := filepath.Glob(filepath.Join(root, "river", "daily", "v1", "manifests", "*.json")); len(manifests) != 1 {
+			t.Errorf("manifests: %v", manifests)
+		}
+
 		e.mustCall("DELETE", "/v1/admin/warehouses/river-files", token, "", http.StatusNoContent)
 		e.mustCall("GET", "/v1/admin/warehouses/river-files", token, "", http.StatusNotFound)
 	})

@@ -122,7 +122,7 @@ func (p *Platform) Warehouse(ctx context.Context, warehouseID string) (analytics
 	if err != nil {
 		return w, analytics.WarehouseState{}, err
 	}
-	st, err := p.Directory.WarehouseState(ctx, warehouseID)
+	st, err := p.Directory.WarehouseState(ctx, warehouseID, 0)
 	return w, st, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -103,21 +104,18 @@ func (s *Store) RemoveWarehouse(ctx context.Context, warehouseID string) error {
 	})
 }
 
-// QueueWarehouseDays makes the days due for their reasons, at at.
+// QueueWarehouseDays makes the days due for their reasons, at at, in as
+// few statements as the database allows (a district's backfill queues
+// hundreds of thousands).
 func (s *Store) QueueWarehouseDays(ctx context.Context, warehouseID string, days []analytics.WarehouseDay, at time.Time) error {
+	rows := make([][]any, len(days))
+	for i, d := range days {
+		rows[i] = []any{warehouseID, d.GroupID, int64(d.Day), d.Reason, millis(at)}
+	}
 	return s.transact(ctx, "QueueWarehouseDays", func(tx *txn) error {
-		stmt, err := tx.PrepareContext(ctx, s.q(`INSERT INTO warehouse_days (warehouse_id, group_id, day, reason, queued_at)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT (warehouse_id, group_id, day) DO UPDATE SET reason = excluded.reason, queued_at = excluded.queued_at`))
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for _, d := range days {
-			if _, err := stmt.ExecContext(ctx, warehouseID, d.GroupID, int64(d.Day), d.Reason, millis(at)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.insertRows(ctx, tx, "warehouse_days (warehouse_id, group_id, day, reason, queued_at)",
+			[]string{"text", "text", "bigint", "text", "bigint"}, rows,
+			"ON CONFLICT (warehouse_id, group_id, day) DO UPDATE SET reason = excluded.reason, queued_at = excluded.queued_at", nil)
 	})
 }
 
@@ -164,15 +162,17 @@ func (s *Store) ClaimWarehouse(ctx context.Context, warehouseID string, now, lea
 		WHERE warehouse_id = ? AND claimed_until <= ? AND retry_at <= ?`, millis(lease), warehouseID, millis(now), millis(now))
 }
 
-// WarehouseState reads the warehouse's days due, its schools' last days
-// the schedule delivered, and how its last run ended.
-func (s *Store) WarehouseState(ctx context.Context, warehouseID string) (analytics.WarehouseState, error) {
+// WarehouseState reads the first limit of the warehouse's days queued and
+// how many there are, its schools' last days the schedule delivered, and
+// how its last run ended.
+func (s *Store) WarehouseState(ctx context.Context, warehouseID string, limit int) (analytics.WarehouseState, error) {
 	st := analytics.WarehouseState{Scheduled: map[string]analytics.Day{}}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var lastRun, retryAt int64
-	err := s.read.QueryRowContext(ctx, s.q(`SELECT last_run, last_error, failures, retry_at FROM warehouses WHERE warehouse_id = ?`),
-		warehouseID).Scan(&lastRun, &st.LastError, &st.Failures, &retryAt)
+	err := s.read.QueryRowContext(ctx, s.q(`SELECT last_run, last_error, failures, retry_at,
+			(SELECT count(*) FROM warehouse_days d WHERE d.warehouse_id = w.warehouse_id AND d.reason IS NOT NULL)
+		FROM warehouses w WHERE warehouse_id = ?`), warehouseID).Scan(&lastRun, &st.LastError, &st.Failures, &retryAt, &st.Queued)
 	if errors.Is(err, sql.ErrNoRows) {
 		return st, warehouseNotFound(warehouseID)
 	}
@@ -186,7 +186,7 @@ func (s *Store) WarehouseState(ctx context.Context, warehouseID string) (analyti
 		st.RetryAt = fromMillis(retryAt)
 	}
 	rows, err := s.read.QueryContext(ctx, s.q(`SELECT group_id, day, reason, COALESCE(delivered_at, 0) FROM warehouse_days
-		WHERE warehouse_id = ? AND reason IS NOT NULL ORDER BY group_id, day`), warehouseID)
+		WHERE warehouse_id = ? AND reason IS NOT NULL ORDER BY group_id, day LIMIT ?`), warehouseID, limit)
 	if err != nil {
 		return st, s.wrap("WarehouseState", err)
 	}
@@ -225,26 +225,36 @@ func (s *Store) WarehouseState(ctx context.Context, warehouseID string) (analyti
 }
 
 // WarehouseRan records the end of a run begun at started: the days
-// delivered at at, and its failure with when to try again.
-func (s *Store) WarehouseRan(ctx context.Context, warehouseID string, delivered []analytics.WarehouseDay, started, at time.Time,
+// delivered at at, those dropped, and its failure with when to try again.
+func (s *Store) WarehouseRan(ctx context.Context, warehouseID string, delivered, dropped []analytics.WarehouseDay, started, at time.Time,
 	failure string, retryAt time.Time) error {
+	rows := make([][]any, len(delivered))
+	for i, d := range delivered {
+		scheduled := 0
+		if d.Reason == analytics.ReasonSchedule {
+			scheduled = 1
+		}
+		rows[i] = []any{warehouseID, d.GroupID, int64(d.Day), millis(at), scheduled}
+	}
 	return s.transact(ctx, "WarehouseRan", func(tx *txn) error {
-		stmt, err := tx.PrepareContext(ctx, s.q(`INSERT INTO warehouse_days (warehouse_id, group_id, day, delivered_at, scheduled)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT (warehouse_id, group_id, day) DO UPDATE SET delivered_at = excluded.delivered_at,
+		// A day queued again since the run began stays due.
+		err := s.insertRows(ctx, tx, "warehouse_days (warehouse_id, group_id, day, delivered_at, scheduled)",
+			[]string{"text", "text", "bigint", "bigint", "bigint"}, rows,
+			`ON CONFLICT (warehouse_id, group_id, day) DO UPDATE SET delivered_at = excluded.delivered_at,
 			scheduled = CASE WHEN excluded.scheduled = 1 THEN 1 ELSE warehouse_days.scheduled END,
-			reason = CASE WHEN warehouse_days.queued_at <= ? THEN NULL ELSE warehouse_days.reason END`))
+			reason = CASE WHEN warehouse_days.queued_at <= `+strconv.FormatInt(millis(started), 10)+` THEN NULL ELSE warehouse_days.reason END`, nil)
 		if err != nil {
 			return err
 		}
-		defer stmt.Close()
-		for _, d := range delivered {
-			scheduled := 0
-			if d.Reason == analytics.ReasonSchedule {
-				scheduled = 1
-			}
-			if _, err := stmt.ExecContext(ctx, warehouseID, d.GroupID, int64(d.Day), millis(at), scheduled, millis(started)); err != nil {
-				return err
-			}
+		keys := make([][]any, len(dropped))
+		for i, d := range dropped {
+			keys[i] = []any{warehouseID, d.GroupID, int64(d.Day)}
+		}
+		err = s.selectKeyed(ctx, tx, `UPDATE warehouse_days SET reason = NULL FROM k WHERE warehouse_days.warehouse_id = k.k1
+			AND warehouse_days.group_id = k.k2 AND warehouse_days.day = k.k3 AND warehouse_days.queued_at <= `+strconv.FormatInt(millis(started), 10),
+			[]string{"text", "text", "bigint"}, keys, nil)
+		if err != nil {
+			return err
 		}
 		retry := int64(0)
 		if !retryAt.IsZero() {

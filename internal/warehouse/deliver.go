@@ -97,15 +97,15 @@ type schoolDays struct {
 // is recorded and logged, and returned.
 func (d *Deliverer) deliver(ctx context.Context, w analytics.Warehouse) (more bool, err error) {
 	now := d.Now()
-	st, err := d.Directory.WarehouseState(ctx, w.ID)
+	st, err := d.Directory.WarehouseState(ctx, w.ID, maxRunDays)
 	if err != nil {
 		return false, err
 	}
 	if now.Before(st.RetryAt) {
 		return false, nil
 	}
-	due, err := d.due(ctx, w, st, now)
-	if err != nil || len(due) == 0 {
+	due, dropped, err := d.due(ctx, w, st, now)
+	if err != nil || len(due) == 0 && len(dropped) == 0 {
 		return false, err
 	}
 	claimed, err := d.Directory.ClaimWarehouse(ctx, w.ID, now, now.Add(Lease))
@@ -113,8 +113,8 @@ func (d *Deliverer) deliver(ctx context.Context, w analytics.Warehouse) (more bo
 		return false, err
 	}
 	// What is due may have changed before the claim: read it again.
-	if st, err = d.Directory.WarehouseState(ctx, w.ID); err == nil {
-		due, err = d.due(ctx, w, st, now)
+	if st, err = d.Directory.WarehouseState(ctx, w.ID, maxRunDays); err == nil {
+		due, dropped, err = d.due(ctx, w, st, now)
 	}
 	var delivered []analytics.WarehouseDay
 	files := 0
@@ -130,10 +130,15 @@ func (d *Deliverer) deliver(ctx context.Context, w analytics.Warehouse) (more bo
 		d.Log.Info("warehouse delivered", "warehouse", w.ID, "days", len(delivered), "files", files)
 	}
 	d.Metrics.WarehouseRun(w.ID, files, failures)
-	if rerr := d.Directory.WarehouseRan(context.WithoutCancel(ctx), w.ID, delivered, now, d.Now(), failure, retryAt); rerr != nil {
+	if err != nil {
+		dropped = nil
+	}
+	if rerr := d.Directory.WarehouseRan(context.WithoutCancel(ctx), w.ID, delivered, dropped, now, d.Now(), failure, retryAt); rerr != nil {
 		return false, errors.Join(err, rerr)
 	}
-	return err == nil && len(delivered) == maxRunDays, err
+	// More may be due: the run wrote as many days as one may, or more are
+	// queued than were read.
+	return err == nil && (len(delivered) == maxRunDays || st.Queued > len(st.Pending)), err
 }
 
 // describe is a run's failure as the directory and the log keep it: the
@@ -145,23 +150,26 @@ func describe(err error) string {
 // due returns the schools' days due: of each school with a valid plan now
 // (the warehouse's school, or the district's), the days the schedule has
 // not delivered since the warehouse's first day up to the school's
-// yesterday, and its days queued; at most maxRunDays in all.
-func (d *Deliverer) due(ctx context.Context, w analytics.Warehouse, st analytics.WarehouseState, now time.Time) ([]schoolDays, error) {
+// yesterday, and its days queued; at most maxRunDays in all. dropped are
+// the days queued that will never be: past their school's retention, or
+// of a school the warehouse no longer takes.
+func (d *Deliverer) due(ctx context.Context, w analytics.Warehouse, st analytics.WarehouseState, now time.Time) (
+	due []schoolDays, dropped []analytics.WarehouseDay, err error) {
 	var schools []analytics.Group
 	if w.DistrictID != "" {
 		da, err := d.Directory.DistrictAccess(ctx, w.DistrictID, now)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		schools = da.Schools
 	} else {
 		group, err := d.Directory.Group(ctx, w.GroupID)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		plans, err := d.Directory.Plans(ctx, group.ID)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if slices.ContainsFunc(plans, func(p analytics.Plan) bool { return p.ValidAt(now) }) {
 			schools = []analytics.Group{group}
@@ -171,12 +179,11 @@ func (d *Deliverer) due(ctx context.Context, w analytics.Warehouse, st analytics
 	for _, p := range st.Pending {
 		queued[p.GroupID] = append(queued[p.GroupID], p)
 	}
-	var due []schoolDays
 	total := 0
 	for _, g := range schools {
 		loc, err := g.Location()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		first := g.FirstKeptDay(now, loc)
 		yesterday := analytics.DayOf(now, loc) - 1
@@ -190,12 +197,16 @@ func (d *Deliverer) due(ctx context.Context, w analytics.Warehouse, st analytics
 			byDay[day] = analytics.ReasonSchedule
 		}
 		for _, q := range queued[g.ID] {
-			if q.Day >= first && q.Day <= yesterday {
+			switch {
+			case q.Day < first:
+				dropped = append(dropped, q) // past retention: gone
+			case q.Day <= yesterday:
 				if _, scheduled := byDay[q.Day]; !scheduled || q.Reason == analytics.ReasonErasure {
 					byDay[q.Day] = q.Reason
 				}
 			}
 		}
+		delete(queued, g.ID)
 		for day, reason := range byDay {
 			sd.days = append(sd.days, analytics.WarehouseDay{GroupID: g.ID, Day: day, Reason: reason})
 		}
@@ -211,7 +222,14 @@ func (d *Deliverer) due(ctx context.Context, w analytics.Warehouse, st analytics
 			break
 		}
 	}
-	return due, nil
+	// The days queued of schools the warehouse no longer takes (out of
+	// the district, or without a valid plan) are not delivered.
+	for _, days := range queued {
+		if total < maxRunDays {
+			dropped = append(dropped, days...)
+		}
+	}
+	return due, dropped, nil
 }
 
 // run writes the days due to the warehouse's destination, then the run's
