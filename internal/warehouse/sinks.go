@@ -105,10 +105,13 @@ func OpenBucket(w analytics.Warehouse) (*Bucket, error) {
 		return nil, analytics.Errorf(analytics.Invalid, "Invalid endpoint %q: https is required (http only on loopback)", w.Endpoint)
 	}
 	client, err := minio.New(u.Host, &minio.Options{
-		Creds:        credentials.NewStaticV4(w.AccessKey, w.SecretKey, ""),
-		Secure:       u.Scheme == "https",
-		Region:       w.Region,
-		BucketLookup: minio.BucketLookupPath,
+		Creds:  credentials.NewStaticV4(w.AccessKey, w.SecretKey, ""),
+		Secure: u.Scheme == "https",
+		Region: w.Region,
+		// AWS's endpoints by the bucket's host name, as new buckets
+		// require; others (MinIO, SeaweedFS, Ceph, a loopback address) by
+		// its path.
+		BucketLookup: minio.BucketLookupAuto,
 		MaxRetries:   1, // the delivery retries with its own backoff
 	})
 	if err != nil {
@@ -137,18 +140,18 @@ func (b *Bucket) Put(ctx context.Context, key string, body []byte) error {
 	return nil
 }
 
-// Check writes and deletes a small object under the prefix: whether the
-// credentials may write there. Its error says why not, in the words of the
-// server (never the credentials).
+// Check writes a small object under the prefix, and then deletes it where
+// the credentials may: whether they may write there. Its error says why
+// not, in the words of the server (never the credentials). Credentials
+// that may only write (as a district may well give) leave the object,
+// which no table's files match.
 func (b *Bucket) Check(ctx context.Context) error {
 	key := path.Join(b.prefix, ".groupanalytics-check")
 	_, err := b.client.PutObject(ctx, b.bucket, key, strings.NewReader("ok"), 2, minio.PutObjectOptions{})
-	if err == nil {
-		err = b.client.RemoveObject(ctx, b.bucket, key, minio.RemoveObjectOptions{})
-	}
 	if err != nil {
 		return analytics.Errorf(analytics.Invalid, "The bucket %q refused a test write: %s", b.bucket, describeS3(err))
 	}
+	_ = b.client.RemoveObject(ctx, b.bucket, key, minio.RemoveObjectOptions{})
 	return nil
 }
 
