@@ -157,14 +157,19 @@ func (s *Server) districtReports(w http.ResponseWriter, r *http.Request, da *ana
 		}
 		out.csv = csvFileName(da.District.ID, loc, 0, kind, dq.Query, now)
 	}
-	ids := make([]string, len(leftOut))
-	for i, g := range leftOut {
-		ids[i] = g.ID
-	}
-	if len(ids) > 0 {
-		w.Header().Set("Schools-Left-Out", strings.Join(ids, ", "))
+	if len(leftOut) > 0 {
+		w.Header().Set("Schools-Left-Out", schoolIDs(leftOut))
 	}
 	s.streamReports(w, r, out, da.District.ID, s.engine.RunDistrict(r.Context(), da, ep, dq, now, out.write))
+}
+
+// schoolIDs are the schools' ids, joined by ", ".
+func schoolIDs(schools []analytics.Group) string {
+	out := make([]string, len(schools))
+	for i, g := range schools {
+		out[i] = g.ID
+	}
+	return strings.Join(out, ", ")
 }
 
 // recordAccess writes the access log's entry of a student-level answer

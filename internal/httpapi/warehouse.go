@@ -26,10 +26,13 @@ const maxWarehouseDays = 366
 // records it. A teacher's key has none: the files hold every student.
 func (s *Server) keyWarehouseFiles(w http.ResponseWriter, r *http.Request, access analytics.Access, now time.Time) {
 	values := r.URL.Query()
-	schools, days, format, err := s.warehouseRequest(values, access, now)
+	schools, leftOut, days, format, err := s.warehouseRequest(values, access, now)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if len(leftOut) > 0 {
+		w.Header().Set("Schools-Left-Out", schoolIDs(leftOut))
 	}
 	for _, g := range schools {
 		entry := analytics.AccessEntry{GroupID: g.ID, At: now, KeyID: access.KeyID, Person: access.Person, Client: s.limits.clientAddress(r),
@@ -68,57 +71,60 @@ func (s *Server) keyWarehouseFiles(w http.ResponseWriter, r *http.Request, acces
 // schools, the days (in the zone of the key's school or district) and
 // the format.
 func (s *Server) warehouseRequest(values map[string][]string, access analytics.Access, now time.Time) (
-	schools []analytics.Group, days analytics.DayRange, format string, err error) {
+	schools, leftOut []analytics.Group, days analytics.DayRange, format string, err error) {
 	for name, v := range values {
 		switch {
 		case !slices.Contains(warehouseParams, name):
-			return nil, days, "", analytics.Errorf(analytics.Invalid, "Unknown parameter %q: expected %s", name, strings.Join(warehouseParams, ", "))
+			return nil, nil, days, "", analytics.Errorf(analytics.Invalid, "Unknown parameter %q: expected %s", name, strings.Join(warehouseParams, ", "))
 		case name != "schoolId" && len(v) > 1:
-			return nil, days, "", analytics.Errorf(analytics.Invalid, "Invalid %s: given %d times", name, len(v))
+			return nil, nil, days, "", analytics.Errorf(analytics.Invalid, "Invalid %s: given %d times", name, len(v))
 		case slices.Contains(v, ""):
-			return nil, days, "", analytics.Errorf(analytics.Invalid, "Missing %s: it is empty", name)
+			return nil, nil, days, "", analytics.Errorf(analytics.Invalid, "Missing %s: it is empty", name)
 		}
 	}
 	format = analytics.FormatParquet
 	if v := values["format"]; len(v) == 1 {
 		if format = strings.ToLower(v[0]); format != analytics.FormatParquet && format != analytics.FormatCSV {
-			return nil, days, "", analytics.Errorf(analytics.Invalid, "Invalid format: expected parquet or csv, got %q", v[0])
+			return nil, nil, days, "", analytics.Errorf(analytics.Invalid, "Invalid format: expected parquet or csv, got %q", v[0])
 		}
 	}
 	var zone string
 	switch {
 	case access.ForClasses:
-		return nil, days, "", analytics.Errorf(analytics.Unauthorized, "A teacher's key cannot read the school's warehouse files")
+		return nil, nil, days, "", analytics.Errorf(analytics.Unauthorized, "A teacher's key cannot read the school's warehouse files")
 	case access.District == nil && len(values["schoolId"]) > 0:
-		return nil, days, "", analytics.Errorf(analytics.Invalid, "Invalid schoolId: it is for a district's key, and this key is a school's")
+		return nil, nil, days, "", analytics.Errorf(analytics.Invalid, "Invalid schoolId: it is for a district's key, and this key is a school's")
 	case access.District == nil:
 		schools, zone = []analytics.Group{access.Group}, access.Group.TimeZone
 	default:
 		if _, err = parseDistrictParams(map[string]string{}, values["schoolId"]); err != nil {
-			return nil, days, "", err
+			return nil, nil, days, "", err
 		}
-		if schools, _, err = access.District.Asked(values["schoolId"]); err != nil {
-			return nil, days, "", err
+		if schools, leftOut, err = access.District.Asked(values["schoolId"]); err != nil {
+			return nil, nil, days, "", err
+		}
+		if len(schools) == 0 {
+			return nil, nil, days, "", analytics.Errorf(analytics.Invalid, "Invalid schoolId: no school asked has a valid plan now (%s)", schoolIDs(leftOut))
 		}
 		zone = access.District.District.TimeZone
 	}
 	days, err = warehouseDays(values, zone, now)
 	if err != nil {
-		return nil, days, "", err
+		return nil, nil, days, "", err
 	}
 	// Each school's days past its retention are gone: its files start
 	// at its first kept day.
 	for _, g := range schools {
 		loc, err := g.Location()
 		if err != nil {
-			return nil, days, "", err
+			return nil, nil, days, "", err
 		}
 		if first := g.FirstKeptDay(now, loc); days.First < first {
-			return nil, days, "", analytics.Errorf(analytics.Invalid, "Invalid startDate: %s is before %s, the first day school %s keeps (its usage is kept %s)",
+			return nil, nil, days, "", analytics.Errorf(analytics.Invalid, "Invalid startDate: %s is before %s, the first day school %s keeps (its usage is kept %s)",
 				days.First, first, g.ID, g.Retention)
 		}
 	}
-	return schools, days, format, nil
+	return schools, leftOut, days, format, nil
 }
 
 // warehouseDays reads startDate and endDate, both required, as calendar

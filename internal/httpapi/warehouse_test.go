@@ -165,9 +165,24 @@ func TestWarehouseFilesPulled(t *testing.T) {
 				t.Errorf("%s: %d %s, want %d %s", tt.query, resp.status, resp.body, tt.status, tt.want)
 			}
 		}
+		// A school without a plan is left out, and named.
+		if _, err := e.platform.CreateGroup(ctx, "east", "East", "UTC"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.platform.AttachSchool(ctx, "river", "east"); err != nil {
+			t.Fatal(err)
+		}
+		resp := e.do("GET", "/api/warehouse-files?startDate=2026-11-19&endDate=2026-11-20", districtKey, "")
+		if resp.status != 200 || resp.header.Get("Schools-Left-Out") != "east" {
+			t.Errorf("a school without a plan: %d %v", resp.status, resp.header)
+		}
+		resp = e.do("GET", "/api/warehouse-files?startDate=2026-11-19&endDate=2026-11-20&schoolId=east", districtKey, "")
+		if resp.status != 400 || resp.errorMessage(t) != "Invalid schoolId: no school asked has a valid plan now (east)" {
+			t.Errorf("only a school without a plan: %d %s", resp.status, resp.body)
+		}
 		// Each pull is in the school's access log.
 		log := e.mustCall("GET", "/v1/admin/groups/north/access-log", e.token(), "", http.StatusOK)
-		if entries, _ := log["entries"].([]any); len(entries) != 3 || entries[0].(map[string]any)["endpoint"] != "/api/warehouse-files" {
+		if entries, _ := log["entries"].([]any); len(entries) != 4 || entries[0].(map[string]any)["endpoint"] != "/api/warehouse-files" {
 			t.Errorf("access log: %v", log)
 		}
 	})
