@@ -157,25 +157,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 
-	// The server runs with rate limits (too high to refuse anything) and
-	// metrics, as in production; the floor is measured again without them.
-	prodArgs := slices.Concat(serverArgs, productionArgs)
-	var warehouseDir string
-	if cfg.Warehouse != "" {
-		if warehouseDir, err = os.MkdirTemp("", "groupanalytics-bench-warehouse-"); err != nil {
-			return nil, err
-		}
-		if !cfg.Keep {
-			defer os.RemoveAll(warehouseDir)
-		}
-		prodArgs = append(prodArgs, warehouseArgs(warehouseDir)...)
-	}
-	srv, err := StartServer(cfg.Binary, prodArgs)
+	srv, prodArgs, warehouseDir, stop, err := startServer(cfg, serverArgs)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Stop()
-	_, r := scenariosOf(cfg, now)
+	defer stop()
+	scenarios, r := scenariosOf(cfg, now)
 	measureWarehouse := func() (err error) {
 		res.Warehouse, err = measureWarehouse(cfg, srv, warehouseDir, keys.token, keys.other, min(cfg.Scale.OtherGroups, maxDistrictSchools), r)
 		return err
@@ -193,33 +180,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	scenarios, _ := scenariosOf(cfg, now)
-	floor := scenario{name: "floor: empty group", endpoint: "chat", r: r}
-	res.Floor, _, err = measure(srv.Base, keys.empty, floor, cfg)
-	if err != nil {
+	if err := measureRequests(ctx, cfg, st, srv, serverArgs, prodArgs, keys, scenarios, r, bl, now, res); err != nil {
 		return nil, err
 	}
-	if res.FloorBare, err = measureBareFloor(ctx, cfg, serverArgs, keys.empty, floor); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(cfg.Out, "floor: p50 %.3f ms with rate limits and metrics, %.3f ms without\n", res.Floor.P50, res.FloorBare.P50)
-	if err := timeRefusals(ctx, cfg, st, srv.Base, now, res); err != nil {
-		return nil, err
-	}
-	if err := measureReports(ctx, cfg, srv, st, keys, scenarios, bl, res); err != nil {
-		return nil, err
-	}
-	students := slices.DeleteFunc(slices.Clone(scenarios), func(sc scenario) bool {
-		return !strings.Contains(sc.params, "students=true") || sc.acceptEncoding != ""
-	})
-	if res.AccessLog, err = measureAccessLog(cfg, prodArgs, srv, keys, students); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(cfg.Out, "measured the access log's cost\n")
-	if res.SignedIn, err = measureSignedIn(ctx, cfg, srv, st, keys, students, now); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(cfg.Out, "measured a signed-in session's cost\n")
 	if cfg.Scale.OtherGroups > 0 {
 		if err := measureOthers(ctx, cfg, st, srv, keys.district, r, res); err != nil {
 			return nil, err
@@ -247,6 +210,62 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	printTable(cfg.Out, res)
 	return res, nil
+}
+
+// startServer starts the server as in production, with rate limits (too
+// high to refuse anything) and metrics, and with a warehouse directory
+// when the warehouse is measured; it returns the server, its arguments,
+// that directory, and what stops it and removes the directory.
+func startServer(cfg Config, serverArgs []string) (srv *Server, prodArgs []string, warehouseDir string, stop func(), err error) {
+	prodArgs = slices.Concat(serverArgs, productionArgs)
+	removeDir := func() {}
+	if cfg.Warehouse != "" {
+		if warehouseDir, err = os.MkdirTemp("", "groupanalytics-bench-warehouse-"); err != nil {
+			return nil, nil, "", nil, err
+		}
+		if !cfg.Keep {
+			removeDir = func() { os.RemoveAll(warehouseDir) }
+		}
+		prodArgs = append(prodArgs, warehouseArgs(warehouseDir)...)
+	}
+	if srv, err = StartServer(cfg.Binary, prodArgs); err != nil {
+		removeDir()
+		return nil, nil, "", nil, err
+	}
+	return srv, prodArgs, warehouseDir, func() { srv.Stop(); removeDir() }, nil
+}
+
+// measureRequests measures the requests of one school: the floor (again
+// without rate limits and metrics), refusals, the report scenarios, and
+// what the access log and a signed-in session cost.
+func measureRequests(ctx context.Context, cfg Config, st *stores.Stores, srv *Server, serverArgs, prodArgs []string, keys benchKeys,
+	scenarios []scenario, r analytics.DayRange, bl *baselines, now time.Time, res *Result) (err error) {
+	floor := scenario{name: "floor: empty group", endpoint: "chat", r: r}
+	if res.Floor, _, err = measure(srv.Base, keys.empty, floor, cfg); err != nil {
+		return err
+	}
+	if res.FloorBare, err = measureBareFloor(ctx, cfg, serverArgs, keys.empty, floor); err != nil {
+		return err
+	}
+	fmt.Fprintf(cfg.Out, "floor: p50 %.3f ms with rate limits and metrics, %.3f ms without\n", res.Floor.P50, res.FloorBare.P50)
+	if err := timeRefusals(ctx, cfg, st, srv.Base, now, res); err != nil {
+		return err
+	}
+	if err := measureReports(ctx, cfg, srv, st, keys, scenarios, bl, res); err != nil {
+		return err
+	}
+	students := slices.DeleteFunc(slices.Clone(scenarios), func(sc scenario) bool {
+		return !strings.Contains(sc.params, "students=true") || sc.acceptEncoding != ""
+	})
+	if res.AccessLog, err = measureAccessLog(cfg, prodArgs, srv, keys, students); err != nil {
+		return err
+	}
+	fmt.Fprintf(cfg.Out, "measured the access log's cost\n")
+	if res.SignedIn, err = measureSignedIn(ctx, cfg, srv, st, keys, students, now); err != nil {
+		return err
+	}
+	fmt.Fprintf(cfg.Out, "measured a signed-in session's cost\n")
+	return nil
 }
 
 // storeBytes is what the run's stores hold on disk: the ClickHouse
