@@ -212,29 +212,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// startServer starts the server as in production, with rate limits (too
-// high to refuse anything) and metrics, and with a warehouse directory
-// when the warehouse is measured; it returns the server, its arguments,
-// that directory, and what stops it and removes the directory.
-func startServer(cfg Config, serverArgs []string) (srv *Server, prodArgs []string, warehouseDir string, stop func(), err error) {
-	prodArgs = slices.Concat(serverArgs, productionArgs)
-	removeDir := func() {}
-	if cfg.Warehouse != "" {
-		if warehouseDir, err = os.MkdirTemp("", "groupanalytics-bench-warehouse-"); err != nil {
-			return nil, nil, "", nil, err
-		}
-		if !cfg.Keep {
-			removeDir = func() { os.RemoveAll(warehouseDir) }
-		}
-		prodArgs = append(prodArgs, warehouseArgs(warehouseDir)...)
-	}
-	if srv, err = StartServer(cfg.Binary, prodArgs); err != nil {
-		removeDir()
-		return nil, nil, "", nil, err
-	}
-	return srv, prodArgs, warehouseDir, func() { srv.Stop(); removeDir() }, nil
-}
-
 // measureRequests measures the requests of one school: the floor (again
 // without rate limits and metrics), refusals, the report scenarios, and
 // what the access log and a signed-in session cost.
@@ -276,11 +253,6 @@ func storeBytes(ctx context.Context, st *stores.Stores, base *baseline, dsn stri
 	}
 	return diskBytes(ctx, base.db, st.Directory.Dialect(), dsn)
 }
-
-// productionArgs are the server's flags as in production: rate limits,
-// set too high to refuse anything, and metrics.
-var productionArgs = []string{"--key-rate-limit", "1000000/s", "--token-rate-limit", "1000000/s", "--failed-auth-limit", "1000000/s",
-	"--metrics-addr", "127.0.0.1:0"}
 
 // openStores makes the run's stores (a new SQLite file or databases of
 // their own) and opens them; it returns the directory's DSN, the

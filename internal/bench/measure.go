@@ -57,6 +57,34 @@ func StartServer(binary string, args []string) (*Server, error) {
 	return nil, errors.New("the server did not become ready")
 }
 
+// productionArgs are the server's flags as in production: rate limits,
+// set too high to refuse anything, and metrics.
+var productionArgs = []string{"--key-rate-limit", "1000000/s", "--token-rate-limit", "1000000/s", "--failed-auth-limit", "1000000/s",
+	"--metrics-addr", "127.0.0.1:0"}
+
+// startServer starts the server as in production, with rate limits (too
+// high to refuse anything) and metrics, and with a warehouse directory
+// when the warehouse is measured; it returns the server, its arguments,
+// that directory, and what stops it and removes the directory.
+func startServer(cfg Config, serverArgs []string) (srv *Server, prodArgs []string, warehouseDir string, stop func(), err error) {
+	prodArgs = slices.Concat(serverArgs, productionArgs)
+	removeDir := func() {}
+	if cfg.Warehouse != "" {
+		if warehouseDir, err = os.MkdirTemp("", "groupanalytics-bench-warehouse-"); err != nil {
+			return nil, nil, "", nil, err
+		}
+		if !cfg.Keep {
+			removeDir = func() { os.RemoveAll(warehouseDir) }
+		}
+		prodArgs = append(prodArgs, warehouseArgs(warehouseDir)...)
+	}
+	if srv, err = StartServer(cfg.Binary, prodArgs); err != nil {
+		removeDir()
+		return nil, nil, "", nil, err
+	}
+	return srv, prodArgs, warehouseDir, func() { srv.Stop(); removeDir() }, nil
+}
+
 // Stop stops the server gracefully (SIGTERM), or kills it after 30 s.
 func (s *Server) Stop() {
 	s.Cmd.Process.Signal(syscall.SIGTERM)
