@@ -81,6 +81,11 @@ func newEnvWith(t *testing.T, stores storetest.Stores, tune func(*httpapi.Config
 	e.server = httptest.NewUnstartedServer(nil)
 	cfg.PublicURL = "http://" + e.server.Listener.Addr().String()
 	tune(&cfg)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", e.logs.String())
+		}
+	})
 	e.server.Config.Handler = httpapi.New(cfg)
 	e.server.Start()
 	t.Cleanup(e.server.Close)

@@ -359,8 +359,19 @@ func (g *GroupTx) SaveStudents(ctx context.Context, updates []analytics.StudentU
 }
 
 // DeleteGroup deletes the group and everything the directory holds of it
-// with the transaction, and returns what it removed.
+// with the transaction, and returns what it removed. As EraseGroup does,
+// it folds the access log's pending entries first, so that the group's go
+// with its log, and then locks the group's row for the deletion: the lock
+// of a usage write lets foreign keys through, and a fold (or a warehouse's
+// record) that named the group between the deletion of its rows and of
+// the group failed the deletion with a 500.
 func (g *GroupTx) DeleteGroup(ctx context.Context) ([]analytics.Deleted, error) {
+	if err := g.s.foldAccess(ctx); err != nil {
+		return nil, err
+	}
+	if err := g.s.lockGroup(ctx, g.tx, g.groupID); err != nil {
+		return nil, err
+	}
 	return g.s.deleteGroupRows(ctx, g.tx, g.groupID)
 }
 
