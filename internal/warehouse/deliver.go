@@ -124,7 +124,9 @@ func (d *Deliverer) deliver(ctx context.Context, w analytics.Warehouse) (more bo
 	failure, retryAt, failures := "", time.Time{}, 0
 	if err != nil {
 		failures = st.Failures + 1
-		failure, retryAt = describe(err), now.Add(Backoff(failures))
+		// The cause, as the directory and the log keep it: never a
+		// credential (the S3 errors carry none).
+		failure, retryAt = err.Error(), now.Add(Backoff(failures))
 		d.Log.Warn("warehouse run failed", "warehouse", w.ID, "failures", failures, "retry_at", retryAt, "error", failure)
 	} else {
 		d.Log.Info("warehouse delivered", "warehouse", w.ID, "days", len(delivered), "files", files)
@@ -139,12 +141,6 @@ func (d *Deliverer) deliver(ctx context.Context, w analytics.Warehouse) (more bo
 	// More may be due: the run wrote as many days as one may, or more are
 	// queued than were read.
 	return err == nil && (len(delivered) == maxRunDays || st.Queued > len(st.Pending)), err
-}
-
-// describe is a run's failure as the directory and the log keep it: the
-// cause, never a credential (the S3 errors carry none).
-func describe(err error) string {
-	return err.Error()
 }
 
 // due returns the schools' days due: of each school with a valid plan now
