@@ -84,6 +84,9 @@ func TestDirectoryFailover(t *testing.T) {
 			// of the school written to meanwhile (whose write, committed on
 			// the primary alone, is in the log).
 			pair.Rejoin()
+			if kind == "postgres" {
+				checkNewDatabaseThroughURL(t, bin, pair)
+			}
 			waitForEvent(t, srv.Base, token, "after-rejoin", anyGroup(keys))
 			eventCounts(t, srv.Base, keys)
 			pair.Kill(pair.Standby())
@@ -104,6 +107,25 @@ func TestDirectoryFailover(t *testing.T) {
 			waitForEvent(t, srv.Base, token, "after-standby-back", anyGroup(keys))
 		})
 	}
+}
+
+// checkNewDatabaseThroughURL creates a database on the new primary while the
+// old one, its standby now and the first host of the URL, has not replayed
+// the creation (its replay paused): the URL still reaches the primary, though
+// the standby answers first that the database does not exist.
+func checkNewDatabaseThroughURL(t *testing.T, bin string, pair *storetest.PostgresPair) {
+	t.Helper()
+	standby := pair.Standby()
+	if standby != "a" {
+		t.Fatalf("after the failover the standby is %q, want a, the URL's first host", standby)
+	}
+	pair.SQL(standby, "SELECT pg_wal_replay_pause()")
+	defer pair.SQL(standby, "SELECT pg_wal_replay_resume()")
+	pair.SQL(pair.Primary(), "CREATE DATABASE after_failover")
+	if n := pair.SQL(standby, "SELECT count(*) FROM pg_database WHERE datname = 'after_failover'"); n != "0" {
+		t.Fatalf("the standby has replayed the database's creation already (%s)", n)
+	}
+	runBinary(t, bin, "migrate", "--db", pair.URL("after_failover"))
 }
 
 // anyGroup is one of the groups of keys.

@@ -44,7 +44,7 @@ func (s *Store) HoldUsageWrites(ctx context.Context) (*WritesHold, error) {
 	}
 	h := &WritesHold{}
 	err := func() (err error) {
-		if h.lock, err = pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy()); err != nil {
+		if h.lock, err = s.connect(ctx); err != nil {
 			return err
 		}
 		// New writers queue behind a backup that waits: it waits for a
@@ -55,7 +55,7 @@ func (s *Store) HoldUsageWrites(ctx context.Context) (*WritesHold, error) {
 		if _, err = h.lock.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(usageWritesLockKey)); err != nil {
 			return fmt.Errorf("the writers of usage did not pause within 10 s (a long erasure, move or retention run): try again (%w)", err)
 		}
-		if h.snap, err = pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy()); err != nil {
+		if h.snap, err = s.connect(ctx); err != nil {
 			return err
 		}
 		if h.snapTx, err = h.snap.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}); err != nil {

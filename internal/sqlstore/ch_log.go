@@ -8,8 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"groupanalytics/internal/analytics"
 	"groupanalytics/internal/writebehind"
 )
@@ -256,7 +254,7 @@ func (s *Store) LeadApplier(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	if s.lead == nil {
-		conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+		conn, err := s.connect(ctx)
 		if err != nil {
 			return false, s.wrap("LeadApplier", err)
 		}
@@ -287,7 +285,7 @@ func (s *Store) VacuumLog(ctx context.Context) error {
 	if s.pool == nil {
 		return fmt.Errorf("VacuumLog: a sharded usage store needs a PostgreSQL directory, not %s", s.dialect.name)
 	}
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	conn, err := s.connect(ctx)
 	if err != nil {
 		return s.wrap("VacuumLog", err)
 	}

@@ -68,6 +68,7 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	}
 	cfg.HealthCheckPeriod = 5 * time.Second
+	cfg.BeforeConnect = pickHost
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
@@ -90,6 +91,40 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 		return nil, errors.Join(err, s.closeConnections())
 	}
 	return s, nil
+}
+
+// pickHost points a new connection of a URL naming several hosts at the
+// first of them that takes it, tried in the URL's order. pgx stops at the
+// first host that refuses the login with a server error, and after a
+// failover that may be a standby that has not yet replayed the creation of
+// the database; the service wants the next host tried, as for a host down.
+func pickHost(ctx context.Context, cc *pgx.ConnConfig) error {
+	if len(cc.Fallbacks) == 0 {
+		return nil
+	}
+	hosts := append([]*pgconn.FallbackConfig{{Host: cc.Host, Port: cc.Port, TLSConfig: cc.TLSConfig}}, cc.Fallbacks...)
+	var errs []error
+	for _, h := range hosts {
+		one := cc.Config.Copy()
+		one.Host, one.Port, one.TLSConfig, one.Fallbacks = h.Host, h.Port, h.TLSConfig, nil
+		conn, err := pgconn.ConnectConfig(ctx, one)
+		if err == nil {
+			cc.Host, cc.Port, cc.TLSConfig, cc.Fallbacks = h.Host, h.Port, h.TLSConfig, nil
+			return conn.Close(ctx)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// connect opens a connection of the store's own, outside its pools, to the
+// host pickHost finds.
+func (s *Store) connect(ctx context.Context) (*pgx.Conn, error) {
+	cc := s.pool.Config().ConnConfig.Copy()
+	if err := pickHost(ctx, cc); err != nil {
+		return nil, err
+	}
+	return pgx.ConnectConfig(ctx, cc)
 }
 
 // openPool opens a pool of its own, of maxConns connections to cfg's

@@ -80,6 +80,12 @@ func (p *PostgresPair) Promote() { p.t.Helper(); p.run("promote") }
 // Rejoin makes the server that is not primary its synchronous standby.
 func (p *PostgresPair) Rejoin() { p.t.Helper(); p.run("rejoin") }
 
+// SQL runs a statement on server s ("a" or "b") and returns what it printed.
+func (p *PostgresPair) SQL(s, statement string) string {
+	p.t.Helper()
+	return strings.TrimSpace(p.run("sql", s, statement))
+}
+
 // Start starts the servers that are not running.
 func (p *PostgresPair) Start() { p.t.Helper(); p.run("start") }
 
