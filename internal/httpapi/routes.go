@@ -147,6 +147,7 @@ func (s *Server) mux() *http.ServeMux {
 			r.Body = http.MaxBytesReader(innermost(w), r.Body, rt.bodyLimit)
 			rt.handler(w, r)
 		})
+		s.metrics.Route(path, method)
 		if allow[path] == nil {
 			paths = append(paths, path)
 		}

@@ -89,9 +89,13 @@ func New() *Metrics {
 			Help: "Runs in a row that failed, by warehouse: 0 once one delivers.",
 		}, []string{"warehouse"}),
 	}
-	for _, result := range []string{"delivered", "failed"} {
-		m.warehouse.WithLabelValues(result)
-	}
+	// Every series an alert counts the rate of is there from the start at
+	// zero: rate() over a series that appears at 1 misses that first burst.
+	zero(m.events, "accepted", "duplicate", "rejected")
+	zero(m.storeErrors, "unavailable", "internal")
+	zero(m.limited, "key", "token", "failed_auth")
+	zero(m.digests, "sent", "retry", "given_up")
+	zero(m.warehouse, "delivered", "failed")
 	b := buildinfo.Get()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "groupanalytics_build_info",
@@ -103,6 +107,24 @@ func New() *Metrics {
 		m.storeErrors, m.limited, m.digests, m.warehouse, m.whFiles, m.whFailing, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// zero makes the series of each of a one-label counter's values, at zero.
+func zero(c *prometheus.CounterVec, values ...string) {
+	for _, v := range values {
+		c.WithLabelValues(v)
+	}
+}
+
+// Route makes a route's series of failed requests (500 and 503), at zero,
+// so that an alert on their rate sees a route's first failures.
+func (m *Metrics) Route(route, method string) {
+	if m == nil {
+		return
+	}
+	for _, status := range []int{http.StatusInternalServerError, http.StatusServiceUnavailable} {
+		m.requests.WithLabelValues(route, method, strconv.Itoa(status))
+	}
 }
 
 // Handler serves the metrics in the Prometheus text format.
