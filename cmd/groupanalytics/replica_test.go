@@ -38,8 +38,8 @@ func startReplicated(t *testing.T, basePort int) (cluster *storetest.Cluster, us
 // TestReplicaLostForGood kills one replica of the shard with SIGKILL
 // while a client streams batches, deletes its data and starts an empty
 // server in its place. Meanwhile every write is acknowledged (into the
-// write-behind log) and every report answers within the store timeout:
-// with every acknowledged batch, or 503 while logged events wait for the
+// write-behind log) and every report answers within the store timeout
+// with every acknowledged batch, though logged events wait for the
 // quorum. Once the replacement is up, the log is applied by itself, every
 // acknowledged batch counts once, and the replacement holds what its peer
 // holds.
@@ -68,7 +68,9 @@ func TestReplicaLostForGood(t *testing.T) {
 			refused++
 		}
 	}
-	t.Logf("with a replica down, 28 writes acknowledged, %d of 7 reports answered 503", refused)
+	if refused > 0 {
+		t.Errorf("with a replica down, %d of 7 reports answered 503, want every one answered from the applied rows and the log", refused)
+	}
 
 	cluster.Replace(1, 2)
 	start := time.Now()
@@ -113,10 +115,9 @@ func reportWithin(t *testing.T, base, key string, acked map[int]bool) bool {
 
 // TestZooKeeperStoppedMidStream stops ZooKeeper for 20 s while a client
 // streams batches, sending each until it is acknowledged: every write and
-// every report answers within the store timeout (a report with every
-// batch acknowledged before it, or 503 while logged events cannot be
-// applied), reports answer again once ZooKeeper is back, and every batch
-// counts once.
+// every report answers within the store timeout, each report with every
+// batch acknowledged before it though logged events cannot be applied,
+// and every batch counts once once ZooKeeper is back.
 func TestZooKeeperStoppedMidStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a server process and stops ZooKeeper")
@@ -140,10 +141,12 @@ func TestZooKeeperStoppedMidStream(t *testing.T) {
 			}
 			b++
 			acked.Store(int64(b))
+			// A busy school's pace (1,600 events a second): a report folds
+			// the events its school has waiting, up to 50,000.
 			select {
 			case <-stop:
 				return
-			default:
+			case <-time.After(300 * time.Millisecond):
 			}
 		}
 	}()
@@ -182,8 +185,11 @@ func TestZooKeeperStoppedMidStream(t *testing.T) {
 	<-streamed
 	waitFor("a report after ZooKeeper came back", func() bool { return reportWithin(t, base, key, ackedSoFar()) })
 
-	t.Logf("without ZooKeeper: %d batches acknowledged, %d writes refused, %d of %d reports answered (the others 503); the slowest write took %v",
+	t.Logf("without ZooKeeper: %d batches acknowledged, %d writes refused, %d of %d reports answered; the slowest write took %v",
 		during-12, failures.Load(), answered, reports, time.Duration(slowest.Load()).Round(time.Millisecond))
+	if answered < reports {
+		t.Errorf("without ZooKeeper, %d of %d reports answered 503, want every one answered from the applied rows and the log", reports-answered, reports)
+	}
 	if d := time.Duration(slowest.Load()); d > replicaStoreTimeout+2*time.Second {
 		t.Errorf("a write took %v to answer, want the store timeout (%v) at most", d, replicaStoreTimeout)
 	}

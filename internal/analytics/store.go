@@ -291,7 +291,10 @@ type UsageStore interface {
 	// them where reads look (ClickHouse's write-behind log). Every read
 	// of a group's usage or students calls it first. The reads that follow
 	// take the context it returns, in which a store may carry what it read
-	// to settle, so that they need not read it again.
+	// to settle, so that they need not read it again. Under a context
+	// marked ReadsOnly, a store that cannot write what it acknowledged
+	// (ClickHouse with a replica or ZooKeeper down) may carry it to the
+	// reads instead.
 	Settle(ctx context.Context, groupID string) (context.Context, error)
 	// SettleGroups is Settle of several groups (a district's schools) at
 	// once, reading what it needs of them together.
@@ -374,4 +377,19 @@ type WriteObserver interface {
 	Merged(calls, events int)
 	// Retried: op is tried again after a deadlock or serialization failure.
 	Retried(op string)
+}
+
+type readsOnlyKey struct{}
+
+// ReadsOnly marks ctx as a caller's that only reads after Settle: no write
+// of its depends on the events acknowledged before being written where
+// reads look, so a store may settle for it without writing them.
+func ReadsOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, readsOnlyKey{}, true)
+}
+
+// IsReadsOnly reports whether ctx was marked ReadsOnly.
+func IsReadsOnly(ctx context.Context) bool {
+	v, _ := ctx.Value(readsOnlyKey{}).(bool)
+	return v
 }

@@ -142,7 +142,7 @@ func (s *Store) vacuumLog() {
 	if s.quit.Err() != nil || !s.vacuuming.CompareAndSwap(false, true) {
 		return // closing (its last apply), or a vacuum runs
 	}
-	s.vacuums.Go(func() {
+	s.background.Go(func() {
 		defer s.vacuuming.Store(false)
 		ctx, cancel := context.WithTimeout(s.quit, 10*time.Minute)
 		defer cancel()
@@ -173,22 +173,38 @@ func (s *Store) apply(ctx context.Context, groups []string, mode writebehind.Loc
 	if mode == writebehind.WaitWrite {
 		limit = math.MaxInt32 // extra's ids must be told from every logged one
 	}
+	var locked []string
 	err := s.dir.WithGroupsLock(ctx, groups, mode, func(tx writebehind.GroupsLock) error {
 		res.gone = tx.Gone()
 		logged, err := tx.Logged(ctx, limit)
 		if err != nil {
 			return err
 		}
+		now := time.Now()
 		for _, lock := range tx.Locked() {
 			g := lock.GroupID()
-			if len(logged[g]) > 0 || len(extra[g]) > 0 {
+			locked = append(locked, g)
+			switch {
+			case len(logged[g]) == 0 && len(extra[g]) == 0:
+			case s.unapplied.justFailed(g, now):
+				res.failed[g] = errJustFailed
+			default:
 				writes[g] = &groupWrite{tx: lock, events: append(logged[g], extra[g]...), extra: extra[g]}
 			}
 		}
 		if len(writes) == 0 {
 			return nil
 		}
-		if err := s.writeGroups(ctx, tx, writes, limit); err != nil {
+		err = s.writeGroups(ctx, tx, writes, limit)
+		// Noted before the locks go, so that a read waiting for one finds
+		// the failure rather than try the write again (justFailed).
+		for g, w := range writes {
+			if w.err != nil {
+				res.failed[g] = w.err
+			}
+		}
+		s.unapplied.note(res.failed, slices.DeleteFunc(slices.Clone(locked), func(g string) bool { return res.failed[g] != nil }), time.Now())
+		if err != nil {
 			return err
 		}
 		var done []string
@@ -492,6 +508,15 @@ func (s *Store) prepareWrites(ctx context.Context, sh *shard, ws []*groupWrite) 
 // empty of the group: the reads made with it start from there rather
 // than each asking the directory again (a report makes several).
 func (s *Store) Settle(ctx context.Context, groupID string) (context.Context, error) {
+	readsOnly := analytics.IsReadsOnly(ctx)
+	if failing, again := s.unapplied.retry(groupID, time.Now()); readsOnly && failing {
+		if again {
+			s.applyBehind(groupID)
+		}
+		return s.settlePending(ctx, groupID, nil)
+	} else if again {
+		s.unapplied.tried(groupID)
+	}
 	bounded, cancel := s.bound(ctx)
 	defer cancel()
 	logged, p, placed, err := s.dir.LoggedPlacement(bounded, groupID)
@@ -509,20 +534,24 @@ func (s *Store) Settle(ctx context.Context, groupID string) (context.Context, er
 		}
 	}
 	switch {
+	case err != nil && readsOnly && ctx.Err() == nil:
+		return s.settlePending(ctx, groupID, err)
 	case err != nil:
 		return ctx, s.wrap("Settle", err)
 	case p.Intent != nil:
 		return ctx, nil // each read settles the unfinished write
 	}
-	return context.WithValue(ctx, settledKey{}, settledPlacement{p, placed, time.Now()}), nil
+	return context.WithValue(ctx, settledKey{}, settledPlacement{p: p, placed: placed, at: time.Now()}), nil
 }
 
 // settledPlacement is a group's placement as Settle read it, with no
-// write unfinished, carried by the context Settle returns.
+// write unfinished, carried by the context Settle returns; or, when its
+// log could not be applied, its pending view, which the reads read.
 type settledPlacement struct {
-	p      writebehind.Placement
-	placed bool
-	at     time.Time
+	p       writebehind.Placement
+	placed  bool
+	at      time.Time
+	pending *state
 }
 
 type settledKey struct{}

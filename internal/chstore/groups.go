@@ -67,7 +67,8 @@ func (s *Store) SettleGroups(ctx context.Context, groupIDs []string) (context.Co
 // UsageVersions tells each group's version by the placement SettleGroups
 // read (settling them when ctx carries none): its shard, epoch and write
 // number, which every write of its usage moves on. A group with a write
-// unfinished has none (""), nor one SettleGroups did not read.
+// unfinished has none (""), nor one read from its log (a pending view),
+// nor one SettleGroups did not read.
 func (s *Store) UsageVersions(ctx context.Context, groupIDs []string) ([]string, error) {
 	settled, ok := ctx.Value(settledGroupsKey{}).(settledGroups)
 	if !ok {
@@ -80,7 +81,7 @@ func (s *Store) UsageVersions(ctx context.Context, groupIDs []string) ([]string,
 	versions := make([]string, len(groupIDs))
 	for i, id := range groupIDs {
 		switch v, ok := settled[id]; {
-		case !ok || v.p.Intent != nil:
+		case !ok || v.p.Intent != nil || v.pending != nil:
 		case !v.placed:
 			versions[i] = "unplaced"
 		default:
@@ -130,6 +131,10 @@ func (s *Store) readStates(ctx context.Context, groupIDs []string) (map[string]*
 	toLoad := map[*shard][]writebehind.Placement{}
 	for _, id := range groupIDs {
 		v, ok := settled[id]
+		if ok && v.pending != nil {
+			states[id] = v.pending
+			continue
+		}
 		if !ok || time.Since(v.at) >= readDrain/2 || (v.p.Intent != nil && !isMove(v.p.Intent)) {
 			alone = append(alone, id)
 			continue

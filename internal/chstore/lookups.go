@@ -293,8 +293,8 @@ func withLookup(ctx context.Context, values []string, groups ...string) (context
 }
 
 // eventsHaving returns which of values col (event_id or student_id) takes
-// in the group's events.
-func (s *Store) eventsHaving(ctx context.Context, sh *shard, groupID, col string, values []string) (map[string]bool, error) {
+// in the group's events of writes numbered up to maxSeq.
+func (s *Store) eventsHaving(ctx context.Context, sh *shard, groupID, col string, values []string, maxSeq int64) (map[string]bool, error) {
 	found := map[string]bool{}
 	if len(values) == 0 {
 		return found, nil
@@ -304,7 +304,7 @@ func (s *Store) eventsHaving(ctx context.Context, sh *shard, groupID, col string
 		return nil, err
 	}
 	rows, err := sh.query(ctx, `SELECT DISTINCT `+col+` FROM `+s.table("events")+`
-		WHERE group_id = ? AND `+col+` IN lookup`, groupID)
+		WHERE group_id = ? AND seq <= ? AND `+col+` IN lookup`, groupID, uint64(maxSeq))
 	if err != nil {
 		return nil, err
 	}

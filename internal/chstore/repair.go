@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -150,7 +151,7 @@ func (s *Store) repair(ctx context.Context, tx writebehind.GroupLock, sh *shard,
 		for i, u := range in.Students {
 			ids[i] = u.ID
 		}
-		used, err := s.eventsHaving(ctx, sh, p.GroupID, "student_id", ids)
+		used, err := s.eventsHaving(ctx, sh, p.GroupID, "student_id", ids, math.MaxInt64)
 		if err != nil {
 			return err
 		}

@@ -140,8 +140,12 @@ var readRepairWait = 2 * time.Second
 
 // readState returns the group's current rows, with its rows of student
 // counts if withCounts, after settling a write the group's placement shows
-// unfinished, or nil when the group holds no usage.
+// unfinished, or nil when the group holds no usage; or the pending view
+// Settle carried in ctx.
 func (s *Store) readState(ctx context.Context, groupID string, withCounts bool) (*state, error) {
+	if v, ok := ctx.Value(settledKey{}).(settledPlacement); ok && v.pending != nil && v.p.GroupID == groupID {
+		return v.pending, nil
+	}
 	p, ok, err := s.placementToRead(ctx, groupID)
 	if err != nil || !ok {
 		return nil, err

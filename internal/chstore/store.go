@@ -67,7 +67,9 @@ type Store struct {
 	// counts the events logged since it last ran; retryAt holds the
 	// groups it failed to apply until they are tried again; sinceVacuum
 	// counts the events the process applied since it last vacuumed the
-	// log, and vacuums holds the vacuum under way (vacuumLog).
+	// log; background holds the vacuum under way (vacuumLog) and the
+	// applies tried behind reads (applyBehind); unapplied, the groups whose
+	// last apply failed (pending.go).
 	applierOnce sync.Once
 	applierDone chan struct{}
 	warmDone    chan struct{} // closed when the warm-up ends
@@ -81,7 +83,8 @@ type Store struct {
 	retryAt     map[string]time.Time
 	sinceVacuum atomic.Int64
 	vacuuming   atomic.Bool
-	vacuums     sync.WaitGroup
+	background  sync.WaitGroup
+	unapplied   unapplied
 	outage      outageLog // the applier's failures, logged as an outage's
 }
 
@@ -278,7 +281,7 @@ func (s *Store) Close() error {
 		<-s.warmDone
 	}
 	// A vacuum of the log under way was cancelled by stop.
-	s.vacuums.Wait()
+	s.background.Wait()
 	if s.loggedAny.Swap(false) { // closed twice, it applies once
 		ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.timeout, 30*time.Second))
 		s.applyLogged(ctx)

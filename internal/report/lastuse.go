@@ -63,7 +63,7 @@ func (e *Engine) LastUses(ctx context.Context, group analytics.Group, uq UseQuer
 	if err != nil {
 		return list, err
 	}
-	ctx, err = e.Usage.Settle(ctx, group.ID)
+	ctx, err = e.Usage.Settle(analytics.ReadsOnly(ctx), group.ID)
 	if err != nil {
 		return list, err
 	}

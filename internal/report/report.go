@@ -135,7 +135,7 @@ func (e *Engine) Run(ctx context.Context, group analytics.Group, ep *Endpoint, q
 	if err != nil {
 		return err
 	}
-	if ctx, err = e.Usage.Settle(ctx, group.ID); err != nil {
+	if ctx, err = e.Usage.Settle(analytics.ReadsOnly(ctx), group.ID); err != nil {
 		return err
 	}
 	// A group with a minCellSize hides the small figures of its group

@@ -49,7 +49,7 @@ func (e *Engine) schoolPeriods(ctx context.Context, schools []analytics.Group, p
 	for i, g := range schools {
 		ids[i] = g.ID
 	}
-	ctx, err := e.Usage.SettleGroups(ctx, ids)
+	ctx, err := e.Usage.SettleGroups(analytics.ReadsOnly(ctx), ids)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 // and its appliers share and a write of the group's usage (an erasure, a
 // move, a change of zone) excludes.
 type LogTx struct {
+	s      *Store
 	tx     *txn
 	locked []string // in id order
 	gone   []string // the groups asked for that do not exist
@@ -50,8 +51,48 @@ func (s *Store) WithGroupsLogging(ctx context.Context, groupIDs []string, fn fun
 		if err != nil {
 			return err
 		}
-		return fn(&LogTx{tx: tx, locked: slices.Sorted(maps.Keys(zones)), gone: gone})
+		return fn(&LogTx{s: s, tx: tx, locked: slices.Sorted(maps.Keys(zones)), gone: gone})
 	}))
+}
+
+// Pending reads a locked group's placement, zone and logged events in one
+// statement, so that the three are of one moment: an apply that commits
+// beside it moves the placement and empties the log together.
+func (l *LogTx) Pending(ctx context.Context, groupID string, limit int) (writebehind.Pending, error) {
+	pending := writebehind.Pending{Placement: writebehind.Placement{GroupID: groupID}}
+	rows, err := l.tx.QueryContext(ctx, `SELECT g.time_zone, p.shard, p.seq, p.intent, p.epoch,
+			e.event_id, e.student_id, e.student_name, e.occurred_at, e.metric
+		FROM groups g LEFT JOIN usage_placements p ON p.group_id = g.group_id
+		LEFT JOIN LATERAL (SELECT event_id, student_id, student_name, occurred_at, metric FROM usage_log
+			WHERE group_id = g.group_id ORDER BY id LIMIT $2) e ON true
+		WHERE g.group_id = $1`, groupID, limit)
+	if err != nil {
+		return pending, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var shard, intent, id, student, name sql.NullString
+		var seq, epoch, occurred sql.NullInt64
+		var metric sql.NullInt16
+		if err := rows.Scan(&pending.Zone, &shard, &seq, &intent, &epoch, &id, &student, &name, &occurred, &metric); err != nil {
+			return pending, err
+		}
+		pending.Placed = shard.Valid
+		pending.Placement.Shard, pending.Placement.Seq, pending.Placement.Epoch = shard.String, seq.Int64, epoch.Int64
+		if intent.Valid {
+			pending.Placement.Intent = []byte(intent.String)
+		}
+		if id.Valid {
+			pending.Events = append(pending.Events, analytics.Event{GroupID: groupID, ID: id.String, StudentID: student.String,
+				StudentName: name.String, OccurredAt: time.UnixMilli(occurred.Int64).UTC(), Metric: analytics.Metric(metric.Int16)})
+		}
+	}
+	return pending, rows.Err()
+}
+
+// SaveStudents enrols and names students of the locked groups.
+func (l *LogTx) SaveStudents(ctx context.Context, updates map[string][]analytics.StudentUpdate) error {
+	return l.s.saveStudents(ctx, l.tx, updates, nil, nil)
 }
 
 // Log adds the events, of the locked groups, to the log at time at, in

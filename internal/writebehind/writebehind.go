@@ -56,6 +56,14 @@ type Coordinator interface {
 	Placements(ctx context.Context) ([]Placement, error)
 }
 
+// Pending is a group's log as LogLock.Pending read it.
+type Pending struct {
+	Placement Placement
+	Placed    bool // the group has a placement
+	Zone      string
+	Events    []analytics.Event
+}
+
 // LockMode says how WithGroupsLock locks groups.
 type LockMode int
 
@@ -103,6 +111,13 @@ type LogLock interface {
 	// that do not exist.
 	Locked() []string
 	Gone() []string
+	// Pending reads a locked group's placement, zone and the events the
+	// log holds of it (at most limit, oldest first), as of one moment:
+	// what a read adds to the group's applied rows while they cannot be
+	// written. SaveStudents enrols and names students of locked groups
+	// (by group), with the transaction, as an apply would.
+	Pending(ctx context.Context, groupID string, limit int) (Pending, error)
+	SaveStudents(ctx context.Context, updates map[string][]analytics.StudentUpdate) error
 	// Placements reads the placements of the locked groups that have one.
 	Placements(ctx context.Context) (map[string]Placement, error)
 	// Log adds the events, of locked groups, to the log at time at, in

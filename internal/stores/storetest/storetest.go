@@ -405,6 +405,19 @@ func EachSQL(t *testing.T, fn func(t *testing.T, store *sqlstore.Store)) {
 	}
 }
 
+// syncReplica waits until the replica has fetched what its table's log
+// holds. A server whose ZooKeeper session expired in an outage makes a
+// new one on its next use, after failing that one: it is asked again for
+// up to 30 s.
+func syncReplica(conn driver.Conn, table string) error {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		err := conn.Exec(context.Background(), `SYSTEM SYNC REPLICA `+table)
+		if err == nil || !strings.Contains(err.Error(), "Session expired") || time.Now().After(deadline) {
+			return err
+		}
+	}
+}
+
 // CheckReplicasAlike fails the test unless every replica of each shard of
 // the usage URL holds the same rows, once each has done its share of the
 // replication queue: the events as stored, the other tables as merged.
@@ -420,7 +433,7 @@ func CheckReplicasAlike(t testing.TB, usageURL string) {
 		var digest strings.Builder
 		for _, table := range tables {
 			name, _, _ := strings.Cut(table, " ")
-			if err := conn.Exec(context.Background(), `SYSTEM SYNC REPLICA `+database+`.`+name); err != nil {
+			if err := syncReplica(conn, database+"."+name); err != nil {
 				return err
 			}
 			var rows, hash uint64
