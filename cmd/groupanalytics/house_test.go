@@ -148,7 +148,7 @@ func TestRoomsStaySmall(t *testing.T) {
 var clickHouseWrite = []struct{ file, fn string }{
 	{"log.go", "AppendEvents"}, {"log.go", "flushLoop"}, {"log.go", "takePending"}, {"log.go", "logCalls"},
 	{"log.go", "logNew"}, {"log.go", "storedOnShards"}, {"log.go", "answerFlush"},
-	{"apply.go", "applyLoop"}, {"apply.go", "applyLogged"}, {"apply.go", "Settle"}, {"apply.go", "apply"},
+	{"apply.go", "applyLoop"}, {"apply.go", "applyLogged"}, {"settle.go", "Settle"}, {"apply.go", "apply"},
 	{"apply.go", "writeGroups"}, {"apply.go", "settleWrites"}, {"place.go", "placeAll"}, {"repair.go", "settled"},
 	{"apply.go", "gatherIDs"}, {"apply.go", "prepareWrites"}, {"lookups.go", "readIDSets"}, {"lookups.go", "storedIDs"},
 	{"lookups.go", "ordinalsOf"}, {"state.go", "stateAt"}, {"apply.go", "recordIntents"}, {"apply.go", "insertWrites"},

@@ -81,8 +81,32 @@ func TestReplicaLostForGood(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("reports answered with every batch %v after the replacement started", time.Since(start).Round(time.Millisecond))
+	waitForApply(t, base, token, "crash")
 	checkEveryBatchOnce(t, base, key, token, acked, 40)
 	storetest.CheckReplicasAlike(t, usage)
+}
+
+// waitForApply waits until the group's log is applied: listing its
+// students settles it as a write does, applying what the log holds, and
+// answers 503 while that cannot be done.
+func waitForApply(t *testing.T, base, token, group string) {
+	t.Helper()
+	start := time.Now()
+	for deadline := start.Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		req, _ := http.NewRequest("GET", base+"/v1/admin/groups/"+group+"/students", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				t.Logf("the log applied %v after the wait began", time.Since(start).Round(time.Millisecond))
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log was not applied within a minute: %v %v", resp, err)
+		}
+	}
 }
 
 // reportWithin asks for the student reports within the store timeout and
@@ -193,6 +217,7 @@ func TestZooKeeperStoppedMidStream(t *testing.T) {
 	if d := time.Duration(slowest.Load()); d > replicaStoreTimeout+2*time.Second {
 		t.Errorf("a write took %v to answer, want the store timeout (%v) at most", d, replicaStoreTimeout)
 	}
+	waitForApply(t, base, token, "crash")
 	n := int(acked.Load())
 	counts := perBatchCounts(t, base, key)
 	for b := range n {

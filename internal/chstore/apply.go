@@ -186,7 +186,7 @@ func (s *Store) apply(ctx context.Context, groups []string, mode writebehind.Loc
 			locked = append(locked, g)
 			switch {
 			case len(logged[g]) == 0 && len(extra[g]) == 0:
-			case s.unapplied.justFailed(g, now):
+			case ctx.Value(fromLogKey{}) != nil && s.unapplied.justFailed(g, now):
 				res.failed[g] = errJustFailed
 			default:
 				writes[g] = &groupWrite{tx: lock, events: append(logged[g], extra[g]...), extra: extra[g]}
@@ -500,72 +500,6 @@ func (s *Store) prepareWrites(ctx context.Context, sh *shard, ws []*groupWrite) 
 		w.rows.counts, w.err = newCountsRows(w.st, delta, w.ords)
 	}
 	return nil
-}
-
-// Settle applies what the log holds of the group, so that the reads that
-// follow see every event acknowledged before it was called. The context
-// it returns carries the group's placement, read as Settle found the log
-// empty of the group: the reads made with it start from there rather
-// than each asking the directory again (a report makes several).
-func (s *Store) Settle(ctx context.Context, groupID string) (context.Context, error) {
-	readsOnly := analytics.IsReadsOnly(ctx)
-	if failing, again := s.unapplied.retry(groupID, time.Now()); readsOnly && failing {
-		if again {
-			s.applyBehind(groupID)
-		}
-		return s.settlePending(ctx, groupID, nil)
-	} else if again {
-		s.unapplied.tried(groupID)
-	}
-	bounded, cancel := s.bound(ctx)
-	defer cancel()
-	logged, p, placed, err := s.dir.LoggedPlacement(bounded, groupID)
-	for err == nil && logged {
-		var res applied
-		res, err = s.apply(bounded, []string{groupID}, writebehind.WaitApply, nil)
-		switch err = cmp.Or(err, res.failed[groupID]); {
-		case err == nil && res.logged < maxApplied:
-			// Every event logged before the call is applied; events
-			// logged since need not be.
-			logged = false
-			p, placed, err = s.dir.Placement(bounded, groupID)
-		case err == nil:
-			logged, p, placed, err = s.dir.LoggedPlacement(bounded, groupID)
-		}
-	}
-	switch {
-	case err != nil && readsOnly && ctx.Err() == nil:
-		return s.settlePending(ctx, groupID, err)
-	case err != nil:
-		return ctx, s.wrap("Settle", err)
-	case p.Intent != nil:
-		return ctx, nil // each read settles the unfinished write
-	}
-	return context.WithValue(ctx, settledKey{}, settledPlacement{p: p, placed: placed, at: time.Now()}), nil
-}
-
-// settledPlacement is a group's placement as Settle read it, with no
-// write unfinished, carried by the context Settle returns; or, when its
-// log could not be applied, its pending view, which the reads read.
-type settledPlacement struct {
-	p       writebehind.Placement
-	placed  bool
-	at      time.Time
-	pending *state
-}
-
-type settledKey struct{}
-
-// placementToRead returns the placement the group's reads start from:
-// the one Settle read, carried by ctx, or else the directory's. A move
-// deletes the group's old copy readDrain after its placement names the new
-// shard: the one Settle read is used for half that time, so that a long
-// report's later reads look again.
-func (s *Store) placementToRead(ctx context.Context, groupID string) (writebehind.Placement, bool, error) {
-	if v, ok := ctx.Value(settledKey{}).(settledPlacement); ok && v.p.GroupID == groupID && time.Since(v.at) < readDrain/2 {
-		return v.p, v.placed, nil
-	}
-	return s.dir.Placement(ctx, groupID)
 }
 
 // turnstile is the channel at which the process's writers of the group

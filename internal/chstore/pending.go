@@ -35,8 +35,10 @@ func (u *unapplied) note(failed map[string]error, written []string, now time.Tim
 	if u.failed == nil {
 		u.failed, u.trying = map[string]time.Time{}, map[string]bool{}
 	}
-	for g := range failed {
-		u.failed[g] = now
+	for g, err := range failed {
+		if err != errJustFailed { // not tried: its failure stays as it was
+			u.failed[g] = now
+		}
 	}
 	for _, g := range written {
 		delete(u.failed, g)
@@ -44,7 +46,8 @@ func (u *unapplied) note(failed map[string]error, written []string, now time.Tim
 }
 
 // justFailed reports whether the group's last apply failed less than half
-// applyEvery before now: another is not tried so soon.
+// applyEvery before now: a read that may settle from the log does not try
+// another so soon.
 func (u *unapplied) justFailed(groupID string, now time.Time) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -88,6 +91,26 @@ func (s *Store) applyBehind(groupID string) {
 		defer cancel()
 		_, _ = s.apply(ctx, []string{groupID}, writebehind.WaitApply, nil)
 	})
+}
+
+// fromLogKey marks the context of a read's apply that may settle from
+// the log when the apply fails: it does not try a write that failed
+// moments ago (justFailed), as one that waited for the failing one would.
+type fromLogKey struct{}
+
+// settleFailing settles a read of a group whose last apply failed from
+// its log (answered), trying the apply again behind it. tried: the group
+// was failing, but its view could not be made.
+func (s *Store) settleFailing(ctx context.Context, groupID string) (read context.Context, answered, tried bool) {
+	failing, again := s.unapplied.retry(groupID, time.Now())
+	if !failing {
+		return ctx, false, false
+	}
+	if again {
+		s.applyBehind(groupID)
+	}
+	read, err := s.settlePending(ctx, groupID, nil)
+	return read, err == nil, true
 }
 
 // settlePending settles a read of the group whose log cannot be applied:
