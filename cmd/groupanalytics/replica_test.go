@@ -24,7 +24,12 @@ const replicaStoreTimeout = 6 * time.Second
 // URL, the group's key and a platform token.
 func startReplicated(t *testing.T, basePort int) (cluster *storetest.Cluster, usage, base, key, token string) {
 	t.Helper()
-	cluster = storetest.NewReplicatedCluster(t, basePort, 1, 2)
+	return startOn(t, storetest.NewReplicatedCluster(t, basePort, 1, 2))
+}
+
+// startOn is startReplicated on a cluster of the test's.
+func startOn(t *testing.T, cluster *storetest.Cluster) (_ *storetest.Cluster, usage, base, key, token string) {
+	t.Helper()
 	usage = cluster.URL("replicas")
 	stores := []string{"--db", storetest.NewPostgresDatabase(t), "--usage", usage}
 	bin := buildBinary(t)
@@ -138,7 +143,8 @@ func reportWithin(t *testing.T, base, key string, acked map[int]bool) bool {
 }
 
 // TestZooKeeperStoppedMidStream stops ZooKeeper for 20 s while a client
-// streams batches, sending each until it is acknowledged: every write and
+// streams batches, sending each until it is acknowledged: the one server
+// of a cluster, and the leader of an ensemble of three. Every write and
 // every report answers within the store timeout, each report with every
 // batch acknowledged before it though logged events cannot be applied,
 // and every batch counts once once ZooKeeper is back.
@@ -146,7 +152,32 @@ func TestZooKeeperStoppedMidStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a server process and stops ZooKeeper")
 	}
-	cluster, usage, base, key, token := startReplicated(t, 20300)
+	for _, tc := range []struct {
+		name    string
+		cluster func(t *testing.T) *storetest.Cluster
+		stopped func(c *storetest.Cluster) []int // the servers to stop; none: all
+	}{
+		{"the only one", func(t *testing.T) *storetest.Cluster { return storetest.NewReplicatedCluster(t, 20300, 1, 2) },
+			func(*storetest.Cluster) []int { return nil }},
+		{"the leader of three", func(t *testing.T) *storetest.Cluster { return storetest.NewEnsembleCluster(t, 18900, 1, 2) },
+			func(c *storetest.Cluster) []int { return []int{c.ZooKeeperLeader()} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := tc.cluster(t)
+			zooKeeperStoppedMidStream(t, cluster, func() func() {
+				stopped := tc.stopped(cluster)
+				cluster.StopZooKeeper(stopped...)
+				return func() { cluster.StartZooKeeper(stopped...) }
+			})
+		})
+	}
+}
+
+// zooKeeperStoppedMidStream is TestZooKeeperStoppedMidStream on cluster,
+// where fault stops ZooKeeper (or some of its servers) and returns what
+// starts it again.
+func zooKeeperStoppedMidStream(t *testing.T, cluster *storetest.Cluster, fault func() (restore func())) {
+	_, usage, base, key, token := startOn(t, cluster)
 	var acked atomic.Int64 // batches 0…acked-1 are acknowledged
 	var failures atomic.Int64
 	var slowest atomic.Int64 // the longest answer, in nanoseconds
@@ -193,7 +224,7 @@ func TestZooKeeperStoppedMidStream(t *testing.T) {
 	}
 	waitFor("twelve batches acknowledged", func() bool { return acked.Load() >= 12 })
 
-	cluster.StopZooKeeper()
+	restore := fault()
 	stopped, reports, answered := time.Now(), 0, 0
 	for time.Since(stopped) < 20*time.Second {
 		if reportWithin(t, base, key, ackedSoFar()) {
@@ -203,16 +234,16 @@ func TestZooKeeperStoppedMidStream(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	during := acked.Load()
-	cluster.StartZooKeeper()
+	restore()
 	waitFor("ten batches acknowledged after ZooKeeper came back", func() bool { return acked.Load() >= during+10 })
 	close(stop)
 	<-streamed
 	waitFor("a report after ZooKeeper came back", func() bool { return reportWithin(t, base, key, ackedSoFar()) })
 
-	t.Logf("without ZooKeeper: %d batches acknowledged, %d writes refused, %d of %d reports answered; the slowest write took %v",
+	t.Logf("with ZooKeeper stopped: %d batches acknowledged, %d writes refused, %d of %d reports answered; the slowest write took %v",
 		during-12, failures.Load(), answered, reports, time.Duration(slowest.Load()).Round(time.Millisecond))
 	if answered < reports {
-		t.Errorf("without ZooKeeper, %d of %d reports answered 503, want every one answered from the applied rows and the log", reports-answered, reports)
+		t.Errorf("with ZooKeeper stopped, %d of %d reports answered 503, want every one answered from the applied rows and the log", reports-answered, reports)
 	}
 	if d := time.Duration(slowest.Load()); d > replicaStoreTimeout+2*time.Second {
 		t.Errorf("a write took %v to answer, want the store timeout (%v) at most", d, replicaStoreTimeout)

@@ -17,11 +17,12 @@ import (
 // deploy/clickhouse/cluster script on its own ports and data directory, so
 // that the test may kill its servers without disturbing other tests.
 type Cluster struct {
-	t        testing.TB
-	dir      string
-	base     int
-	shards   int
-	replicas int
+	t          testing.TB
+	dir        string
+	base       int
+	shards     int
+	replicas   int
+	zookeepers int
 }
 
 // NewCluster starts a cluster of n shards whose native ports are
@@ -36,9 +37,21 @@ func NewCluster(t testing.TB, basePort, n int) *Cluster {
 const zkServer = "/usr/share/zookeeper/bin/zkServer.sh"
 
 // NewReplicatedCluster starts a cluster of n shards of r replicas each
-// and, with replicas, its ZooKeeper; replica j of shard i listens on
-// basePort+i+30*(j-1).
+// and, with replicas, its ZooKeeper, one server; replica j of shard i
+// listens on basePort+i+30*(j-1).
 func NewReplicatedCluster(t testing.TB, basePort, n, r int) *Cluster {
+	t.Helper()
+	return newCluster(t, basePort, n, r, 1)
+}
+
+// NewEnsembleCluster is NewReplicatedCluster with an ensemble of three
+// ZooKeeper servers, as in production.
+func NewEnsembleCluster(t testing.TB, basePort, n, r int) *Cluster {
+	t.Helper()
+	return newCluster(t, basePort, n, r, 3)
+}
+
+func newCluster(t testing.TB, basePort, n, r, zookeepers int) *Cluster {
 	t.Helper()
 	RequireClickHouse(t)
 	if _, err := os.Stat(zkServer); r > 1 && err != nil {
@@ -47,7 +60,7 @@ func NewReplicatedCluster(t testing.TB, basePort, n, r int) *Cluster {
 		}
 		t.Skipf("SKIPPED: no ZooKeeper for replicas (%v): apt-get install zookeeper", err)
 	}
-	c := &Cluster{t: t, dir: t.TempDir(), base: basePort, shards: n, replicas: r}
+	c := &Cluster{t: t, dir: t.TempDir(), base: basePort, shards: n, replicas: r, zookeepers: zookeepers}
 	c.Start()
 	t.Cleanup(func() { c.run("stop") })
 	return c
@@ -100,14 +113,34 @@ func (c *Cluster) TableDir(i, j int, database, table string) string {
 	return filepath.Join(c.dir, server, "data", "data", database, table)
 }
 
-// StopZooKeeper and StartZooKeeper stop and start the cluster's ZooKeeper.
-func (c *Cluster) StopZooKeeper()  { c.t.Helper(); c.run("zookeeper", "stop") }
-func (c *Cluster) StartZooKeeper() { c.t.Helper(); c.run("zookeeper", "start") }
+// StopZooKeeper and StartZooKeeper stop and start the cluster's ZooKeeper
+// servers, all of them when none is named, or server k (from 1).
+func (c *Cluster) StopZooKeeper(k ...int)  { c.t.Helper(); c.run(zooKeeperArgs("stop", k)...) }
+func (c *Cluster) StartZooKeeper(k ...int) { c.t.Helper(); c.run(zooKeeperArgs("start", k)...) }
+
+func zooKeeperArgs(verb string, k []int) []string {
+	args := []string{"zookeeper", verb}
+	for _, n := range k {
+		args = append(args, strconv.Itoa(n))
+	}
+	return args
+}
+
+// ZooKeeperLeader is the ZooKeeper server (from 1) that leads the ensemble.
+func (c *Cluster) ZooKeeperLeader() int {
+	c.t.Helper()
+	out, err := c.Script("zookeeper", "leader")
+	k, convErr := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil || convErr != nil {
+		c.t.Fatalf("cluster zookeeper leader: %v %v\n%s", err, convErr, out)
+	}
+	return k
+}
 
 // Start starts the servers that are not running and waits until they answer.
 func (c *Cluster) Start() {
 	c.t.Helper()
-	c.run("start", strconv.Itoa(c.shards), "--replicas", strconv.Itoa(c.replicas))
+	c.run("start", strconv.Itoa(c.shards), "--replicas", strconv.Itoa(c.replicas), "--zookeepers", strconv.Itoa(c.zookeepers))
 }
 
 func (c *Cluster) run(args ...string) {
