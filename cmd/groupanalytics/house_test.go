@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -223,4 +224,24 @@ func productionGo(t *testing.T) []string {
 		}
 	}
 	return names
+}
+
+// TestChangesNameTheNewestMigrations: CHANGES.md names the newest
+// migration of each schema, so that a release's entry says which
+// migrations it brings (and what upgrade they take).
+func TestChangesNameTheNewestMigrations(t *testing.T) {
+	changes, err := os.ReadFile(filepath.Join("..", "..", "CHANGES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"internal/sqlstore/migrations/sqlite", "internal/sqlstore/migrations/postgres", "internal/chstore/migrations"} {
+		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*.sql"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no migrations (%v)", dir, err)
+		}
+		newest := filepath.Base(slices.Max(files))
+		if !strings.Contains(string(changes), newest) {
+			t.Errorf("CHANGES.md does not name %s, the newest migration of %s", newest, dir)
+		}
+	}
 }
