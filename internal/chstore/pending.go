@@ -72,6 +72,7 @@ func (u *unapplied) retry(groupID string, now time.Time) (failing, again bool) {
 	return true, true
 }
 
+// tried records that the apply run behind a read has ended.
 func (u *unapplied) tried(groupID string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
