@@ -100,9 +100,9 @@ func (s *Store) applyBehind(groupID string) {
 type fromLogKey struct{}
 
 // settleFailing settles a read of a group whose last apply failed from
-// its log (answered), trying the apply again behind it. tried: the group
-// was failing, but its view could not be made.
-func (s *Store) settleFailing(ctx context.Context, groupID string) (read context.Context, answered, tried bool) {
+// its log (answered), within bounded, trying the apply again behind it.
+// tried: the group was failing, but its view could not be made.
+func (s *Store) settleFailing(ctx, bounded context.Context, groupID string) (read context.Context, answered, tried bool) {
 	failing, again := s.unapplied.retry(groupID, time.Now())
 	if !failing {
 		return ctx, false, false
@@ -110,15 +110,16 @@ func (s *Store) settleFailing(ctx context.Context, groupID string) (read context
 	if again {
 		s.applyBehind(groupID)
 	}
-	read, err := s.settlePending(ctx, groupID, nil)
+	read, err := s.settlePending(ctx, bounded, groupID, nil)
 	return read, err == nil, true
 }
 
 // settlePending settles a read of the group whose log cannot be applied:
-// the context it returns carries the group's pending view to the reads.
-// When the view cannot be made either, the error is cause's, if any.
-func (s *Store) settlePending(ctx context.Context, groupID string, cause error) (context.Context, error) {
-	st, err := s.pendingView(ctx, groupID)
+// the context it returns, ctx's child, carries the group's pending view,
+// made within bounded, to the reads. When the view cannot be made either,
+// the error is cause's, if any.
+func (s *Store) settlePending(ctx, bounded context.Context, groupID string, cause error) (context.Context, error) {
+	st, err := s.pendingView(bounded, groupID)
 	if err != nil {
 		return ctx, s.wrap("Settle", errors.Join(cause, err))
 	}

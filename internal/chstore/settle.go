@@ -19,25 +19,29 @@ import (
 // empty of the group: the reads made with it start from there rather
 // than each asking the directory again (a report makes several); or,
 // for a read (analytics.ReadsOnly) when the log cannot be applied or holds
-// more than an apply's worth, the group's pending view (pending.go).
+// more than an apply's worth, the group's pending view (pending.go). A
+// read's Settle ends within the store's timeout: it waits for an apply for
+// half of it at most, and folds the log in the rest.
 func (s *Store) Settle(ctx context.Context, groupID string) (context.Context, error) {
 	// A read may settle from the log instead (pending.go): at once when
 	// the group's last apply failed, else when its apply fails now. When
 	// it cannot (too many events wait, a write holds the group), it
 	// settles as a writer does.
+	bounded, cancel := s.bound(ctx)
+	defer cancel()
 	fromLog := analytics.IsReadsOnly(ctx)
 	if fromLog {
-		read, answered, tried := s.settleFailing(ctx, groupID)
+		read, answered, tried := s.settleFailing(ctx, bounded, groupID)
 		if answered {
 			return read, nil
 		}
 		fromLog = !tried
 	}
-	bounded, cancel := s.bound(ctx)
-	defer cancel()
 	applyCtx := bounded
 	if fromLog {
-		applyCtx = context.WithValue(bounded, fromLogKey{}, true)
+		half, cancel := halfOf(bounded)
+		defer cancel()
+		applyCtx = context.WithValue(half, fromLogKey{}, true)
 	}
 	logged, p, placed, err := s.dir.LoggedPlacement(bounded, groupID)
 	for err == nil && logged {
@@ -52,7 +56,7 @@ func (s *Store) Settle(ctx context.Context, groupID string) (context.Context, er
 		case err == nil && analytics.IsReadsOnly(ctx):
 			// More waits: a read folds it (at most another apply's worth)
 			// rather than wait for applies that a backlog may need.
-			if read, err := s.settlePending(ctx, groupID, nil); err == nil {
+			if read, err := s.settlePending(ctx, bounded, groupID, nil); err == nil {
 				return read, nil
 			}
 			fallthrough
@@ -61,8 +65,8 @@ func (s *Store) Settle(ctx context.Context, groupID string) (context.Context, er
 		}
 	}
 	switch {
-	case err != nil && fromLog && ctx.Err() == nil:
-		return s.settlePending(ctx, groupID, err)
+	case err != nil && fromLog && bounded.Err() == nil:
+		return s.settlePending(ctx, bounded, groupID, err)
 	case err != nil:
 		return ctx, s.wrap("Settle", err)
 	case p.Intent != nil:
@@ -93,4 +97,13 @@ func (s *Store) placementToRead(ctx context.Context, groupID string) (writebehin
 		return v.p, v.placed, nil
 	}
 	return s.dir.Placement(ctx, groupID)
+}
+
+// halfOf is ctx with half the time left to its deadline, if it has one.
+func halfOf(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, time.Until(deadline)/2)
 }
