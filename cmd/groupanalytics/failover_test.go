@@ -37,12 +37,15 @@ func TestDirectoryFailover(t *testing.T) {
 				stores = append(stores, "--usage", storetest.NewClickHouseURL(t))
 			}
 			keys, token := setupGroups(t, bin, stores, 4)
-			srv := startServer(t, bin, append(stores, "--store-timeout", failoverStoreTimeout.String()))
+			addr := metricsAddr(t)
+			srv := startServer(t, bin, append(stores, "--store-timeout", failoverStoreTimeout.String(), "--metrics-addr", addr))
+			metrics := recordMetrics(t, addr)
 			var base atomic.Pointer[string]
 			base.Store(&srv.Base)
 
 			f := startFirehose(t, &base, token, keys, 16)
 			time.Sleep(1500 * time.Millisecond)
+			killed := metrics.now()
 			pair.Kill(pair.Primary())
 			time.Sleep(time.Second)
 			pair.Promote()
@@ -83,12 +86,16 @@ func TestDirectoryFailover(t *testing.T) {
 			// write: the reports are asked once the log is applied, and not
 			// of the school written to meanwhile (whose write, committed on
 			// the primary alone, is in the log).
+			metrics.checkAlerts(t, killed, "DirectoryWithoutStandby")
 			pair.Rejoin()
 			if kind == "postgres" {
 				checkNewDatabaseThroughURL(t, bin, pair)
 			}
 			waitForEvent(t, srv.Base, token, "after-rejoin", anyGroup(keys))
 			eventCounts(t, srv.Base, keys)
+			metrics = recordMetrics(t, addr)
+			time.Sleep(1500 * time.Millisecond)
+			killed = metrics.now()
 			pair.Kill(pair.Standby())
 			start := time.Now()
 			_, _, err := postEvents(srv.Base, token, firehoseEvent("no-standby", "fh0"))
@@ -103,6 +110,7 @@ func TestDirectoryFailover(t *testing.T) {
 					t.Errorf("a report of %s with the standby dead: %d %v", group, status, err)
 				}
 			}
+			metrics.checkAlerts(t, killed, "DirectoryStandbyMissing")
 			pair.Start()
 			waitForEvent(t, srv.Base, token, "after-standby-back", anyGroup(keys))
 		})

@@ -18,26 +18,37 @@ import (
 // that waited for a lost replica's quorum still answers 503 itself.
 const replicaStoreTimeout = 6 * time.Second
 
+// replicated is a service on a replicated cluster of the test's, with a
+// group "crash": the group's key, a platform token, and the service's
+// metrics, recorded from its start.
+type replicated struct {
+	cluster     *storetest.Cluster
+	usage, base string
+	key, token  string
+	metrics     *metricsRecorder
+}
+
 // startReplicated starts a service on a one-shard cluster of two
 // replicas, on ports from basePort (each test its own, so that they run
-// in parallel), with a group, and returns the cluster, the service's base
-// URL, the group's key and a platform token.
-func startReplicated(t *testing.T, basePort int) (cluster *storetest.Cluster, usage, base, key, token string) {
+// in parallel).
+func startReplicated(t *testing.T, basePort int) replicated {
 	t.Helper()
 	return startOn(t, storetest.NewReplicatedCluster(t, basePort, 1, 2))
 }
 
 // startOn is startReplicated on a cluster of the test's.
-func startOn(t *testing.T, cluster *storetest.Cluster) (_ *storetest.Cluster, usage, base, key, token string) {
+func startOn(t *testing.T, cluster *storetest.Cluster) replicated {
 	t.Helper()
-	usage = cluster.URL("replicas")
-	stores := []string{"--db", storetest.NewPostgresDatabase(t), "--usage", usage}
+	r := replicated{cluster: cluster, usage: cluster.URL("replicas")}
+	stores := []string{"--db", storetest.NewPostgresDatabase(t), "--usage", r.usage}
 	bin := buildBinary(t)
-	key, token = setupGroup(t, bin, stores, "crash")
+	r.key, r.token = setupGroup(t, bin, stores, "crash")
 	// The tests ask for reports until the replicas answer, for up to a
 	// minute: more than the default key rate (60 a minute) allows.
-	srv := startServer(t, bin, append(stores, "--store-timeout", replicaStoreTimeout.String(), "--key-rate-limit", "off"))
-	return cluster, usage, srv.Base, key, token
+	addr := metricsAddr(t)
+	srv := startServer(t, bin, append(stores, "--store-timeout", replicaStoreTimeout.String(), "--key-rate-limit", "off", "--metrics-addr", addr))
+	r.base, r.metrics = srv.Base, recordMetrics(t, addr)
+	return r
 }
 
 // TestReplicaLostForGood kills one replica of the shard with SIGKILL
@@ -52,7 +63,8 @@ func TestReplicaLostForGood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a server process and kills a ClickHouse replica")
 	}
-	cluster, usage, base, key, token := startReplicated(t, 19600)
+	r := startReplicated(t, 19600)
+	cluster, usage, base, key, token := r.cluster, r.usage, r.base, r.key, r.token
 	acked := map[int]bool{}
 	send := func(b int) {
 		t.Helper()
@@ -66,6 +78,7 @@ func TestReplicaLostForGood(t *testing.T) {
 		send(b)
 	}
 	cluster.KillReplica(1, 2)
+	killed := r.metrics.now()
 	refused := 0
 	for b := 12; b < 40; b++ {
 		send(b)
@@ -73,10 +86,12 @@ func TestReplicaLostForGood(t *testing.T) {
 			refused++
 		}
 	}
+	r.metrics.end()
 	if refused > 0 {
 		t.Errorf("with a replica down, %d of 7 reports answered 503, want every one answered from the applied rows and the log", refused)
 	}
 
+	r.metrics.checkAlerts(t, killed, "ClickHouseServerDown")
 	cluster.Replace(1, 2)
 	start := time.Now()
 	for !reportWithin(t, base, key, acked) {
@@ -156,11 +171,12 @@ func TestZooKeeperStoppedMidStream(t *testing.T) {
 		name    string
 		cluster func(t *testing.T) *storetest.Cluster
 		stopped func(c *storetest.Cluster) []int // the servers to stop; none: all
+		alerts  []string                         // that fire if it lasts; none: no page
 	}{
 		{"the only one", func(t *testing.T) *storetest.Cluster { return storetest.NewReplicatedCluster(t, 20300, 1, 2) },
-			func(*storetest.Cluster) []int { return nil }},
+			func(*storetest.Cluster) []int { return nil }, []string{"ClickHouseLostZooKeeper"}},
 		{"the leader of three", func(t *testing.T) *storetest.Cluster { return storetest.NewEnsembleCluster(t, 18900, 1, 2) },
-			func(c *storetest.Cluster) []int { return []int{c.ZooKeeperLeader()} }},
+			func(c *storetest.Cluster) []int { return []int{c.ZooKeeperLeader()} }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cluster := tc.cluster(t)
@@ -168,16 +184,17 @@ func TestZooKeeperStoppedMidStream(t *testing.T) {
 				stopped := tc.stopped(cluster)
 				cluster.StopZooKeeper(stopped...)
 				return func() { cluster.StartZooKeeper(stopped...) }
-			})
+			}, tc.alerts)
 		})
 	}
 }
 
 // zooKeeperStoppedMidStream is TestZooKeeperStoppedMidStream on cluster,
 // where fault stops ZooKeeper (or some of its servers) and returns what
-// starts it again.
-func zooKeeperStoppedMidStream(t *testing.T, cluster *storetest.Cluster, fault func() (restore func())) {
-	_, usage, base, key, token := startOn(t, cluster)
+// starts it again; the alerts fire if the fault lasts (none: no page).
+func zooKeeperStoppedMidStream(t *testing.T, cluster *storetest.Cluster, fault func() (restore func()), alerts []string) {
+	r := startOn(t, cluster)
+	usage, base, key, token := r.usage, r.base, r.key, r.token
 	var acked atomic.Int64 // batches 0…acked-1 are acknowledged
 	var failures atomic.Int64
 	var slowest atomic.Int64 // the longest answer, in nanoseconds
@@ -225,6 +242,7 @@ func zooKeeperStoppedMidStream(t *testing.T, cluster *storetest.Cluster, fault f
 	waitFor("twelve batches acknowledged", func() bool { return acked.Load() >= 12 })
 
 	restore := fault()
+	faultAt := r.metrics.now()
 	stopped, reports, answered, slowestReport := time.Now(), 0, 0, time.Duration(0)
 	for time.Since(stopped) < 20*time.Second {
 		start := time.Now()
@@ -236,6 +254,7 @@ func zooKeeperStoppedMidStream(t *testing.T, cluster *storetest.Cluster, fault f
 		time.Sleep(500 * time.Millisecond)
 	}
 	during := acked.Load()
+	r.metrics.end()
 	restore()
 	waitFor("ten batches acknowledged after ZooKeeper came back", func() bool { return acked.Load() >= during+10 })
 	close(stop)
@@ -262,6 +281,7 @@ func zooKeeperStoppedMidStream(t *testing.T, cluster *storetest.Cluster, fault f
 		t.Errorf("%d students, want one per batch: %d", len(counts), n)
 	}
 	storetest.CheckReplicasAlike(t, usage)
+	r.metrics.checkAlerts(t, faultAt, alerts...)
 }
 
 // TestReplicaStartsWithUnexpectedParts starts a replica whose tables hold
@@ -275,7 +295,8 @@ func TestReplicaStartsWithUnexpectedParts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a server process and kills a ClickHouse replica")
 	}
-	cluster, usage, base, key, token := startReplicated(t, 20400)
+	r := startReplicated(t, 20400)
+	cluster, usage, base, key, token := r.cluster, r.usage, r.base, r.key, r.token
 	acked := map[int]bool{}
 	for b := range 6 {
 		if accepted, _, err := sendBatch(base, token, b); err != nil || accepted != batchSize {

@@ -393,3 +393,36 @@ func IsReadsOnly(ctx context.Context) bool {
 	v, _ := ctx.Value(readsOnlyKey{}).(bool)
 	return v
 }
+
+// ReplicaHealth is how one ClickHouse server of the usage tier stands, as
+// it told the last probe, for the operators' metrics and alerts.
+type ReplicaHealth struct {
+	Shard   string // the shard's name, its replicas' host:port joined by "|"
+	Replica string // host:port
+	Up      bool   // it answered; the rest is zero when it did not
+	// ReadonlyTables are its replicated tables that lost ZooKeeper.
+	ReadonlyTables int
+	// Delay is how far its most behind table lags the shard's newest
+	// write; Queue, the replication tasks it has waiting.
+	Delay time.Duration
+	Queue int
+	// Deletions are the deletions (mutations) it has not done yet, the
+	// oldest waiting OldestDeletion.
+	Deletions      int
+	OldestDeletion time.Duration
+}
+
+// DirectoryHealth is how the directory's database stands, for the
+// operators' metrics and alerts.
+type DirectoryHealth struct {
+	Up bool // it answered the probe
+	// Replicated: a PostgreSQL server, which tells of its standbys; the
+	// rest is zero otherwise.
+	Replicated bool
+	// Synchronous: its commits wait for a standby (synchronous_standby_names).
+	Synchronous bool
+	// Standbys are the standbys streaming from it, the furthest behind
+	// ReplayLag behind it.
+	Standbys  int
+	ReplayLag time.Duration
+}

@@ -35,6 +35,11 @@ func TestReadsWhileTheLogCannotBeApplied(t *testing.T) {
 	}
 
 	cluster.KillReplica(1, 2)
+	// The operators' probe sees the replica down, its peer up and writable.
+	health := f.usage.Health(ctx)
+	if len(health) != 2 || !health[0].Up || health[0].ReadonlyTables != 0 || health[1].Up {
+		t.Errorf("Health with the second replica killed: %+v, want the first up and writable, the second down", health)
+	}
 	newcomer := event("g", "e5", "s3", day, analytics.MainChatMessages)
 	newcomer.StudentName = "Cara"
 	res, err := f.usage.AppendEvents(ctx, []analytics.Event{

@@ -240,6 +240,7 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 	}
 	m.QueueDepth(store.QueueDepth)
 	m.WriteBehindLog(store.LogStats)
+	m.Tier(store.Health)
 	if sf.metricsAddr != "" {
 		closeMetrics, err := serveMetrics(m, sf.metricsAddr, log)
 		if err != nil {

@@ -183,6 +183,27 @@ func IsPostgres(dsn string) bool {
 // Dialect names the database: "sqlite" or "postgres".
 func (s *Store) Dialect() string { return s.dialect.name }
 
+// Health asks the directory's database how it stands: on PostgreSQL, also
+// whether its commits wait for a standby, and how many stream from it and
+// how far behind. The standbys' state needs the pg_monitor role (or a
+// superuser): without it, PostgreSQL shows none.
+func (s *Store) Health(ctx context.Context) analytics.DirectoryHealth {
+	if s.dialect.name != "postgres" {
+		return analytics.DirectoryHealth{Up: s.read.PingContext(ctx) == nil}
+	}
+	var h analytics.DirectoryHealth
+	var lag float64
+	err := s.write.QueryRowContext(ctx, `SELECT current_setting('synchronous_standby_names') <> '',
+			count(*) FILTER (WHERE state = 'streaming'),
+			coalesce(extract(epoch FROM max(replay_lag)), 0)::float8
+		FROM pg_stat_replication`).Scan(&h.Synchronous, &h.Standbys, &lag)
+	if err != nil {
+		return analytics.DirectoryHealth{}
+	}
+	h.Up, h.Replicated, h.ReplayLag = true, true, time.Duration(lag*float64(time.Second))
+	return h
+}
+
 // Close refuses new calls, lets the writers finish what is queued, and
 // closes every connection. Calls made after it fail as unavailable (an
 // append with ErrClosed).

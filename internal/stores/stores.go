@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -216,6 +217,19 @@ func (s *Stores) LogStats() (events int, oldestAge time.Duration) {
 		return s.Shards.LogStats()
 	}
 	return s.Directory.BehindStats()
+}
+
+// Health asks the directory's database and every server of the usage
+// tier (none on SQLite or PostgreSQL alone) how they stand, at once.
+func (s *Stores) Health(ctx context.Context) (analytics.DirectoryHealth, []analytics.ReplicaHealth) {
+	var replicas []analytics.ReplicaHealth
+	var wg sync.WaitGroup
+	if s.Shards != nil {
+		wg.Go(func() { replicas = s.Shards.Health(ctx) })
+	}
+	directory := s.Directory.Health(ctx)
+	wg.Wait()
+	return directory, replicas
 }
 
 // Engines names the directory's engine and the usage store's, for logs.
