@@ -161,11 +161,27 @@ func (r *metricsRecorder) end() {
 	<-r.done
 }
 
-// now is the number of scrapes so far: where a fault begins.
-func (r *metricsRecorder) now() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.scrapes)
+// now is the number of scrapes so far: where a fault begins. It waits
+// for two that the process answered first, so that the rules see how
+// things stood before the fault.
+func (r *metricsRecorder) now(t *testing.T) int {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		r.mu.Lock()
+		n, answered := len(r.scrapes), 0
+		for _, scrape := range r.scrapes {
+			if scrape != nil {
+				answered++
+			}
+		}
+		r.mu.Unlock()
+		if answered >= 2 {
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the process answered %d of %d scrapes of its metrics in 30 s", answered, n)
+		}
+	}
 }
 
 // scrapeMetrics reads the service's own series (groupanalytics_*, not a

@@ -45,7 +45,7 @@ func TestDirectoryFailover(t *testing.T) {
 
 			f := startFirehose(t, &base, token, keys, 16)
 			time.Sleep(1500 * time.Millisecond)
-			killed := metrics.now()
+			killed := metrics.now(t)
 			pair.Kill(pair.Primary())
 			time.Sleep(time.Second)
 			pair.Promote()
@@ -95,7 +95,7 @@ func TestDirectoryFailover(t *testing.T) {
 			eventCounts(t, srv.Base, keys)
 			metrics = recordMetrics(t, addr)
 			time.Sleep(1500 * time.Millisecond)
-			killed = metrics.now()
+			killed = metrics.now(t)
 			pair.Kill(pair.Standby())
 			start := time.Now()
 			_, _, err := postEvents(srv.Base, token, firehoseEvent("no-standby", "fh0"))

@@ -77,8 +77,8 @@ func TestReplicaLostForGood(t *testing.T) {
 	for b := range 12 {
 		send(b)
 	}
+	killed := r.metrics.now(t)
 	cluster.KillReplica(1, 2)
-	killed := r.metrics.now()
 	refused := 0
 	for b := 12; b < 40; b++ {
 		send(b)
@@ -241,8 +241,8 @@ func zooKeeperStoppedMidStream(t *testing.T, cluster *storetest.Cluster, fault f
 	}
 	waitFor("twelve batches acknowledged", func() bool { return acked.Load() >= 12 })
 
+	faultAt := r.metrics.now(t)
 	restore := fault()
-	faultAt := r.metrics.now()
 	stopped, reports, answered, slowestReport := time.Now(), 0, 0, time.Duration(0)
 	for time.Since(stopped) < 20*time.Second {
 		start := time.Now()

@@ -69,6 +69,14 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 	}
 	cfg.HealthCheckPeriod = 5 * time.Second
 	cfg.BeforeConnect = pickHost
+	if !strings.Contains(dsn, "pool_max_conns") {
+		// pgxpool's default is as many connections as cores (4 at least).
+		// On a ClickHouse tier an apply holds one while its insert waits
+		// for the quorum, and reads that wait for the apply hold others:
+		// with four, a report could wait out the store timeout for a
+		// connection while ZooKeeper elected a leader.
+		cfg.MaxConns = max(cfg.MaxConns, 16)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
