@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -115,17 +114,6 @@ type metricsRecorder struct {
 	scrapes []map[string]float64 // by series, one a second; nil: the scrape failed
 	stop    chan struct{}
 	done    chan struct{}
-}
-
-// metricsAddr is a free loopback address for a process's --metrics-addr.
-func metricsAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // recordMetrics scrapes addr once a second until the test ends.

@@ -506,6 +506,7 @@ func startDemo(t *testing.T, bin string) (base, out string, keys map[string]stri
 	}
 }
 
+// freePort is a free loopback address (host:port) for a process to listen on.
 func freePort(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -37,7 +37,7 @@ func TestDirectoryFailover(t *testing.T) {
 				stores = append(stores, "--usage", storetest.NewClickHouseURL(t))
 			}
 			keys, token := setupGroups(t, bin, stores, 4)
-			addr := metricsAddr(t)
+			addr := freePort(t)
 			srv := startServer(t, bin, append(stores, "--store-timeout", failoverStoreTimeout.String(), "--metrics-addr", addr))
 			metrics := recordMetrics(t, addr)
 			var base atomic.Pointer[string]

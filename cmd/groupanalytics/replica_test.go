@@ -45,7 +45,7 @@ func startOn(t *testing.T, cluster *storetest.Cluster) replicated {
 	r.key, r.token = setupGroup(t, bin, stores, "crash")
 	// The tests ask for reports until the replicas answer, for up to a
 	// minute: more than the default key rate (60 a minute) allows.
-	addr := metricsAddr(t)
+	addr := freePort(t)
 	srv := startServer(t, bin, append(stores, "--store-timeout", replicaStoreTimeout.String(), "--key-rate-limit", "off", "--metrics-addr", addr))
 	r.base, r.metrics = srv.Base, recordMetrics(t, addr)
 	return r
