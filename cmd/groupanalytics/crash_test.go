@@ -46,7 +46,15 @@ func runBinary(t *testing.T, bin string, args ...string) string {
 }
 
 // client is the tests' HTTP client: a request that hangs fails its test.
-var client = &http.Client{Timeout: 10 * time.Second}
+// It keeps a connection open for each of a firehose's clients, as a
+// platform would.
+var client = &http.Client{Timeout: 10 * time.Second, Transport: keepAlive()}
+
+func keepAlive() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	return tr
+}
 
 // startServer starts serve on the stores that the flags name (--db and
 // --usage), killed when the test ends.

@@ -38,7 +38,7 @@ func TestDirectoryFailover(t *testing.T) {
 			}
 			keys, token := setupGroups(t, bin, stores, 4)
 			addr := freePort(t)
-			srv := startServer(t, bin, append(stores, "--store-timeout", failoverStoreTimeout.String(), "--metrics-addr", addr))
+			srv := startServer(t, bin, append(stores, "--store-timeout", failoverStoreTimeout.String(), "--token-rate-limit", "off", "--metrics-addr", addr))
 			metrics := recordMetrics(t, addr)
 			var base atomic.Pointer[string]
 			base.Store(&srv.Base)

@@ -291,29 +291,38 @@ func TestR4_RefusalTimingHidesTheCause(t *testing.T) {
 			{"unknown token", "GET", "/v1/admin/groups", bearer("gat_NOTATOKEN"), http.StatusUnauthorized},
 			{"revoked token", "POST", "/v1/events", bearer(revokedSecret), http.StatusUnauthorized},
 		}
-		took := map[string][]time.Duration{}
-		for range 20 { // in turn, so that a busy spell of the machine falls on every cause
-			for _, c := range causes {
-				start := time.Now()
-				resp := e.do(c.method, c.path, "", "", c.header...)
-				took[c.cause] = append(took[c.cause], time.Since(start))
-				if resp.status != c.status {
-					t.Fatalf("%s: %d %s, want %d", c.cause, resp.status, resp.body, c.status)
+		// Measured up to three times: on a machine too busy to do a
+		// refusal's work within the quantum, every cause comes late by
+		// however long its work took, which says nothing of the deadline.
+		var spread time.Duration
+		var medians map[string]time.Duration
+		for attempt := 0; attempt < 3; attempt++ {
+			took := map[string][]time.Duration{}
+			for range 20 { // in turn, so that a busy spell of the machine falls on every cause
+				for _, c := range causes {
+					start := time.Now()
+					resp := e.do(c.method, c.path, "", "", c.header...)
+					took[c.cause] = append(took[c.cause], time.Since(start))
+					if resp.status != c.status {
+						t.Fatalf("%s: %d %s, want %d", c.cause, resp.status, resp.body, c.status)
+					}
 				}
 			}
-		}
-		medians := map[string]time.Duration{}
-		for cause, ds := range took {
-			slices.Sort(ds)
-			if ds[0] < 5*time.Millisecond {
-				t.Errorf("%s: answered after %v, before the quantum of 5 ms", cause, ds[0])
+			medians = map[string]time.Duration{}
+			for cause, ds := range took {
+				slices.Sort(ds)
+				if ds[0] < 5*time.Millisecond {
+					t.Errorf("%s: answered after %v, before the quantum of 5 ms", cause, ds[0])
+				}
+				medians[cause] = ds[len(ds)/2]
 			}
-			medians[cause] = ds[len(ds)/2]
+			lo, hi := slices.Min(slices.Collect(maps.Values(medians))), slices.Max(slices.Collect(maps.Values(medians)))
+			if spread = hi - lo; spread <= 2500*time.Microsecond { // half the quantum: a cause held to the next deadline shows
+				return
+			}
+			t.Logf("measurement %d: medians differ by %s: %v", attempt+1, spread, medians)
 		}
-		lo, hi := slices.Min(slices.Collect(maps.Values(medians))), slices.Max(slices.Collect(maps.Values(medians)))
-		if hi-lo > 2500*time.Microsecond { // half the quantum: a cause held to the next deadline shows
-			t.Errorf("medians differ by %s: %v", hi-lo, medians)
-		}
+		t.Errorf("medians differ by %s: %v", spread, medians)
 	})
 }
 
