@@ -3,7 +3,6 @@ package chstore_test
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,21 +24,47 @@ func replicaConn(t *testing.T, replica string) clickhouse.Conn {
 	return conn
 }
 
-// lagging stops merges, and so mutations, on a replica, until the test
-// ends or the returned function is called.
-func lagging(t *testing.T, replica string) (conn clickhouse.Conn, catchUp func()) {
-	t.Helper()
-	conn = replicaConn(t, replica)
-	if err := conn.Exec(ctx, "SYSTEM STOP MERGES"); err != nil {
-		t.Fatal(err)
+// lagging stops merges, and so mutations, of the fixture's tables on a
+// replica, until the test ends or the returned function is called.
+func (f *fixture) lagging(replica string) (conn clickhouse.Conn, catchUp func()) {
+	f.t.Helper()
+	conn = replicaConn(f.t, replica)
+	f.system(conn, "STOP MERGES")
+	catchUp = func() { f.system(conn, "START MERGES") }
+	f.t.Cleanup(catchUp)
+	return conn, catchUp
+}
+
+// system runs SYSTEM action (STOP MERGES, START FETCHES …) on each of the
+// fixture's tables on one server: other tests' databases on the same
+// servers go on as before.
+func (f *fixture) system(conn clickhouse.Conn, action string) {
+	f.t.Helper()
+	cfg, err := chstore.ParseURL(f.url)
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	catchUp = func() {
-		if err := conn.Exec(ctx, "SYSTEM START MERGES"); err != nil {
-			t.Error(err)
+	rows, err := conn.Query(ctx, `SELECT name FROM system.tables WHERE database = ? AND engine LIKE 'Replicated%'`, cfg.Database)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			f.t.Fatal(err)
+		}
+		tables = append(tables, name)
+	}
+	rows.Close()
+	if len(tables) == 0 {
+		f.t.Fatalf("no replicated tables in %s", cfg.Database)
+	}
+	for _, table := range tables {
+		if err := conn.Exec(ctx, "SYSTEM "+action+" "+cfg.Database+"."+table); err != nil {
+			f.t.Errorf("SYSTEM %s %s.%s: %v", action, cfg.Database, table, err)
 		}
 	}
-	t.Cleanup(catchUp)
-	return conn, catchUp
 }
 
 // follower is a replica of the shard that does not lead the replication
@@ -51,7 +76,7 @@ func follower(t *testing.T, shard, usageURL string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, addr := range strings.Split(shard, "|") {
+	for _, addr := range storetest.UpReplicas(shard) {
 		var leader uint8
 		err := replicaConn(t, addr).QueryRow(ctx, `SELECT is_leader FROM system.replicas WHERE database = ? AND table = 'events'`, cfg.Database).Scan(&leader)
 		if err != nil {
@@ -89,16 +114,21 @@ func waitsForTheLaggard(t *testing.T, what string, catchUp func(), op func() err
 }
 
 // westOnReplicas is a fixture whose group west holds 60 events of five
-// students on a replicated shard. The test is skipped where the test
-// cluster's shards have no replicas.
+// students on the test cluster's first shard, which has two replicas up
+// or more; the test is skipped where it has not.
 func westOnReplicas(t *testing.T) *fixture {
 	t.Helper()
-	if !strings.Contains(storetest.ClickHouseShards()[0], "|") {
-		t.Skip("the test cluster's shards have no replicas: set GROUPANALYTICS_TEST_CLICKHOUSE to host:port|host:port,… (deploy/clickhouse/cluster start 2 --replicas 2)")
+	storetest.RequireClickHouse(t)
+	first := storetest.ClickHouseShards()[0]
+	if len(storetest.UpReplicas(first)) < 2 {
+		t.Skip("the test cluster's first shard has no replicas: set GROUPANALYTICS_TEST_CLICKHOUSE to host:port|host:port,… (deploy/clickhouse/cluster start 2 --replicas 2)")
 	}
 	f := newFixture(t)
 	f.group("west")
 	f.fill("west", 60)
+	if home := f.shardOf("west"); home != first {
+		t.Fatalf("the first group went to %s, want the first shard, %s, the least loaded", home, first)
+	}
 	return f
 }
 
@@ -121,8 +151,8 @@ func TestErasureAndMoveWaitForALaggingReplica(t *testing.T) {
 	}
 
 	home := f.shardOf("west")
-	replicas := strings.Split(home, "|")
-	laggard, catchUp := lagging(t, replicas[len(replicas)-1])
+	replicas := storetest.UpReplicas(home)
+	laggard, catchUp := f.lagging(replicas[len(replicas)-1])
 	waitsForTheLaggard(t, "erasure", catchUp, func() error { _, err := f.usage.EraseStudent(ctx, "west", "s1"); return err })
 	if n := count(laggard, "group_id = 'west' AND student_id = 's1'"); n != 0 {
 		t.Errorf("the lagging replica holds %d events of the erased student", n)
@@ -131,7 +161,7 @@ func TestErasureAndMoveWaitForALaggingReplica(t *testing.T) {
 		t.Errorf("%d events after the erasure, want the 48 of the other students", len(raw))
 	}
 
-	laggard, catchUp = lagging(t, replicas[len(replicas)-1])
+	laggard, catchUp = f.lagging(replicas[len(replicas)-1])
 	to := f.otherShard("west")
 	waitsForTheLaggard(t, "move", catchUp, func() error { _, err := f.usage.MoveGroup(ctx, "west", to); return err })
 	if n := count(laggard, "group_id = 'west'"); n != 0 {
@@ -150,10 +180,10 @@ func TestAReplicaBehindOnADeletionIsPassedBy(t *testing.T) {
 	f := westOnReplicas(t)
 	home := f.shardOf("west")
 	behind := follower(t, home, f.url)
-	_, catchUp := lagging(t, behind)
+	_, catchUp := f.lagging(behind)
 	erased := make(chan error, 1)
 	go func() { _, err := f.usage.EraseStudent(ctx, "west", "s1"); erased <- err }()
-	ahead := slices.DeleteFunc(strings.Split(home, "|"), func(addr string) bool { return addr == behind })
+	ahead := slices.DeleteFunc(storetest.UpReplicas(home), func(addr string) bool { return addr == behind })
 	waitForRows(t, ahead, f.url, "events", "group_id = 'west' AND student_id = 's1'", 0)
 
 	f.usage.PreferReplica(home, behind)
@@ -188,14 +218,12 @@ func TestAReplicaBehindOnADeletionIsPassedBy(t *testing.T) {
 func TestAnErasureWaitsForAnUnconfirmedInsert(t *testing.T) {
 	f := westOnReplicas(t)
 	home := f.shardOf("west")
-	replicas := strings.Split(home, "|")
+	replicas := storetest.UpReplicas(home)
 	var conns []clickhouse.Conn
 	for _, addr := range replicas {
 		conn := replicaConn(t, addr)
-		if err := conn.Exec(ctx, "SYSTEM STOP FETCHES"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Exec(ctx, "SYSTEM START FETCHES") })
+		f.system(conn, "STOP FETCHES")
+		t.Cleanup(func() { f.system(conn, "START FETCHES") })
 		conns = append(conns, conn)
 	}
 	late := []analytics.Event{event("west", "late1", "s9", day, analytics.TutorMeMessages), event("west", "late2", "s9", day, analytics.SessionsCreated)}
@@ -210,9 +238,7 @@ func TestAnErasureWaitsForAnUnconfirmedInsert(t *testing.T) {
 		t.Fatalf("an erasure with an insert of the student's unconfirmed: %v, want unavailable", err)
 	}
 	for _, conn := range conns {
-		if err := conn.Exec(ctx, "SYSTEM START FETCHES"); err != nil {
-			t.Fatal(err)
-		}
+		f.system(conn, "START FETCHES")
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 		deleted, err := f.usage.EraseStudent(ctx, "west", "s9")

@@ -372,7 +372,7 @@ func eachServer(usageURL string, everyReplica bool, fn func(conn driver.Conn, da
 		return err
 	}
 	for _, shard := range cfg.Shards {
-		replicas := upReplicas(shard)
+		replicas := UpReplicas(shard)
 		if !everyReplica {
 			replicas = replicas[:1]
 		}
@@ -391,9 +391,9 @@ func eachServer(usageURL string, everyReplica bool, fn func(conn driver.Conn, da
 	return nil
 }
 
-// upReplicas is the replicas of a shard that answered RequireClickHouse's
+// UpReplicas is the replicas of a shard that answered RequireClickHouse's
 // probe.
-func upReplicas(shard string) []string {
+func UpReplicas(shard string) []string {
 	return slices.DeleteFunc(strings.Split(shard, "|"), func(addr string) bool { return chDown[addr] })
 }
 
@@ -449,7 +449,7 @@ func CheckReplicasAlike(t testing.TB, usageURL string) {
 		t.Fatal(err)
 	}
 	for _, shard := range cfg.Shards {
-		replicas := upReplicas(shard)
+		replicas := UpReplicas(shard)
 		first := digests[0]
 		for i, r := range replicas[1:] {
 			if digests[i+1] != first {
