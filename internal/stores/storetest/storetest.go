@@ -99,12 +99,19 @@ func redacted(raw string) string {
 func NewPostgresDatabase(t testing.TB) string {
 	t.Helper()
 	RequirePostgres(t)
+	return createDatabase(t, "")
+}
+
+// createDatabase creates a database for the test, with CREATE DATABASE's
+// options, and returns its URL; it is dropped when the test ends.
+func createDatabase(t testing.TB, options string) string {
+	t.Helper()
 	admin, err := sql.Open("pgx", PostgresURL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	name := fmt.Sprintf("groupanalytics_test_%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e6, dbCounter.Add(1))
-	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+	if _, err := admin.Exec("CREATE DATABASE " + name + " " + options); err != nil {
 		admin.Close()
 		t.Fatalf("create database: %v", err)
 	}
@@ -114,6 +121,11 @@ func NewPostgresDatabase(t testing.TB) string {
 			t.Errorf("drop database %s: %v", name, err)
 		}
 	})
+	return databaseURL(name)
+}
+
+// databaseURL is the URL of the database name on the tests' server.
+func databaseURL(name string) string {
 	u, _ := url.Parse(PostgresURL())
 	u.Path = "/" + name
 	return u.String()
@@ -161,6 +173,9 @@ func open(t testing.TB, cfg stores.Config) *stores.Stores {
 // its database dropped) when the test ends.
 func Open(t testing.TB, dialect string) *sqlstore.Store {
 	t.Helper()
+	if dialect == "postgres" {
+		return OpenDSN(t, newMigratedPostgresDatabase(t))
+	}
 	return OpenDSN(t, NewDSN(t, dialect))
 }
 
@@ -196,7 +211,7 @@ func SQL(store *sqlstore.Store) Stores {
 func OpenKind(t testing.TB, kind string) Stores {
 	t.Helper()
 	if kind == "clickhouse" {
-		return OpenClickHouse(t, NewPostgresDatabase(t), NewClickHouseURL(t))
+		return OpenClickHouse(t, newMigratedPostgresDatabase(t), NewClickHouseURL(t))
 	}
 	return SQL(Open(t, kind))
 }

@@ -1,0 +1,90 @@
+package storetest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"groupanalytics/internal/stores"
+)
+
+// templatePrefix names the databases that a test process migrates once and
+// copies each migrated PostgreSQL store from: a copy costs PostgreSQL a
+// fraction of the migrations. The process's id follows it.
+const templatePrefix = "groupanalytics_template_"
+
+var template struct {
+	once sync.Once
+	name string
+	err  error
+}
+
+// newMigratedPostgresDatabase is NewPostgresDatabase, holding the schema
+// that migrations make: a copy of the process's template.
+func newMigratedPostgresDatabase(t testing.TB) string {
+	t.Helper()
+	RequirePostgres(t)
+	template.once.Do(func() { template.name, template.err = makeTemplate() })
+	if template.err != nil {
+		t.Fatalf("storetest: the migrated template: %v", template.err)
+	}
+	return createDatabase(t, "TEMPLATE "+template.name)
+}
+
+// makeTemplate drops the templates of processes that have ended, and
+// makes and migrates this process's own. Its connections are closed
+// before it is copied: PostgreSQL copies only a database nobody uses.
+func makeTemplate() (string, error) {
+	admin, err := sql.Open("pgx", PostgresURL())
+	if err != nil {
+		return "", err
+	}
+	defer admin.Close()
+	if err := dropEndedTemplates(admin); err != nil {
+		return "", err
+	}
+	name := templatePrefix + strconv.Itoa(os.Getpid())
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		return "", err
+	}
+	s, err := stores.Open(context.Background(), stores.Config{DB: databaseURL(name), Create: true, CallTimeout: time.Minute})
+	if err != nil {
+		return "", err
+	}
+	return name, s.Close()
+}
+
+// dropEndedTemplates drops the templates of test processes that have
+// ended, which had no way to drop their own.
+func dropEndedTemplates(admin *sql.DB) error {
+	rows, err := admin.Query("SELECT datname FROM pg_database WHERE datname LIKE $1", templatePrefix+"%")
+	if err != nil {
+		return err
+	}
+	var ended []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		pid, err := strconv.Atoi(strings.TrimPrefix(name, templatePrefix))
+		if err == nil && syscall.Kill(pid, 0) == syscall.ESRCH {
+			ended = append(ended, name)
+		}
+	}
+	rows.Close()
+	for _, name := range ended {
+		if _, err := admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
+			return fmt.Errorf("drop %s: %w", name, err)
+		}
+	}
+	return nil
+}
