@@ -57,6 +57,9 @@ func (f *fixture) system(conn clickhouse.Conn, action string) {
 		tables = append(tables, name)
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		f.t.Fatal(err)
+	}
 	if len(tables) == 0 {
 		f.t.Fatalf("no replicated tables in %s", cfg.Database)
 	}

@@ -81,6 +81,9 @@ func dropEndedTemplates(admin *sql.DB) error {
 		}
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
 	for _, name := range ended {
 		if _, err := admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
 			return fmt.Errorf("drop %s: %w", name, err)
