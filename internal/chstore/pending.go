@@ -100,18 +100,18 @@ func (s *Store) applyBehind(groupID string) {
 type fromLogKey struct{}
 
 // settleFailing settles a read of a group whose last apply failed from
-// its log (answered), within bounded, trying the apply again behind it.
-// tried: the group was failing, but its view could not be made.
-func (s *Store) settleFailing(ctx, bounded context.Context, groupID string) (read context.Context, answered, tried bool) {
+// its log, within bounded, trying the apply again behind it. failing: the
+// group's last apply failed; err: its view could not be made.
+func (s *Store) settleFailing(ctx, bounded context.Context, groupID string) (read context.Context, failing bool, err error) {
 	failing, again := s.unapplied.retry(groupID, time.Now())
 	if !failing {
-		return ctx, false, false
+		return ctx, false, nil
 	}
 	if again {
 		s.applyBehind(groupID)
 	}
-	read, err := s.settlePending(ctx, bounded, groupID, nil)
-	return read, err == nil, true
+	read, err = s.settlePending(ctx, bounded, groupID, nil)
+	return read, true, err
 }
 
 // settlePending settles a read of the group whose log cannot be applied:

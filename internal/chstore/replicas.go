@@ -142,8 +142,9 @@ func (sh *shard) queryRow(ctx context.Context, query string, args ...any) (row d
 
 // read runs a read on the first replica that answers it. A sequentially
 // consistent read asks ZooKeeper which writes the quorum acknowledged;
-// while no replica can reach ZooKeeper, read reads what the replica
-// holds instead, so that reports go on. Nothing is written meanwhile
+// while no replica can reach ZooKeeper (or its tables are read-only,
+// their session lost), read reads what the replica holds instead, so
+// that reports go on. Nothing is written meanwhile
 // (a replicated table without ZooKeeper is read-only), so the replica
 // holds every acknowledged write, and at most the rows of a write whose
 // client was told it failed, which a report may then show early: that
@@ -159,11 +160,31 @@ func (sh *shard) read(ctx context.Context, fn func(ctx context.Context, r *repli
 		}
 	}
 	err := sh.each(readOn(ctx))
-	if sh.replicated() && slices.Contains([]int32{codeNoZooKeeper, codeKeeperException}, exceptionCode(err)) {
+	if sh.replicated() && lostZooKeeper(err) {
 		local := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"select_sequential_consistency": 0}))
 		err = sh.each(readOn(local))
 	}
 	return err
+}
+
+// lostZooKeeper reports whether every replica that a read tried (each's
+// joined errors) failed for want of ZooKeeper, or could not be reached:
+// none answered that it lacks a write its peers have.
+func lostZooKeeper(err error) bool {
+	errs := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = joined.Unwrap()
+	}
+	some := false
+	for _, err := range errs {
+		switch {
+		case slices.Contains([]int32{codeNoZooKeeper, codeKeeperException, codeReadonly}, exceptionCode(err)):
+			some = true
+		case !unreachable(err):
+			return false
+		}
+	}
+	return some
 }
 
 // errBehind is a replica that has not yet done a deletion its peers have.

@@ -3,6 +3,7 @@ package chstore
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"time"
 
 	"groupanalytics/internal/analytics"
@@ -30,12 +31,13 @@ func (s *Store) Settle(ctx context.Context, groupID string) (context.Context, er
 	bounded, cancel := s.bound(ctx)
 	defer cancel()
 	fromLog := analytics.IsReadsOnly(ctx)
+	var viewErr error // why the failing group's view could not be made
 	if fromLog {
-		read, answered, tried := s.settleFailing(ctx, bounded, groupID)
-		if answered {
+		read, failing, err := s.settleFailing(ctx, bounded, groupID)
+		if failing && err == nil {
 			return read, nil
 		}
-		fromLog = !tried
+		fromLog, viewErr = !failing, err
 	}
 	applyCtx := bounded
 	if fromLog {
@@ -68,6 +70,9 @@ func (s *Store) Settle(ctx context.Context, groupID string) (context.Context, er
 	case err != nil && fromLog && bounded.Err() == nil:
 		return s.settlePending(ctx, bounded, groupID, err)
 	case err != nil:
+		if viewErr != nil { // said, not classified: err decides the answer
+			err = fmt.Errorf("%w; the pending view: %v", err, viewErr)
+		}
 		return ctx, s.wrap("Settle", err)
 	case p.Intent != nil:
 		return ctx, nil // each read settles the unfinished write
