@@ -28,6 +28,7 @@ func TestBackupWhileIngesting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs server processes")
 	}
+	t.Parallel() // it waits on its backups: beside the package's other waiting tests
 	bin := buildBinary(t)
 	live := filepath.Join(t.TempDir(), "live.db")
 	key, token := setupGroup(t, bin, []string{"--db", live}, "crash")

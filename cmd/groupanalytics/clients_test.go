@@ -65,6 +65,7 @@ func TestGeneratedClients(t *testing.T) {
 	want := sessionAnswers(monday)
 	for _, c := range generatedClients {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each client has a folder, store and server of its own
 			if _, err := exec.LookPath(c.needs); err != nil {
 				if os.Getenv("CI") != "" {
 					t.Fatalf("%s is not installed", c.needs)

@@ -45,10 +45,11 @@ func runBinary(t *testing.T, bin string, args ...string) string {
 	return string(out)
 }
 
-// client is the tests' HTTP client: a request that hangs fails its test.
-// It keeps a connection open for each of a firehose's clients, as a
-// platform would.
-var client = &http.Client{Timeout: 10 * time.Second, Transport: keepAlive()}
+// client is the tests' HTTP client: a request that hangs fails its test,
+// once it is past the server's default store timeout (10 s), which bounds
+// every answer. It keeps a connection open for each of a firehose's
+// clients, as a platform would.
+var client = &http.Client{Timeout: 15 * time.Second, Transport: keepAlive()}
 
 func keepAlive() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()

@@ -28,6 +28,7 @@ func TestDirectoryFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs server processes and kills PostgreSQL servers")
 	}
+	t.Parallel() // it waits on its faults: beside the package's other waiting tests
 	bin := buildBinary(t)
 	for _, kind := range []string{"postgres", "clickhouse"} {
 		t.Run(kind, func(t *testing.T) {

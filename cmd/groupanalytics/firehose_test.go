@@ -35,6 +35,7 @@ func TestFirehoseThroughFaults(t *testing.T) {
 	bin := buildBinary(t)
 	for _, kind := range []string{"sqlite", "postgres", "clickhouse", "replicated"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel() // each kind has stores of its own
 			var cluster *storetest.Cluster
 			var stores []string
 			if kind == "replicated" {

@@ -24,6 +24,7 @@ func TestBackupAndRestoreTheTier(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs server processes on two ClickHouse clusters")
 	}
+	t.Parallel() // it waits on its clusters: beside the package's other waiting tests
 	bin := buildBinary(t)
 	live := storetest.NewReplicatedCluster(t, 19940, 2, 2)
 	fresh := storetest.NewReplicatedCluster(t, 20040, 2, 2)
