@@ -61,12 +61,12 @@ func TestFirehoseThroughFaults(t *testing.T) {
 			base.Store(&srv.Base)
 
 			f := startFirehose(t, &base, token, keys, 24)
-			time.Sleep(1500 * time.Millisecond)
+			f.running(t)
 			srv.Cmd.Process.Signal(syscall.SIGKILL)
 			srv.Cmd.Wait()
 			srv = startServer(t, bin, serve)
 			base.Store(&srv.Base)
-			time.Sleep(1500 * time.Millisecond)
+			f.running(t)
 			if cluster != nil {
 				srv = throughAReplicaDown(t, bin, cluster, stores, serve, srv, token, keys)
 				base.Store(&srv.Base)
@@ -75,7 +75,7 @@ func TestFirehoseThroughFaults(t *testing.T) {
 				pg.Cut()
 				time.Sleep(2 * time.Second)
 				pg.Start(t)
-				time.Sleep(1500 * time.Millisecond)
+				f.running(t)
 			}
 			acked, unacked := f.stop()
 			t.Logf("%d events acknowledged, %d not", len(acked), len(unacked))
@@ -325,6 +325,24 @@ func startFirehose(t *testing.T, base *atomic.Pointer[string], token string, key
 		})
 	}
 	return f
+}
+
+// running waits until the firehose has been acknowledged for a second
+// since the call, and 100 events at least, for a minute at most: the next
+// fault hits a running firehose however slowly the service (re)started.
+func (f *firehose) running(t *testing.T) {
+	t.Helper()
+	acks := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.ackedAt)
+	}
+	from, start := acks(), time.Now()
+	for deadline := start.Add(time.Minute); acks() < from+100 || time.Since(start) < time.Second; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the firehose had %d acknowledgements in a minute, want 100", acks()-from)
+		}
+	}
 }
 
 // stop stops the clients and returns the events acknowledged and those
