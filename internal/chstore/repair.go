@@ -146,6 +146,7 @@ func (s *Store) repair(ctx context.Context, tx writebehind.GroupLock, sh *shard,
 			return err
 		}
 	}
+	var enrol []analytics.StudentUpdate
 	if len(in.Students) > 0 {
 		ids := make([]string, len(in.Students))
 		for i, u := range in.Students {
@@ -155,12 +156,19 @@ func (s *Store) repair(ctx context.Context, tx writebehind.GroupLock, sh *shard,
 		if err != nil {
 			return err
 		}
-		updates := slices.DeleteFunc(slices.Clone(in.Students), func(u analytics.StudentUpdate) bool { return !used[u.ID] })
-		if err := tx.SaveStudents(ctx, updates); err != nil {
-			return err
-		}
+		enrol = slices.DeleteFunc(slices.Clone(in.Students), func(u analytics.StudentUpdate) bool { return !used[u.ID] })
 	}
-	return s.recompute(ctx, sh, p, in, loc, seq)
+	if err := s.recompute(ctx, sh, p, in, loc, seq); err != nil {
+		return err
+	}
+	// Enrolled last, as an apply enrols in its commit: the students' rows
+	// are then locked for the commit only, not while ClickHouse is written
+	// (which may wait for a quorum), so that a read enrolling the same
+	// students from the log (readPending) does not wait for it.
+	if len(enrol) == 0 {
+		return nil
+	}
+	return tx.SaveStudents(ctx, enrol)
 }
 
 // recompute sets the rollups of the months in (every month, for in.All)
