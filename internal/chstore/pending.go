@@ -192,12 +192,15 @@ func (s *Store) readPending(ctx context.Context, groupID string) (writebehind.Pe
 		}
 		var err error
 		if pending, err = tx.Pending(ctx, groupID, maxApplied+1); err != nil {
-			return err
+			return fmt.Errorf("the log: %w", err)
 		}
 		if len(pending.Events) > maxApplied {
 			return analytics.Errorf(analytics.Unavailable, "group %s: more than %d events wait to be applied", groupID, maxApplied)
 		}
-		return tx.SaveStudents(ctx, map[string][]analytics.StudentUpdate{groupID: enrolment(pending.Events)})
+		if err := tx.SaveStudents(ctx, map[string][]analytics.StudentUpdate{groupID: enrolment(pending.Events)}); err != nil {
+			return fmt.Errorf("enrolment: %w", err)
+		}
+		return nil
 	})
 	return pending, err
 }

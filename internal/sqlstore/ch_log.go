@@ -49,7 +49,7 @@ func (s *Store) WithGroupsLogging(ctx context.Context, groupIDs []string, fn fun
 	return s.wrap("WithGroupsLogging", s.transactOnce(ctx, txDefault, func(tx *txn) error {
 		zones, gone, err := s.lockUsages(ctx, tx, groupIDs, logLocks)
 		if err != nil {
-			return err
+			return fmt.Errorf("the locks: %w", err)
 		}
 		return fn(&LogTx{s: s, tx: tx, locked: slices.Sorted(maps.Keys(zones)), gone: gone})
 	}))

@@ -383,7 +383,7 @@ func (s *Store) retrying(ctx context.Context, op string, once func(context.Conte
 func (s *Store) transactOnce(ctx context.Context, mode txMode, fn func(tx *txn) error) error {
 	conn, err := s.write.Conn(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("a connection: %w", err)
 	}
 	defer conn.Close()
 	if s.dialect.name == "sqlite" {
