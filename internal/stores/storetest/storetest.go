@@ -490,19 +490,10 @@ func GroupRows(t testing.TB, dsn, usageURL, groupID string) map[string]int {
 	if postgres {
 		tables = `SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'group_id'`
 	}
-	rows, err := db.Query(tables)
+	names, err := queryStrings(db, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, name)
-	}
-	rows.Close()
 	if len(names) < 10 {
 		t.Fatalf("only %d tables with a group_id column in %s: %v", len(names), redacted(dsn), names)
 	}

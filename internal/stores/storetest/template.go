@@ -64,30 +64,36 @@ func makeTemplate() (string, error) {
 // dropEndedTemplates drops the templates of test processes that have
 // ended, which had no way to drop their own.
 func dropEndedTemplates(admin *sql.DB) error {
-	rows, err := admin.Query("SELECT datname FROM pg_database WHERE datname LIKE $1", templatePrefix+"%")
+	names, err := queryStrings(admin, "SELECT datname FROM pg_database WHERE datname LIKE $1", templatePrefix+"%")
 	if err != nil {
 		return err
 	}
-	var ended []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return err
-		}
+	for _, name := range names {
 		pid, err := strconv.Atoi(strings.TrimPrefix(name, templatePrefix))
-		if err == nil && syscall.Kill(pid, 0) == syscall.ESRCH {
-			ended = append(ended, name)
+		if err != nil || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // not a template's name, or its process still runs
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, name := range ended {
 		if _, err := admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
 			return fmt.Errorf("drop %s: %w", name, err)
 		}
 	}
 	return nil
+}
+
+// queryStrings runs a query of one text column and returns its values.
+func queryStrings(db *sql.DB, query string, args ...any) ([]string, error) {
+	rows, err := db.Query(query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var values []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		values = append(values, v)
+	}
+	return values, rows.Err()
 }
