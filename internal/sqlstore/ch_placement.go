@@ -303,7 +303,7 @@ type GroupTx struct {
 // GroupID is the group whose lock the transaction holds.
 func (g *GroupTx) GroupID() string { return g.groupID }
 
-// writebehind.Placement reads the group's placement; ok is false when it has none.
+// Placement reads the group's placement; ok is false when it has none.
 func (g *GroupTx) Placement(ctx context.Context) (writebehind.Placement, bool, error) {
 	return g.s.placement(ctx, g.tx, g.groupID)
 }
@@ -407,12 +407,12 @@ func (s *Store) placement(ctx context.Context, q querier, groupID string) (write
 	return p, err == nil, err
 }
 
-// writebehind.Placement returns the group's placement; ok is false when it has none.
+// Placement returns the group's placement; ok is false when it has none.
 func (s *Store) Placement(ctx context.Context, groupID string) (writebehind.Placement, bool, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	p, ok, err := s.placement(ctx, s.read, groupID)
-	return p, ok, s.wrap("writebehind.Placement", err)
+	return p, ok, s.wrap("Placement", err)
 }
 
 // Placements returns every group's placement.
