@@ -276,7 +276,7 @@ type groupWrite struct {
 	p        writebehind.Placement
 	ids      []string                  // of the events, each once
 	students []string                  // of the events, each once
-	enrol    []analytics.StudentUpdate // of the events, each event's
+	enrol    []analytics.StudentUpdate // of the events' students, each once
 	st       *state
 	ords     map[string]int
 	in       intent
@@ -350,20 +350,19 @@ func (s *Store) settleWrites(ctx context.Context, tx writebehind.GroupsLock, wri
 	return byShard, nil
 }
 
-// gatherIDs lists the write's event ids and students, each once, and each
-// event's enrolment (its student and name).
+// gatherIDs lists the write's event ids and students, each once, and the
+// students' enrolment.
 func (w *groupWrite) gatherIDs() {
-	seenID, seenStudent := map[string]bool{}, map[string]bool{}
+	seenID := map[string]bool{}
 	for _, e := range w.events {
 		if !seenID[e.ID] {
 			seenID[e.ID] = true
 			w.ids = append(w.ids, e.ID)
 		}
-		if !seenStudent[e.StudentID] {
-			seenStudent[e.StudentID] = true
-			w.students = append(w.students, e.StudentID)
-		}
-		w.enrol = append(w.enrol, analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
+	}
+	w.enrol = enrolment(w.events)
+	for _, u := range w.enrol {
+		w.students = append(w.students, u.ID)
 	}
 }
 
@@ -488,7 +487,6 @@ func (s *Store) prepareWrites(ctx context.Context, sh *shard, ws []*groupWrite) 
 			seen[e.ID] = true
 			w.rows.events = append(w.rows.events, e)
 			delta.Add(e)
-			w.in.Students = append(w.in.Students, analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
 			if m := e.Day.MonthStart(); !slices.Contains(w.in.Months, m) {
 				w.in.Months = append(w.in.Months, m)
 			}
@@ -496,6 +494,7 @@ func (s *Store) prepareWrites(ctx context.Context, sh *shard, ws []*groupWrite) 
 		if len(w.rows.events) == 0 {
 			continue
 		}
+		w.in.Students = enrolment(w.rows.events)
 		w.rows.gkeys, w.rows.grows = newGroupRows(delta, w.st, w.ords)
 		w.rows.counts, w.err = newCountsRows(w.st, delta, w.ords)
 	}

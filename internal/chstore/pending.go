@@ -205,12 +205,22 @@ func (s *Store) readPending(ctx context.Context, groupID string) (writebehind.Pe
 	return pending, err
 }
 
-// enrolment is the enrolment of the events' students, each event's in
-// order, as an apply saves it.
+// enrolment is the enrolment of the events' students, one update each,
+// in the order they first appear, with the last name an event gave them
+// (an event without a name keeps the one before), as saving every
+// event's update in order would leave it.
 func enrolment(events []analytics.Event) []analytics.StudentUpdate {
-	updates := make([]analytics.StudentUpdate, len(events))
-	for i, e := range events {
-		updates[i] = analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName}
+	var updates []analytics.StudentUpdate
+	at := map[string]int{}
+	for _, e := range events {
+		i, seen := at[e.StudentID]
+		switch {
+		case !seen:
+			at[e.StudentID] = len(updates)
+			updates = append(updates, analytics.StudentUpdate{ID: e.StudentID, Name: e.StudentName})
+		case e.StudentName != "":
+			updates[i].Name = e.StudentName
+		}
 	}
 	return updates
 }

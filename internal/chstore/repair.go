@@ -25,7 +25,8 @@ import (
 type intent struct {
 	// Months are the first days of the months whose rollups it changes.
 	Months []analytics.Day `json:"months,omitempty"`
-	// Students are the enrolments and names of its new events.
+	// Students are the enrolments of its new events' students, each
+	// once, with their names (enrolment).
 	Students []analytics.StudentUpdate `json:"students,omitempty"`
 	// Erase is the student it erases; ErasedBy who asked, and EraseBegan
 	// when (Unix milliseconds): a repair that finishes the erasure writes

@@ -57,15 +57,19 @@ func (s *Store) WithGroupsLogging(ctx context.Context, groupIDs []string, fn fun
 
 // Pending reads a locked group's placement, zone and logged events in one
 // statement, so that the three are of one moment: an apply that commits
-// beside it moves the placement and empties the log together.
+// beside it moves the placement and empties the log together. The
+// placement's intent, which can be as long as the log (an apply's lists
+// its students), comes on the first row only.
 func (l *LogTx) Pending(ctx context.Context, groupID string, limit int) (writebehind.Pending, error) {
 	pending := writebehind.Pending{Placement: writebehind.Placement{GroupID: groupID}}
-	rows, err := l.tx.QueryContext(ctx, `SELECT g.time_zone, p.shard, p.seq, p.intent, p.epoch,
+	rows, err := l.tx.QueryContext(ctx, `SELECT g.time_zone, p.shard, p.seq,
+			CASE WHEN coalesce(e.n, 1) = 1 THEN p.intent END, p.epoch,
 			e.event_id, e.student_id, e.student_name, e.occurred_at, e.metric
 		FROM groups g LEFT JOIN usage_placements p ON p.group_id = g.group_id
-		LEFT JOIN LATERAL (SELECT event_id, student_id, student_name, occurred_at, metric FROM usage_log
-			WHERE group_id = g.group_id ORDER BY id LIMIT $2) e ON true
-		WHERE g.group_id = $1`, groupID, limit)
+		LEFT JOIN LATERAL (SELECT event_id, student_id, student_name, occurred_at, metric,
+				row_number() OVER (ORDER BY id) AS n
+			FROM usage_log WHERE group_id = g.group_id ORDER BY id LIMIT $2) e ON true
+		WHERE g.group_id = $1 ORDER BY e.n`, groupID, limit)
 	if err != nil {
 		return pending, err
 	}
