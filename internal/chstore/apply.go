@@ -275,7 +275,6 @@ type groupWrite struct {
 	sh       *shard
 	p        writebehind.Placement
 	ids      []string                  // of the events, each once
-	students []string                  // of the events, each once
 	enrol    []analytics.StudentUpdate // of the events' students, each once
 	st       *state
 	ords     map[string]int
@@ -350,8 +349,8 @@ func (s *Store) settleWrites(ctx context.Context, tx writebehind.GroupsLock, wri
 	return byShard, nil
 }
 
-// gatherIDs lists the write's event ids and students, each once, and the
-// students' enrolment.
+// gatherIDs lists the write's event ids, each once, and its students'
+// enrolment.
 func (w *groupWrite) gatherIDs() {
 	seenID := map[string]bool{}
 	for _, e := range w.events {
@@ -361,9 +360,6 @@ func (w *groupWrite) gatherIDs() {
 		}
 	}
 	w.enrol = enrolment(w.events)
-	for _, u := range w.enrol {
-		w.students = append(w.students, u.ID)
-	}
 }
 
 // recordIntents records the intent of every write with rows to insert,
@@ -439,7 +435,10 @@ func (s *Store) prepareWrites(ctx context.Context, sh *shard, ws []*groupWrite) 
 	ws = slices.DeleteFunc(slices.Clone(ws), func(w *groupWrite) bool { return w.err != nil })
 	ids, students := map[string][]string{}, map[string][]string{}
 	for _, w := range ws {
-		ids[w.p.GroupID], students[w.p.GroupID] = w.ids, w.students
+		ids[w.p.GroupID] = w.ids
+		for _, u := range w.enrol {
+			students[w.p.GroupID] = append(students[w.p.GroupID], u.ID)
+		}
 	}
 	var stored map[string]map[string]bool
 	var ords map[string]map[string]int
