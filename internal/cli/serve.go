@@ -219,6 +219,7 @@ func serve(e *env, sf serveFlags, db storeFlags, prepare func(s *stores.Stores, 
 		cfg.Observer = m
 	}
 	sf.memoryLimit.apply()
+	limitMallocArenas()
 	// The address first: a process that cannot listen (a second demo on
 	// the same port) fails before it opens, let alone changes, a store.
 	ln, err := listen(sf.addr, "addr")
